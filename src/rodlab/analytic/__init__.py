@@ -1,0 +1,1 @@
+"""Closed-form and independently computed references (never using the simulators under test)."""

@@ -1,0 +1,220 @@
+"""Rotations: exponential and logarithm maps of SO(3), quaternions (w, x, y, z).
+
+Compiled scalar kernels over 3-vectors, 4-vectors and 3x3 matrices, accurate in the
+small-angle limit (Taylor series below ``1e-4`` rad) and near ``pi``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ._vec import JIT
+
+_SMALL = 1e-4
+
+
+@njit(**JIT)
+def skew(w):
+    """``[w]`` with ``[w] v = w x v``."""
+    out = np.zeros((3, 3))
+    out[0, 1] = -w[2]
+    out[0, 2] = w[1]
+    out[1, 0] = w[2]
+    out[1, 2] = -w[0]
+    out[2, 0] = -w[1]
+    out[2, 1] = w[0]
+    return out
+
+
+@njit(**JIT)
+def _sinc_terms(theta2):
+    """``sin(t)/t`` and ``(1 - cos t)/t^2`` from ``t^2``, Taylor-expanded near zero."""
+    if theta2 < _SMALL * _SMALL:
+        a = 1.0 - theta2 / 6.0 + theta2 * theta2 / 120.0
+        b = 0.5 - theta2 / 24.0 + theta2 * theta2 / 720.0
+    else:
+        t = math.sqrt(theta2)
+        a = math.sin(t) / t
+        b = (1.0 - math.cos(t)) / theta2
+    return a, b
+
+
+@njit(**JIT)
+def exp_so3(w):
+    """Rodrigues' formula: ``exp([w]) = I + a [w] + b [w]^2``."""
+    theta2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
+    a, b = _sinc_terms(theta2)
+    W = skew(w)
+    return np.eye(3) + a * W + b * (W @ W)
+
+
+@njit(**JIT)
+def rotate_by_rotvec(w, v):
+    """``exp([w]) v`` without forming the matrix."""
+    theta2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
+    a, b = _sinc_terms(theta2)
+    c0 = w[1] * v[2] - w[2] * v[1]
+    c1 = w[2] * v[0] - w[0] * v[2]
+    c2 = w[0] * v[1] - w[1] * v[0]
+    d0 = w[1] * c2 - w[2] * c1
+    d1 = w[2] * c0 - w[0] * c2
+    d2 = w[0] * c1 - w[1] * c0
+    out = np.empty(3)
+    out[0] = v[0] + a * c0 + b * d0
+    out[1] = v[1] + a * c1 + b * d1
+    out[2] = v[2] + a * c2 + b * d2
+    return out
+
+
+@njit(**JIT)
+def log_so3(R):
+    """Rotation vector ``w`` with ``exp([w]) = R``, ``|w| <= pi``; robust near 0 and near pi."""
+    return quat_to_rotvec(matrix_to_quat(R))
+
+
+@njit(**JIT)
+def quat_mul(p, q):
+    """Hamilton product ``p q`` of quaternions stored (w, x, y, z)."""
+    out = np.empty(4)
+    out[0] = p[0] * q[0] - p[1] * q[1] - p[2] * q[2] - p[3] * q[3]
+    out[1] = p[0] * q[1] + p[1] * q[0] + p[2] * q[3] - p[3] * q[2]
+    out[2] = p[0] * q[2] - p[1] * q[3] + p[2] * q[0] + p[3] * q[1]
+    out[3] = p[0] * q[3] + p[1] * q[2] - p[2] * q[1] + p[3] * q[0]
+    return out
+
+
+@njit(**JIT)
+def quat_conj(q):
+    out = np.empty(4)
+    out[0] = q[0]
+    out[1] = -q[1]
+    out[2] = -q[2]
+    out[3] = -q[3]
+    return out
+
+
+@njit(**JIT)
+def quat_normalize(q):
+    n = math.sqrt(q[0] ** 2 + q[1] ** 2 + q[2] ** 2 + q[3] ** 2)
+    if not n > 1e-300:
+        raise ValueError("zero quaternion cannot be normalised")
+    return q / n
+
+
+@njit(**JIT)
+def quat_rotate(q, v):
+    """``q v q*`` for a unit quaternion ``q``."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    # t = 2 (q_vec x v); v' = v + w t + q_vec x t
+    t0 = 2.0 * (y * v[2] - z * v[1])
+    t1 = 2.0 * (z * v[0] - x * v[2])
+    t2 = 2.0 * (x * v[1] - y * v[0])
+    out = np.empty(3)
+    out[0] = v[0] + w * t0 + (y * t2 - z * t1)
+    out[1] = v[1] + w * t1 + (z * t0 - x * t2)
+    out[2] = v[2] + w * t2 + (x * t1 - y * t0)
+    return out
+
+
+@njit(**JIT)
+def rotvec_to_quat(w):
+    theta2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
+    out = np.empty(4)
+    if theta2 < _SMALL * _SMALL:
+        s = 0.5 - theta2 / 48.0
+        out[0] = 1.0 - theta2 / 8.0 + theta2 * theta2 / 384.0
+    else:
+        t = math.sqrt(theta2)
+        s = math.sin(0.5 * t) / t
+        out[0] = math.cos(0.5 * t)
+    out[1] = s * w[0]
+    out[2] = s * w[1]
+    out[3] = s * w[2]
+    return out
+
+
+@njit(**JIT)
+def quat_to_rotvec(q):
+    """Rotation vector of unit quaternion ``q`` (the shorter of ``q`` and ``-q``), ``|w| <= pi``."""
+    w0 = q[0]
+    v0, v1, v2 = q[1], q[2], q[3]
+    if w0 < 0.0:
+        w0, v0, v1, v2 = -w0, -v0, -v1, -v2
+    s = math.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
+    angle = 2.0 * math.atan2(s, w0)
+    if s < _SMALL:
+        # angle / s = 2/w0 (1 + s^2/(3 w0^2) ...) for small s
+        scale = 2.0 / w0 * (1.0 + s * s / (3.0 * w0 * w0))
+    else:
+        scale = angle / s
+    out = np.empty(3)
+    out[0] = scale * v0
+    out[1] = scale * v1
+    out[2] = scale * v2
+    return out
+
+
+@njit(**JIT)
+def quat_to_matrix(q):
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    R = np.empty((3, 3))
+    R[0, 0] = 1 - 2 * (y * y + z * z)
+    R[0, 1] = 2 * (x * y - w * z)
+    R[0, 2] = 2 * (x * z + w * y)
+    R[1, 0] = 2 * (x * y + w * z)
+    R[1, 1] = 1 - 2 * (x * x + z * z)
+    R[1, 2] = 2 * (y * z - w * x)
+    R[2, 0] = 2 * (x * z - w * y)
+    R[2, 1] = 2 * (y * z + w * x)
+    R[2, 2] = 1 - 2 * (x * x + y * y)
+    return R
+
+
+@njit(**JIT)
+def matrix_to_quat(R):
+    """Shepperd's method: pick the largest of w^2, x^2, y^2, z^2 to divide by."""
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    q = np.empty(4)
+    if tr >= R[0, 0] and tr >= R[1, 1] and tr >= R[2, 2]:
+        s = math.sqrt(1.0 + tr) * 2.0
+        q[0] = 0.25 * s
+        q[1] = (R[2, 1] - R[1, 2]) / s
+        q[2] = (R[0, 2] - R[2, 0]) / s
+        q[3] = (R[1, 0] - R[0, 1]) / s
+    elif R[0, 0] >= R[1, 1] and R[0, 0] >= R[2, 2]:
+        s = math.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2]) * 2.0
+        q[0] = (R[2, 1] - R[1, 2]) / s
+        q[1] = 0.25 * s
+        q[2] = (R[0, 1] + R[1, 0]) / s
+        q[3] = (R[0, 2] + R[2, 0]) / s
+    elif R[1, 1] >= R[2, 2]:
+        s = math.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2]) * 2.0
+        q[0] = (R[0, 2] - R[2, 0]) / s
+        q[1] = (R[0, 1] + R[1, 0]) / s
+        q[2] = 0.25 * s
+        q[3] = (R[1, 2] + R[2, 1]) / s
+    else:
+        s = math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1]) * 2.0
+        q[0] = (R[1, 0] - R[0, 1]) / s
+        q[1] = (R[0, 2] + R[2, 0]) / s
+        q[2] = (R[1, 2] + R[2, 1]) / s
+        q[3] = 0.25 * s
+    if q[0] < 0.0:
+        q = -q
+    return quat_normalize(q)
+
+
+@njit(**JIT)
+def rotation_between(a, b):
+    """Smallest rotation (matrix) taking unit ``a`` to unit ``b``; anti-parallel: ValueError."""
+    c = a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+    if not 1.0 + c > 1e-12:
+        raise ValueError("rotation between anti-parallel vectors is not unique")
+    v = np.empty(3)
+    v[0] = a[1] * b[2] - a[2] * b[1]
+    v[1] = a[2] * b[0] - a[0] * b[2]
+    v[2] = a[0] * b[1] - a[1] * b[0]
+    V = skew(v)
+    return np.eye(3) + V + (V @ V) / (1.0 + c)

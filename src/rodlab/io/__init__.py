@@ -1,0 +1,4 @@
+"""Reading and writing: scene outputs, trajectories, checkpoints."""
+from .outputs import write_scene_outputs
+
+__all__ = ["write_scene_outputs"]

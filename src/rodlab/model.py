@@ -1,0 +1,323 @@
+"""What a rod *is*: rest geometry, material, cross-section, boundary conditions, loads.
+
+Everything here is immutable and built once (DESIGN.md, "Model / State / Stepper"). SI units:
+lengths [m], moduli [Pa], densities [kg/m^3], stiffnesses [N m^2] (bending, twisting) and [N]
+(stretching), linear densities [kg/m], forces [N], time [s].
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .geometry.curves import any_perpendicular, edge_count, joint_count
+
+
+class ModelError(ValueError):
+    """A model parameter is out of its allowed range (the message names it and the range)."""
+
+
+def require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ModelError(message)
+
+
+@dataclass(frozen=True)
+class Material:
+    """Linear elastic material: Young's modulus ``E`` [Pa], shear modulus ``G`` [Pa], density ``rho`` [kg/m^3]."""
+
+    E: float
+    G: float
+    rho: float
+
+    def __post_init__(self):
+        require(math.isfinite(self.E) and self.E > 0, f"E must be > 0 Pa (got {self.E})")
+        require(math.isfinite(self.G) and self.G > 0, f"G must be > 0 Pa (got {self.G})")
+        require(math.isfinite(self.rho) and self.rho > 0, f"rho must be > 0 kg/m^3 (got {self.rho})")
+
+
+@dataclass(frozen=True)
+class CrossSection:
+    """Elliptical cross-section with semi-axis ``a1`` along the material director m1 and ``a2`` along m2 [m].
+
+    A circle has ``a1 == a2``. Second moments: ``I_m2 = pi a1^3 a2 / 4`` resists curvature that
+    turns the tangent toward m1 (material curvature component ``omega_1 = kb . m2``),
+    ``I_m1 = pi a1 a2^3 / 4`` the other; torsion constant ``J = pi a1^3 a2^3 / (a1^2 + a2^2)``.
+    """
+
+    a1: float
+    a2: float
+
+    @classmethod
+    def circle(cls, radius: float) -> "CrossSection":
+        return cls(radius, radius)
+
+    def __post_init__(self):
+        require(self.a1 > 0 and math.isfinite(self.a1), f"cross-section semi-axis a1 must be > 0 m (got {self.a1})")
+        require(self.a2 > 0 and math.isfinite(self.a2), f"cross-section semi-axis a2 must be > 0 m (got {self.a2})")
+
+    @property
+    def area(self) -> float:
+        return math.pi * self.a1 * self.a2
+
+    @property
+    def second_moments(self) -> tuple[float, float]:
+        """``(I for omega_1, I for omega_2)`` [m^4]."""
+        return math.pi * self.a1**3 * self.a2 / 4.0, math.pi * self.a1 * self.a2**3 / 4.0
+
+    @property
+    def torsion_constant(self) -> float:
+        return math.pi * self.a1**3 * self.a2**3 / (self.a1**2 + self.a2**2)
+
+
+RigidMotion = Callable[[float], tuple[np.ndarray, np.ndarray]]
+"""``motion(t) -> (R, d)``: rotation matrix and translation applied to a clamp's initial pose,
+rotating about the clamped edge's initial midpoint: ``x(t) = R (x0 - c0) + c0 + d``."""
+
+
+@dataclass(frozen=True)
+class Clamp:
+    """Clamp one edge: both its vertices and its material frame follow ``motion`` (or stay put).
+
+    ``edge`` may be negative (``-1`` is the last edge).
+    """
+
+    edge: int
+    motion: RigidMotion | None = None
+
+
+def twist_about_axis(axis, rate: float, ramp: float = 0.0, total: float | None = None) -> RigidMotion:
+    """Prescribed rotation about unit ``axis`` at ``rate`` [rad/s], optionally ramped in over
+    ``ramp`` [s] (smooth start) and stopped at angle ``total`` [rad]."""
+    axis = np.asarray(axis, dtype=float)
+    axis = axis / np.linalg.norm(axis)
+
+    def angle(t: float) -> float:
+        if ramp > 0 and t < ramp:
+            a = rate * t * t / (2 * ramp)
+        else:
+            a = rate * (t - ramp / 2)
+        if total is not None:
+            a = min(a, total) if total >= 0 else max(a, total)
+        return a
+
+    def motion(t: float):
+        from .geometry.rotations import exp_so3
+
+        return exp_so3(axis * angle(t)), np.zeros(3)
+
+    return motion
+
+
+@dataclass(frozen=True)
+class BoundaryConditions:
+    """Clamped edges and pinned vertices (positions held or prescribed, frames free)."""
+
+    clamps: tuple[Clamp, ...] = ()
+    fixed_vertices: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class PointForce:
+    """A force [N] on one vertex, constant or a function of time."""
+
+    vertex: int
+    force: np.ndarray | Callable[[float], np.ndarray]
+
+    def at(self, t: float) -> np.ndarray:
+        return np.asarray(self.force(t) if callable(self.force) else self.force, dtype=float)
+
+
+@dataclass(frozen=True)
+class Loads:
+    """External loads: gravity [m/s^2], viscous damping rate ``damping`` [1/s] (force ``-damping m v``), point forces."""
+
+    gravity: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    damping: float = 0.0
+    point_forces: tuple[PointForce, ...] = ()
+
+    def __post_init__(self):
+        require(self.damping >= 0 and math.isfinite(self.damping), f"damping must be >= 0 1/s (got {self.damping})")
+
+
+@dataclass(frozen=True, eq=False)
+class Rod:
+    """A discrete rod: rest polyline, rest material frame, stiffness and mass per edge.
+
+    Build with :meth:`from_material` (E, G, rho and a cross-section) or :meth:`from_stiffness`
+    (bending and twisting stiffness given directly, as the DER validation cases do).
+
+    Arrays (all float64, read-only):
+      rest_positions (nv, 3) [m]; rest_d1 (ne, 3) rest material director m1 (unit, normal to
+      the rest tangent); bending_stiffness (ne, 2) [N m^2] for the two material curvature
+      components; twisting_stiffness (ne,) [N m^2]; stretching_stiffness (ne,) [N];
+      linear_density (ne,) [kg/m]; radius [m] for drawing and contact.
+    """
+
+    rest_positions: np.ndarray
+    rest_d1: np.ndarray
+    bending_stiffness: np.ndarray
+    twisting_stiffness: np.ndarray
+    stretching_stiffness: np.ndarray
+    linear_density: np.ndarray
+    radius: float
+    closed: bool = False
+    boundary: BoundaryConditions = field(default_factory=BoundaryConditions)
+
+    def __post_init__(self):
+        x = np.ascontiguousarray(self.rest_positions, dtype=float)
+        require(x.ndim == 2 and x.shape[1] == 3, f"rest_positions must have shape (n, 3) (got {x.shape})")
+        nv = x.shape[0]
+        require(nv >= (3 if self.closed else 2), f"a {'closed' if self.closed else 'open'} rod needs at least {3 if self.closed else 2} vertices (got {nv})")
+        require(np.all(np.isfinite(x)), "rest_positions must be finite")
+        ne = edge_count(nv, self.closed)
+        lengths = np.linalg.norm(np.roll(x, -1, axis=0)[:ne] - x[:ne], axis=1)
+        require(np.all(lengths > 0), "rest_positions has a zero-length edge")
+        for name, shape in (
+            ("rest_d1", (ne, 3)),
+            ("bending_stiffness", (ne, 2)),
+            ("twisting_stiffness", (ne,)),
+            ("stretching_stiffness", (ne,)),
+            ("linear_density", (ne,)),
+        ):
+            a = np.ascontiguousarray(getattr(self, name), dtype=float)
+            require(a.shape == shape, f"{name} must have shape {shape} (got {a.shape})")
+            require(np.all(np.isfinite(a)), f"{name} must be finite")
+            if name != "rest_d1":
+                require(np.all(a > 0) if name in ("bending_stiffness", "twisting_stiffness", "linear_density") else np.all(a >= 0), f"{name} must be > 0")
+            a.setflags(write=False)
+            object.__setattr__(self, name, a)
+        x.setflags(write=False)
+        object.__setattr__(self, "rest_positions", x)
+        require(self.radius > 0, f"radius must be > 0 m (got {self.radius})")
+        for c in self.boundary.clamps:
+            require(-ne <= c.edge < ne, f"clamp edge must be in [-{ne}, {ne - 1}] (got {c.edge})")
+        for v in self.boundary.fixed_vertices:
+            require(-nv <= v < nv, f"fixed vertex must be in [-{nv}, {nv - 1}] (got {v})")
+
+    # ---- sizes -------------------------------------------------------------------------------
+    @property
+    def n_vertices(self) -> int:
+        return self.rest_positions.shape[0]
+
+    @property
+    def n_edges(self) -> int:
+        return edge_count(self.n_vertices, self.closed)
+
+    @property
+    def n_joints(self) -> int:
+        return joint_count(self.n_vertices, self.closed)
+
+    # ---- derived rest quantities -------------------------------------------------------------
+    @property
+    def rest_edges(self) -> np.ndarray:
+        x = self.rest_positions
+        return (np.roll(x, -1, axis=0) - x)[: self.n_edges]
+
+    @property
+    def rest_lengths(self) -> np.ndarray:
+        return np.linalg.norm(self.rest_edges, axis=1)
+
+    @property
+    def total_length(self) -> float:
+        return float(self.rest_lengths.sum())
+
+    @property
+    def vertex_masses(self) -> np.ndarray:
+        """Lumped masses [kg]: half of each adjacent edge's mass."""
+        m_edge = self.linear_density * self.rest_lengths
+        m = np.zeros(self.n_vertices)
+        m[: self.n_edges] += 0.5 * m_edge
+        idx = (np.arange(self.n_edges) + 1) % self.n_vertices
+        np.add.at(m, idx, 0.5 * m_edge)
+        return m
+
+    def clamped_edges(self) -> list[int]:
+        return sorted({c.edge % self.n_edges for c in self.boundary.clamps})
+
+    def fixed_vertex_mask(self) -> np.ndarray:
+        """Vertices whose positions are prescribed (clamped edges' ends and pinned vertices)."""
+        mask = np.zeros(self.n_vertices, dtype=bool)
+        for j in self.clamped_edges():
+            mask[j] = True
+            mask[(j + 1) % self.n_vertices] = True
+        for v in self.boundary.fixed_vertices:
+            mask[v % self.n_vertices] = True
+        return mask
+
+    # ---- constructors --------------------------------------------------------------------------
+    @classmethod
+    def from_material(
+        cls,
+        rest_positions,
+        material: Material,
+        section: CrossSection,
+        *,
+        closed: bool = False,
+        rest_d1=None,
+        boundary: BoundaryConditions = BoundaryConditions(),
+    ) -> "Rod":
+        x = np.asarray(rest_positions, dtype=float)
+        ne = edge_count(x.shape[0], closed)
+        i1, i2 = section.second_moments
+        return cls(
+            rest_positions=x,
+            rest_d1=default_rest_d1(x, closed) if rest_d1 is None else rest_d1,
+            bending_stiffness=np.tile([material.E * i1, material.E * i2], (ne, 1)),
+            twisting_stiffness=np.full(ne, material.G * section.torsion_constant),
+            stretching_stiffness=np.full(ne, material.E * section.area),
+            linear_density=np.full(ne, material.rho * section.area),
+            radius=max(section.a1, section.a2),
+            closed=closed,
+            boundary=boundary,
+        )
+
+    @classmethod
+    def from_stiffness(
+        cls,
+        rest_positions,
+        *,
+        bending: float | tuple[float, float],
+        twisting: float,
+        linear_density: float = 1.0,
+        stretching: float = 0.0,
+        radius: float = 0.01,
+        closed: bool = False,
+        rest_d1=None,
+        boundary: BoundaryConditions = BoundaryConditions(),
+    ) -> "Rod":
+        x = np.asarray(rest_positions, dtype=float)
+        ne = edge_count(x.shape[0], closed)
+        b = (bending, bending) if np.isscalar(bending) else tuple(bending)
+        require(all(v > 0 for v in b), f"bending stiffness must be > 0 N m^2 (got {bending})")
+        require(twisting > 0, f"twisting stiffness must be > 0 N m^2 (got {twisting})")
+        return cls(
+            rest_positions=x,
+            rest_d1=default_rest_d1(x, closed) if rest_d1 is None else rest_d1,
+            bending_stiffness=np.tile(b, (ne, 1)),
+            twisting_stiffness=np.full(ne, float(twisting)),
+            stretching_stiffness=np.full(ne, float(stretching)),
+            linear_density=np.full(ne, float(linear_density)),
+            radius=radius,
+            closed=closed,
+            boundary=boundary,
+        )
+
+
+def default_rest_d1(x: np.ndarray, closed: bool) -> np.ndarray:
+    """A twist-free rest frame: the Bishop frame of the rest polyline, seeded on edge 0."""
+    from .geometry.curves import bishop_frames, compute_edges, compute_tangents
+
+    nv = x.shape[0]
+    ne = edge_count(nv, closed)
+    e = np.empty((ne, 3))
+    compute_edges(np.ascontiguousarray(x, dtype=float), closed, e)
+    lengths = np.empty(ne)
+    t = np.empty((ne, 3))
+    compute_tangents(e, lengths, t)
+    u = np.empty((ne, 3))
+    v = np.empty((ne, 3))
+    bishop_frames(t, any_perpendicular(t[0]), closed, u, v)
+    return u

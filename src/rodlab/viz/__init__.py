@@ -1,0 +1,1 @@
+"""Plots and animations (matplotlib, Agg backend: no screen needed)."""
