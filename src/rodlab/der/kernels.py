@@ -1,0 +1,605 @@
+"""Compiled kernels of Discrete Elastic Rods (Bergou et al. 2008).
+
+Indexing follows ``rodlab.geometry.curves``: joint ``k`` joins edge ``e = k`` to edge
+``f = (k + 1) % ne`` at vertex ``(k + 1) % nv``; the three vertices of joint ``k`` are
+``k, k + 1, k + 2`` (mod ``nv``).
+
+Energies (Bergou 2008, Sec. 4; MATH-NOTES "DER quantities"), with ``lbar_k = |ebar_e| + |ebar_f|``:
+
+    E_bend    = sum_k 1/(2 lbar_k) sum_{j in (e, f)} (w^j_k - wbar^j_k)^T B^j (w^j_k - wbar^j_k)
+    E_twist   = sum_k beta_k (m_k - mbar_k)^2 / lbar_k,      m_k = theta_f - theta_e + mref_k
+    E_stretch = 1/2 sum_j ks_j (|e_j| / |ebar_j| - 1)^2 |ebar_j|
+
+The material frames hang off *time-parallel* reference frames with a reference twist ``mref``
+(MATH-NOTES); the variation of ``mref`` with the centerline is the discrete holonomy gradient of
+Bergou 2008, Eq. 9, so the centerline forces below are the paper's Eq. 9-11 written locally
+(docs/der.md derives the equivalence).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..geometry._vec import JIT
+from ..geometry.curves import (
+    compute_curvature_binormals,
+    compute_edges,
+    compute_tangents,
+    complete_frames,
+    material_curvatures,
+    material_frames,
+    reference_twist,
+    time_parallel_update,
+)
+
+
+# --------------------------------------------------------------------------------------------
+# geometry refresh
+# --------------------------------------------------------------------------------------------
+@njit(**JIT)
+def refresh_geometry(x, closed, ref_d1, ref_twist, transport_frames, edges, lengths, tangents, kb, ref_d2):
+    """Recompute edges, tangents and curvature binormals of ``x``; move the reference frames.
+
+    With ``transport_frames`` the reference directors ``ref_d1`` are parallel transported in
+    time from the tangents held in ``tangents`` on entry to the new ones; the reference twist
+    is then recomputed (unwrapped against its previous value).
+    """
+    ne = edges.shape[0]
+    old = tangents.copy() if transport_frames else tangents
+    compute_edges(x, closed, edges)
+    compute_tangents(edges, lengths, tangents)
+    if transport_frames:
+        time_parallel_update(old, tangents, ref_d1)
+    complete_frames(tangents, ref_d1, ref_d2)
+    compute_curvature_binormals(tangents, closed, kb)
+    reference_twist(tangents, ref_d1, closed, ref_twist, ref_twist)
+
+
+# --------------------------------------------------------------------------------------------
+# energy in the twist angles (x fixed): value, gradient, tridiagonal Hessian (Eq. 4, 7)
+# --------------------------------------------------------------------------------------------
+@njit(**JIT)
+def elastic_energy(kb, ref_d1, ref_d2, theta, ref_twist, lengths, rest_lengths, lbar,
+                   omega_bar, bend_k, twist_bar, twist_k, stretch_k, m1, m2, omega):
+    """Total elastic energy [J] (bending + twisting + stretching) for the current geometry."""
+    material_frames(ref_d1, ref_d2, theta, m1, m2)
+    material_curvatures(kb, m1, m2, False, omega)
+    ne = theta.shape[0]
+    energy = 0.0
+    for k in range(kb.shape[0]):
+        e = k
+        f = k + 1
+        if f == ne:
+            f = 0
+        d0 = omega[k, 0] - omega_bar[k, 0]
+        d1 = omega[k, 1] - omega_bar[k, 1]
+        d2 = omega[k, 2] - omega_bar[k, 2]
+        d3 = omega[k, 3] - omega_bar[k, 3]
+        bend = bend_k[e, 0] * d0 * d0 + bend_k[e, 1] * d1 * d1 + bend_k[f, 0] * d2 * d2 + bend_k[f, 1] * d3 * d3
+        mk = theta[f] - theta[e] + ref_twist[k] - twist_bar[k]
+        energy += 0.5 * bend / lbar[k] + twist_k[k] * mk * mk / lbar[k]
+    for j in range(ne):
+        if stretch_k[j] > 0.0:
+            s = lengths[j] / rest_lengths[j] - 1.0
+            energy += 0.5 * stretch_k[j] * s * s * rest_lengths[j]
+    return energy
+
+
+@njit(**JIT)
+def twist_gradient_hessian(kb, ref_d1, ref_d2, theta, ref_twist, lbar, omega_bar, bend_k, twist_bar,
+                           twist_k, m1, m2, omega, grad, h_diag, h_lower):
+    """dE/dtheta (Bergou 2008, Eq. 7) and its tridiagonal Hessian.
+
+    ``h_lower[j]`` couples edge ``j`` with edge ``j + 1`` (for a closed rod ``h_lower[ne-1]``
+    couples the last edge with edge 0). Bending terms: ``dw/dtheta = -J w = (w_2, -w_1)`` and
+    ``d^2 w/dtheta^2 = -w``.
+    """
+    material_frames(ref_d1, ref_d2, theta, m1, m2)
+    material_curvatures(kb, m1, m2, False, omega)
+    ne = theta.shape[0]
+    for j in range(ne):
+        grad[j] = 0.0
+        h_diag[j] = 0.0
+        h_lower[j] = 0.0
+    for k in range(kb.shape[0]):
+        e = k
+        f = k + 1
+        if f == ne:
+            f = 0
+        inv = 1.0 / lbar[k]
+        # bending seen from edge e: components 0, 1; from edge f: components 2, 3
+        for side in range(2):
+            j = e if side == 0 else f
+            w1 = omega[k, 2 * side]
+            w2 = omega[k, 2 * side + 1]
+            r1 = w1 - omega_bar[k, 2 * side]
+            r2 = w2 - omega_bar[k, 2 * side + 1]
+            b1 = bend_k[j, 0]
+            b2 = bend_k[j, 1]
+            grad[j] += inv * (b1 * r1 * w2 - b2 * r2 * w1)
+            h_diag[j] += inv * (b1 * w2 * w2 + b2 * w1 * w1 - b1 * r1 * w1 - b2 * r2 * w2)
+        tw = 2.0 * twist_k[k] * inv
+        mk = theta[f] - theta[e] + ref_twist[k] - twist_bar[k]
+        grad[f] += tw * mk
+        grad[e] -= tw * mk
+        h_diag[e] += tw
+        h_diag[f] += tw
+        h_lower[e] -= tw
+
+
+@njit(**JIT)
+def solve_tridiagonal_masked(h_diag, h_lower, rhs, free, closed, out):
+    """Solve ``H d = rhs`` on the free unknowns (others get ``d = 0``); H tridiagonal or cyclic.
+
+    Thomas algorithm; for a closed rod with every unknown free the cyclic corner is handled by
+    Sherman-Morrison. A vanishing pivot raises (the caller regularises).
+    """
+    n = h_diag.shape[0]
+    nfree = 0
+    for i in range(n):
+        if free[i]:
+            nfree += 1
+    for i in range(n):
+        out[i] = 0.0
+    if nfree == 0:
+        return
+    if closed and nfree == n and n > 2:
+        # cyclic: H = T + u v^T with u = (gamma, 0.., c), v = (1, 0.., a/gamma)
+        corner = h_lower[n - 1]
+        gamma = -h_diag[0] if h_diag[0] != 0.0 else -1.0
+        diag = h_diag.copy()
+        diag[0] -= gamma
+        diag[n - 1] -= corner * corner / gamma
+        y = np.empty(n)
+        z = np.empty(n)
+        u = np.zeros(n)
+        u[0] = gamma
+        u[n - 1] = corner
+        _thomas(diag, h_lower, rhs, n, y)
+        _thomas(diag, h_lower, u, n, z)
+        fac = (y[0] + corner * y[n - 1] / gamma) / (1.0 + z[0] + corner * z[n - 1] / gamma)
+        for i in range(n):
+            out[i] = y[i] - fac * z[i]
+        return
+    if closed and nfree < n:
+        # cut the ring at a prescribed unknown: rotate so it comes last, then solve as a chain
+        p = 0
+        while free[p]:
+            p += 1
+        rd = np.empty(n)
+        rl = np.empty(n)
+        rr = np.empty(n)
+        rf = np.empty(n, dtype=np.bool_)
+        ro = np.empty(n)
+        for i in range(n):
+            src = (p + 1 + i) % n
+            rd[i] = h_diag[src]
+            rl[i] = h_lower[src]
+            rr[i] = rhs[src]
+            rf[i] = free[src]
+        solve_tridiagonal_masked(rd, rl, rr, rf, False, ro)
+        for i in range(n):
+            out[(p + 1 + i) % n] = ro[i]
+        return
+    # open chain: walk the runs of free unknowns
+    i = 0
+    cp = np.empty(n)
+    dp = np.empty(n)
+    while i < n:
+        if not free[i]:
+            i += 1
+            continue
+        start = i
+        while i < n and free[i]:
+            i += 1
+        stop = i
+        b = h_diag[start]
+        if b == 0.0:
+            raise ValueError("singular twist Hessian")
+        cp[start] = h_lower[start] / b if start + 1 < stop else 0.0
+        dp[start] = rhs[start] / b
+        for r in range(start + 1, stop):
+            a = h_lower[r - 1]
+            b = h_diag[r] - a * cp[r - 1]
+            if b == 0.0:
+                raise ValueError("singular twist Hessian")
+            cp[r] = h_lower[r] / b if r + 1 < stop else 0.0
+            dp[r] = (rhs[r] - a * dp[r - 1]) / b
+        out[stop - 1] = dp[stop - 1]
+        for r in range(stop - 2, start - 1, -1):
+            out[r] = dp[r] - cp[r] * out[r + 1]
+
+
+@njit(**JIT)
+def _thomas(diag, lower, rhs, n, out):
+    cp = np.empty(n)
+    dp = np.empty(n)
+    cp[0] = lower[0] / diag[0]
+    dp[0] = rhs[0] / diag[0]
+    for r in range(1, n):
+        a = lower[r - 1]
+        b = diag[r] - a * cp[r - 1]
+        cp[r] = lower[r] / b if r < n - 1 else 0.0
+        dp[r] = (rhs[r] - a * dp[r - 1]) / b
+    out[n - 1] = dp[n - 1]
+    for r in range(n - 2, -1, -1):
+        out[r] = dp[r] - cp[r] * out[r + 1]
+
+
+@njit(**JIT)
+def quasistatic_twist(kb, ref_d1, ref_d2, theta, ref_twist, lengths, rest_lengths, lbar, omega_bar,
+                      bend_k, twist_bar, twist_k, stretch_k, free, closed, tol, max_iter,
+                      m1, m2, omega, grad, h_diag, h_lower, step):
+    """Quasistatic material frame (Bergou 2008, Sec. 5.1): minimise E over the free angles.
+
+    Newton's method on the tridiagonal Hessian with a backtracking line search, warm-started
+    from ``theta``. The Hessian is shifted toward positive definiteness where bending makes it
+    indefinite. Returns ``(iterations, final max |dE/dtheta|)``; the caller judges convergence.
+    """
+    ne = theta.shape[0]
+    trial = np.empty(ne)
+    energy = elastic_energy(kb, ref_d1, ref_d2, theta, ref_twist, lengths, rest_lengths, lbar,
+                            omega_bar, bend_k, twist_bar, twist_k, stretch_k, m1, m2, omega)
+    gnorm = 0.0
+    for it in range(max_iter + 1):
+        twist_gradient_hessian(kb, ref_d1, ref_d2, theta, ref_twist, lbar, omega_bar, bend_k,
+                               twist_bar, twist_k, m1, m2, omega, grad, h_diag, h_lower)
+        gnorm = 0.0
+        scale = 0.0
+        for j in range(ne):
+            if free[j]:
+                gnorm = max(gnorm, abs(grad[j]))
+                scale = max(scale, abs(h_diag[j]))
+        if gnorm <= tol or it == max_iter:
+            return it, gnorm
+        # keep Newton a descent method: diagonally dominant shift where needed
+        for j in range(ne):
+            off = abs(h_lower[j])
+            if j > 0:
+                off += abs(h_lower[j - 1])
+            elif closed:
+                off += abs(h_lower[ne - 1])
+            floor = 1e-12 * scale + 1e-300
+            if h_diag[j] < floor:
+                h_diag[j] = off + floor
+        for j in range(ne):
+            grad[j] = -grad[j]
+        solve_tridiagonal_masked(h_diag, h_lower, grad, free, closed, step)
+        slope = 0.0
+        for j in range(ne):
+            slope += step[j] * grad[j]  # = -g.d
+        if slope <= 0.0:  # not a descent direction: fall back to scaled gradient
+            for j in range(ne):
+                step[j] = grad[j] / max(h_diag[j], 1e-300) if free[j] else 0.0
+            slope = 0.0
+            for j in range(ne):
+                slope += step[j] * grad[j]
+        alpha = 1.0
+        accepted = False
+        for _ in range(30):
+            for j in range(ne):
+                trial[j] = theta[j] + alpha * step[j]
+            e_new = elastic_energy(kb, ref_d1, ref_d2, trial, ref_twist, lengths, rest_lengths, lbar,
+                                   omega_bar, bend_k, twist_bar, twist_k, stretch_k, m1, m2, omega)
+            if e_new <= energy - 1e-4 * alpha * slope or (e_new - energy) <= 1e-14 * abs(energy):
+                accepted = True
+                break
+            alpha *= 0.5
+        if not accepted:
+            return it, gnorm
+        for j in range(ne):
+            theta[j] = trial[j]
+        energy = e_new
+    return max_iter, gnorm
+
+
+@njit(**JIT)
+def uniform_twist_update(theta, ref_twist, lbar, twist_bar, free, closed):
+    """Closed-form quasistatic twist of a naturally straight isotropic rod (Bergou 2008, Eq. 5).
+
+    Bending does not depend on the angles, so the twist energy alone is minimised: between two
+    prescribed edges the twist ``m_k - mbar_k`` is proportional to ``lbar_k``; beyond the last
+    prescribed edge (a free end) it vanishes.
+    """
+    ne = theta.shape[0]
+    nj = ref_twist.shape[0]
+    if closed:
+        # a ring with no prescribed edge: the total twist is conserved, spread it uniformly
+        any_fixed = False
+        for j in range(ne):
+            if not free[j]:
+                any_fixed = True
+        if not any_fixed:
+            total = 0.0
+            ltot = 0.0
+            for k in range(nj):
+                f = k + 1 if k + 1 < ne else 0
+                total += theta[f] - theta[k] + ref_twist[k] - twist_bar[k]
+                ltot += lbar[k]
+            # total over the loop is theta-independent up to 2 pi windings; keep it
+            rate = total / ltot
+            for k in range(nj - 1):
+                theta[k + 1] = theta[k] + rate * lbar[k] - ref_twist[k] + twist_bar[k]
+            return
+    # open chain: segments between prescribed edges
+    prev = -1
+    for j in range(ne):
+        if not free[j]:
+            if prev >= 0 and j > prev + 1:
+                total = theta[j] - theta[prev]
+                ltot = 0.0
+                for k in range(prev, j):
+                    total += ref_twist[k] - twist_bar[k]
+                    ltot += lbar[k]
+                rate = total / ltot
+                for k in range(prev, j - 1):
+                    theta[k + 1] = theta[k] + rate * lbar[k] - ref_twist[k] + twist_bar[k]
+            prev = j
+    if prev < 0:
+        prev = 0  # no prescribed edge at all: twist-free from edge 0
+    # free tail after the last prescribed edge, and free head before the first
+    for k in range(prev, nj):
+        theta[k + 1] = theta[k] - ref_twist[k] + twist_bar[k]
+    first = -1
+    for j in range(ne):
+        if not free[j]:
+            first = j
+            break
+    if first > 0:
+        for k in range(first - 1, -1, -1):
+            theta[k] = theta[k + 1] + ref_twist[k] - twist_bar[k]
+
+
+# --------------------------------------------------------------------------------------------
+# centerline forces (Bergou 2008, Sec. 7.1, Eq. 9-11)
+# --------------------------------------------------------------------------------------------
+@njit(**JIT)
+def elastic_forces(kb, tangents, lengths, rest_lengths, ref_d1, ref_d2, theta, ref_twist, lbar,
+                   omega_bar, bend_k, twist_bar, twist_k, stretch_k, m1, m2, omega, forces):
+    """``forces = -dE/dx`` with the material angles held (at equilibrium they are stationary).
+
+    Bending: ``dE/de = M_e^T g``, ``dE/df = M_f^T g`` where ``g = dE/d(kb)`` and
+    ``M_e, M_f`` are the exact derivatives of ``kb = 2 e x f / (|e||f| + e.f)`` (the 2008 paper's
+    ``grad kb`` drops the part along the edges, exact only for inextensible motions).
+    The material frames move with the time-parallel reference frames, so ``d(kb . m^j) = dkb . m^j``.
+    Twist: ``dE/dmref * grad(mref)``, the holonomy gradient (Eq. 9):
+    ``grad_{k} mref_k = -kb/(2|e|)``, ``grad_{k+2} mref_k = kb/(2|f|)``, middle = minus their sum.
+    """
+    nv = forces.shape[0]
+    ne = tangents.shape[0]
+    material_frames(ref_d1, ref_d2, theta, m1, m2)
+    material_curvatures(kb, m1, m2, False, omega)
+    for i in range(nv):
+        forces[i, 0] = 0.0
+        forces[i, 1] = 0.0
+        forces[i, 2] = 0.0
+    for k in range(kb.shape[0]):
+        e = k
+        f = k + 1
+        if f == ne:
+            f = 0
+        va = k
+        vb = k + 1
+        if vb >= nv:
+            vb -= nv
+        vc = k + 2
+        if vc >= nv:
+            vc -= nv
+        inv = 1.0 / lbar[k]
+        # g = dE_k / d(kb)
+        c1e = inv * bend_k[e, 0] * (omega[k, 0] - omega_bar[k, 0])
+        c2e = inv * bend_k[e, 1] * (omega[k, 1] - omega_bar[k, 1])
+        c1f = inv * bend_k[f, 0] * (omega[k, 2] - omega_bar[k, 2])
+        c2f = inv * bend_k[f, 1] * (omega[k, 3] - omega_bar[k, 3])
+        g0 = c1e * m2[e, 0] - c2e * m1[e, 0] + c1f * m2[f, 0] - c2f * m1[f, 0]
+        g1 = c1e * m2[e, 1] - c2e * m1[e, 1] + c1f * m2[f, 1] - c2f * m1[f, 1]
+        g2 = c1e * m2[e, 2] - c2e * m1[e, 2] + c1f * m2[f, 2] - c2f * m1[f, 2]
+        te0, te1, te2 = tangents[e, 0], tangents[e, 1], tangents[e, 2]
+        tf0, tf1, tf2 = tangents[f, 0], tangents[f, 1], tangents[f, 2]
+        chi = 1.0 + te0 * tf0 + te1 * tf1 + te2 * tf2
+        kbg = kb[k, 0] * g0 + kb[k, 1] * g1 + kb[k, 2] * g2
+        s0 = te0 + tf0
+        s1 = te1 + tf1
+        s2 = te2 + tf2
+        # dE/de = (2 tf x g - (kb.g)(te + tf)) / (|e| chi)
+        ce = 1.0 / (lengths[e] * chi)
+        de0 = ce * (2.0 * (tf1 * g2 - tf2 * g1) - kbg * s0)
+        de1 = ce * (2.0 * (tf2 * g0 - tf0 * g2) - kbg * s1)
+        de2 = ce * (2.0 * (tf0 * g1 - tf1 * g0) - kbg * s2)
+        # dE/df = (-2 te x g - (kb.g)(te + tf)) / (|f| chi)
+        cf = 1.0 / (lengths[f] * chi)
+        df0 = cf * (-2.0 * (te1 * g2 - te2 * g1) - kbg * s0)
+        df1 = cf * (-2.0 * (te2 * g0 - te0 * g2) - kbg * s1)
+        df2 = cf * (-2.0 * (te0 * g1 - te1 * g0) - kbg * s2)
+        # twist through the reference twist (holonomy)
+        tau = 2.0 * twist_k[k] * inv * (theta[f] - theta[e] + ref_twist[k] - twist_bar[k])
+        ha = -0.5 * tau / lengths[e]
+        hc = 0.5 * tau / lengths[f]
+        # forces = -dE/dx ; e = x_b - x_a, f = x_c - x_b
+        forces[va, 0] += de0 - ha * kb[k, 0]
+        forces[va, 1] += de1 - ha * kb[k, 1]
+        forces[va, 2] += de2 - ha * kb[k, 2]
+        forces[vb, 0] += -de0 + df0 + (ha + hc) * kb[k, 0]
+        forces[vb, 1] += -de1 + df1 + (ha + hc) * kb[k, 1]
+        forces[vb, 2] += -de2 + df2 + (ha + hc) * kb[k, 2]
+        forces[vc, 0] += -df0 - hc * kb[k, 0]
+        forces[vc, 1] += -df1 - hc * kb[k, 1]
+        forces[vc, 2] += -df2 - hc * kb[k, 2]
+    for j in range(ne):
+        if stretch_k[j] > 0.0:
+            a = j
+            b = j + 1
+            if b == nv:
+                b = 0
+            s = stretch_k[j] * (lengths[j] / rest_lengths[j] - 1.0)
+            for d in range(3):
+                forces[a, d] += s * tangents[j, d]
+                forces[b, d] -= s * tangents[j, d]
+
+
+# --------------------------------------------------------------------------------------------
+# inextensibility by fast manifold projection (Bergou 2008, Sec. 8.1; Goldenthal et al. 2007)
+# --------------------------------------------------------------------------------------------
+@njit(**JIT)
+def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_diag, a_lower, rhs, active, dlam):
+    """Project ``x`` onto ``C_j = e_j . e_j - ebar_j . ebar_j = 0`` in the mass metric.
+
+    Each iteration is one Newton step of Goldenthal's fast projection: solve the (cyclic)
+    tridiagonal ``(grad C M^-1 grad C^T) dlam = C`` and move ``x -= M^-1 grad C^T dlam``.
+    Stops when ``max_j |C_j| / ebar_j^2 <= tol``. Returns ``(iterations, final violation)``.
+    """
+    nv = x.shape[0]
+    ne = rest_lengths.shape[0]
+    viol = 0.0
+    for j in range(ne):
+        b = j + 1
+        if b == nv:
+            b = 0
+        active[j] = inv_mass[j] + inv_mass[b] > 0.0
+    for it in range(max_iter + 1):
+        compute_edges(x, closed, edges)
+        viol = 0.0
+        for j in range(ne):
+            c = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest_lengths[j] ** 2
+            rhs[j] = c if active[j] else 0.0
+            viol = max(viol, abs(rhs[j]) / (rest_lengths[j] * rest_lengths[j]))
+        if viol <= tol or it == max_iter:
+            return it, viol
+        for j in range(ne):
+            b = j + 1
+            if b == nv:
+                b = 0
+            a_diag[j] = 4.0 * (edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2) * (inv_mass[j] + inv_mass[b])
+            if not active[j]:
+                a_diag[j] = 1.0
+            nxt = j + 1
+            if nxt == ne:
+                nxt = 0
+            if (j + 1 < ne or closed) and active[j] and active[nxt]:
+                a_lower[j] = -4.0 * inv_mass[b] * (edges[j, 0] * edges[nxt, 0] + edges[j, 1] * edges[nxt, 1] + edges[j, 2] * edges[nxt, 2])
+            else:
+                a_lower[j] = 0.0
+        solve_tridiagonal_masked(a_diag, a_lower, rhs, active, closed, dlam)
+        for j in range(ne):
+            b = j + 1
+            if b == nv:
+                b = 0
+            lam = 2.0 * dlam[j]
+            for d in range(3):
+                g = lam * edges[j, d]
+                x[b, d] -= inv_mass[b] * g
+                x[j, d] += inv_mass[j] * g
+    return max_iter, viol
+
+
+# --------------------------------------------------------------------------------------------
+# the time step (Bergou 2008, Algorithm 1): many steps per call into compiled code
+# --------------------------------------------------------------------------------------------
+@njit(**JIT)
+def clamp_material_angles(ref_d1, ref_d2, tangents, theta, clamp_edges, clamp_m1):
+    """Angle of each clamped edge's prescribed director ``clamp_m1`` from its reference frame,
+    unwrapped against the previous angle so whole turns accumulate."""
+    for c in range(clamp_edges.shape[0]):
+        j = clamp_edges[c]
+        u0 = clamp_m1[c, 0] * ref_d1[j, 0] + clamp_m1[c, 1] * ref_d1[j, 1] + clamp_m1[c, 2] * ref_d1[j, 2]
+        u1 = clamp_m1[c, 0] * ref_d2[j, 0] + clamp_m1[c, 1] * ref_d2[j, 1] + clamp_m1[c, 2] * ref_d2[j, 2]
+        ang = math.atan2(u1, u0)
+        two_pi = 2.0 * math.pi
+        theta[j] = ang + two_pi * math.floor((theta[j] - ang) / two_pi + 0.5)
+
+
+@njit(**JIT)
+def update_twist(kb, ref_d1, ref_d2, tangents, theta, ref_twist, lengths, rest_lengths, lbar, omega_bar,
+                 bend_k, twist_bar, twist_k, stretch_k, free_theta, closed, uniform, tol, max_iter,
+                 m1, m2, omega, grad, h_diag, h_lower, step):
+    """Quasistatic twist: closed form for naturally straight isotropic rods, else Newton."""
+    if uniform:
+        uniform_twist_update(theta, ref_twist, lbar, twist_bar, free_theta, closed)
+        return 0, 0.0
+    return quasistatic_twist(kb, ref_d1, ref_d2, theta, ref_twist, lengths, rest_lengths, lbar, omega_bar,
+                             bend_k, twist_bar, twist_k, stretch_k, free_theta, closed, tol, max_iter,
+                             m1, m2, omega, grad, h_diag, h_lower, step)
+
+
+@njit(**JIT)
+def run_steps(nsteps, h, closed, inextensible, uniform, x, v, theta, ref_d1, ref_twist,
+              inv_mass, ext_accel, ext_force, damping, presc_idx, presc_pos, clamp_edges, clamp_m1,
+              free_theta, rest_lengths, lbar, omega_bar, bend_k, twist_bar, twist_k, stretch_k,
+              proj_tol, proj_max_iter, twist_tol, twist_max_iter, work_v3, work_e3, work_s, kb, omega, diag):
+    """Advance ``nsteps`` symplectic-Euler steps with fast projection and quasistatic twist.
+
+    Per step: forces ``-dE/dx`` (+ external), ``v += h M^-1 F`` with implicit viscous damping,
+    ``x += h v``, prescribed vertices set, projection onto inextensibility, ``v = (x - x_old)/h``,
+    frames transported in time, clamped angles set, twist re-equilibrated.
+    ``presc_pos[s]`` / ``clamp_m1[s]`` hold step ``s``'s prescribed positions and directors.
+    ``diag`` receives (max projection iterations, max violation, max twist iterations,
+    max twist gradient, steps completed). Returns the number of steps completed (fewer if the
+    state became non-finite; the state is then the last finite one).
+    """
+    nv = x.shape[0]
+    ne = theta.shape[0]
+    forces = work_v3[0]
+    x_old = work_v3[1]
+    edges = work_e3[0]
+    tangents = work_e3[1]
+    ref_d2 = work_e3[3]
+    m1 = work_e3[4]
+    m2 = work_e3[5]
+    lengths = work_s[0]
+    grad = work_s[1]
+    h_diag = work_s[2]
+    h_lower = work_s[3]
+    step = work_s[4]
+    rhs = work_s[5]
+    dlam = work_s[6]
+    active = np.empty(ne, dtype=np.bool_)
+    theta_save = np.empty(ne)
+    d1_save = np.empty((ne, 3))
+    tw_save = np.empty(ref_twist.shape[0])
+    damp = 1.0 / (1.0 + h * damping)
+    done = 0
+    for s in range(nsteps):
+        elastic_forces(kb, tangents, lengths, rest_lengths, ref_d1, ref_d2, theta, ref_twist, lbar,
+                       omega_bar, bend_k, twist_bar, twist_k, stretch_k, m1, m2, omega, forces)
+        for i in range(nv):
+            for d in range(3):
+                x_old[i, d] = x[i, d]
+                if inv_mass[i] > 0.0:
+                    v[i, d] = (v[i, d] + h * (inv_mass[i] * (forces[i, d] + ext_force[i, d]) + ext_accel[d])) * damp
+                    x[i, d] += h * v[i, d]
+        for c in range(presc_idx.shape[0]):
+            for d in range(3):
+                x[presc_idx[c], d] = presc_pos[s, c, d]
+        if inextensible:
+            it, viol = fast_projection(x, inv_mass, rest_lengths, closed, proj_tol, proj_max_iter,
+                                       edges, h_diag, h_lower, rhs, active, dlam)
+            diag[0] = max(diag[0], it)
+            diag[1] = max(diag[1], viol)
+        finite = True
+        for i in range(nv):
+            for d in range(3):
+                if not math.isfinite(x[i, d]):
+                    finite = False
+        if not finite:
+            for i in range(nv):
+                for d in range(3):
+                    x[i, d] = x_old[i, d]
+            return done
+        for i in range(nv):
+            for d in range(3):
+                v[i, d] = (x[i, d] - x_old[i, d]) / h
+        theta_save[:] = theta
+        d1_save[:] = ref_d1
+        tw_save[:] = ref_twist
+        refresh_geometry(x, closed, ref_d1, ref_twist, True, edges, lengths, tangents, kb, ref_d2)
+        clamp_material_angles(ref_d1, ref_d2, tangents, theta, clamp_edges, clamp_m1[s])
+        it, gn = update_twist(kb, ref_d1, ref_d2, tangents, theta, ref_twist, lengths, rest_lengths, lbar,
+                              omega_bar, bend_k, twist_bar, twist_k, stretch_k, free_theta, closed, uniform,
+                              twist_tol, twist_max_iter, m1, m2, omega, grad, h_diag, h_lower, step)
+        diag[2] = max(diag[2], it)
+        diag[3] = max(diag[3], gn)
+        done += 1
+        diag[4] = done
+    return done

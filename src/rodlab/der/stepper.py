@@ -1,0 +1,338 @@
+"""Discrete Elastic Rods stepper (Bergou et al. 2008): the Python face of ``kernels.py``.
+
+``DERStepper(rod, loads, options)`` precomputes the rest quantities once; ``advance(state, n)``
+runs ``n`` steps inside compiled code and returns diagnostics. States are plain
+:class:`rodlab.state.RodState` arrays, so they can be copied, saved and restored freely.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..geometry.curves import (
+    bishop_frames,
+    compute_curvature_binormals,
+    compute_edges,
+    compute_tangents,
+    complete_frames,
+    material_curvatures,
+    reference_twist,
+    time_parallel_update,
+)
+from ..model import Loads, ModelError, Rod, require
+from ..state import RodState
+from . import kernels as K
+
+log = logging.getLogger(__name__)
+
+
+class SimulationError(RuntimeError):
+    """The simulation could not continue (non-finite state, failed projection); the state
+    passed in holds the last good step."""
+
+
+@dataclass(frozen=True)
+class DEROptions:
+    """Numerical options of the DER stepper.
+
+    dt: time step [s]. projection_tol: largest allowed ``|e.e - ebar.ebar| / ebar^2`` after
+    fast projection; projection_max_iter its iteration cap. twist_tol: absolute tolerance on
+    ``max |dE/dtheta|`` [J] for the quasistatic twist (scaled internally by the stiffest joint);
+    twist_max_iter its Newton cap. inextensible: project onto fixed edge lengths (else the
+    stretching energy acts). twist_solver: "auto" (closed form when the rod is naturally
+    straight and isotropic), "newton" or "uniform".
+    """
+
+    dt: float
+    projection_tol: float = 1e-12
+    projection_max_iter: int = 30
+    twist_tol: float = 1e-10
+    twist_max_iter: int = 50
+    inextensible: bool = True
+    twist_solver: str = "auto"
+
+    def __post_init__(self):
+        require(self.dt > 0 and math.isfinite(self.dt), f"dt must be > 0 s (got {self.dt})")
+        require(self.projection_tol > 0, f"projection_tol must be > 0 (got {self.projection_tol})")
+        require(self.projection_max_iter >= 1, f"projection_max_iter must be >= 1 (got {self.projection_max_iter})")
+        require(self.twist_tol > 0, f"twist_tol must be > 0 (got {self.twist_tol})")
+        require(self.twist_max_iter >= 1, f"twist_max_iter must be >= 1 (got {self.twist_max_iter})")
+        require(self.twist_solver in ("auto", "newton", "uniform"), f"twist_solver must be one of auto, newton, uniform (got {self.twist_solver!r})")
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    steps: int
+    projection_iterations_max: int
+    constraint_violation_max: float
+    twist_iterations_max: int
+    twist_gradient_max: float
+
+
+def suggested_time_step(rod: Rod, safety: float = 0.4) -> float:
+    """Largest stable symplectic-Euler step estimate [s]: ``safety * min(l^2) * sqrt(rho A / B)``.
+
+    The stiffest discrete bending mode has ``omega_max ~ (2/l)^2 sqrt(B/(rho A))``; symplectic
+    Euler needs ``h omega_max < 2``.
+    """
+    l = rod.rest_lengths
+    b = rod.bending_stiffness.max(axis=1)
+    return float(safety * np.min(l * l * np.sqrt(rod.linear_density / b)))
+
+
+class DERStepper:
+    """Explicit DER: symplectic Euler + fast projection + quasistatic twist (Bergou 2008, Alg. 1)."""
+
+    def __init__(self, rod: Rod, loads: Loads = Loads(), options: DEROptions | None = None):
+        self.rod = rod
+        self.loads = loads
+        self.options = options or DEROptions(dt=suggested_time_step(rod))
+        nv, ne, nj = rod.n_vertices, rod.n_edges, rod.n_joints
+        self.closed = rod.closed
+        self.rest_lengths = np.ascontiguousarray(rod.rest_lengths)
+        nxt = (np.arange(nj) + 1) % ne
+        self.lbar = self.rest_lengths[:nj] + self.rest_lengths[nxt]
+        self.bend_k = np.ascontiguousarray(rod.bending_stiffness)
+        self.twist_k = 0.5 * (rod.twisting_stiffness[:nj] + rod.twisting_stiffness[nxt])
+        self.stretch_k = np.zeros(ne) if self.options.inextensible else np.ascontiguousarray(rod.stretching_stiffness)
+        if not self.options.inextensible:
+            require(np.all(rod.stretching_stiffness > 0), "an extensible rod needs stretching_stiffness > 0")
+        self.omega_bar, self.twist_bar = rest_curvatures_and_twist(rod)
+        masses = rod.vertex_masses
+        fixed = rod.fixed_vertex_mask()
+        self.inv_mass = np.where(fixed, 0.0, 1.0 / masses)
+        self.masses = masses
+        self.clamp_edges = np.array(rod.clamped_edges(), dtype=np.int64)
+        self.clamps = {c.edge % ne: c for c in rod.boundary.clamps}
+        self.free_theta = np.ones(ne, dtype=bool)
+        self.free_theta[self.clamp_edges] = False
+        self.prescribed_vertices = np.flatnonzero(fixed).astype(np.int64)
+        straight = np.allclose(self.omega_bar, 0.0, atol=1e-12) and np.allclose(self.twist_bar, 0.0, atol=1e-12)
+        isotropic = np.allclose(self.bend_k[:, 0], self.bend_k[:, 1], rtol=1e-12)
+        if self.options.twist_solver == "auto":
+            self.uniform_twist = bool(straight and isotropic)
+        else:
+            self.uniform_twist = self.options.twist_solver == "uniform"
+        # work buffers, reused across calls
+        self._v3 = np.zeros((2, nv, 3))
+        self._e3 = np.zeros((6, ne, 3))
+        self._s = np.zeros((7, ne))
+        self._kb = np.zeros((nj, 3))
+        self._omega = np.zeros((nj, 4))
+        self._ext_force = np.zeros((nv, 3))
+        self._clamp_rest = {}
+
+    # ---- states ------------------------------------------------------------------------------
+    def initial_state(self, x=None, theta=None, v=None, t: float = 0.0) -> RodState:
+        """State at rest shape (or at ``x``), frames transported from the rest frame, twist solved."""
+        rod = self.rod
+        x0 = np.array(rod.rest_positions if x is None else x, dtype=float)
+        require(x0.shape == rod.rest_positions.shape, f"x must have shape {rod.rest_positions.shape} (got {x0.shape})")
+        ne = rod.n_edges
+        t_rest = _tangents(rod.rest_positions, rod.closed)
+        t_now = _tangents(x0, rod.closed)
+        d1 = np.array(rod.rest_d1)
+        time_parallel_update(t_rest, t_now, d1)
+        tw = np.zeros(rod.n_joints)
+        reference_twist(t_now, d1, rod.closed, self.twist_bar.copy(), tw)
+        th = np.zeros(ne) if theta is None else np.array(theta, dtype=float)
+        require(th.shape == (ne,), f"theta must have shape ({ne},) (got {th.shape})")
+        state = RodState(float(t), x0, np.zeros_like(x0) if v is None else np.array(v, dtype=float), th, d1, tw)
+        self._refresh(state)
+        # remember each clamp's initial pose: prescribed motion acts on it
+        m1, _ = self.material_frames(state)
+        for j, clamp in self.clamps.items():
+            b = (j + 1) % rod.n_vertices
+            self._clamp_rest[j] = (x0[[j, b]].copy(), m1[j].copy())
+        self._solve_twist(state)
+        return state
+
+    def material_frames(self, state: RodState) -> tuple[np.ndarray, np.ndarray]:
+        t = _tangents(state.x, self.closed)
+        d2 = np.cross(t, state.ref_d1)
+        c, s = np.cos(state.theta)[:, None], np.sin(state.theta)[:, None]
+        return c * state.ref_d1 + s * d2, -s * state.ref_d1 + c * d2
+
+    def twist(self, state: RodState) -> np.ndarray:
+        """Integrated twist per joint ``m_k = theta_f - theta_e + mref_k`` [rad]."""
+        ne = self.rod.n_edges
+        nxt = (np.arange(self.rod.n_joints) + 1) % ne
+        return state.theta[nxt] - state.theta[: self.rod.n_joints] + state.ref_twist
+
+    # ---- energies and forces ---------------------------------------------------------------
+    def _buffers(self):
+        e3 = self._e3
+        return e3[0], self._s[0], e3[1], self._kb, e3[3]
+
+    def _refresh(self, state: RodState) -> None:
+        edges, lengths, tangents, kb, d2 = self._buffers()
+        K.refresh_geometry(state.x, self.closed, state.ref_d1, state.ref_twist, False, edges, lengths, tangents, kb, d2)
+
+    def _solve_twist(self, state: RodState):
+        edges, lengths, tangents, kb, d2 = self._buffers()
+        e3, s = self._e3, self._s
+        omega = self._omega
+        tol = self.options.twist_tol * max(1.0, float(self.twist_k.max() / self.lbar.min()))
+        if self.clamp_edges.size:
+            m1 = np.array([self._clamp_m1(j, state.t) for j in self.clamp_edges])
+            K.clamp_material_angles(state.ref_d1, d2, tangents, state.theta, self.clamp_edges, m1)
+        return K.update_twist(kb, state.ref_d1, d2, tangents, state.theta, state.ref_twist, lengths,
+                              self.rest_lengths, self.lbar, self.omega_bar, self.bend_k, self.twist_bar,
+                              self.twist_k, self.stretch_k, self.free_theta, self.closed, self.uniform_twist,
+                              tol, self.options.twist_max_iter, e3[4], e3[5], omega, s[1], s[2], s[3], s[4])
+
+    def elastic_energy(self, state: RodState) -> float:
+        self._refresh(state)
+        edges, lengths, tangents, kb, d2 = self._buffers()
+        omega = self._omega
+        return float(K.elastic_energy(kb, state.ref_d1, d2, state.theta, state.ref_twist, lengths, self.rest_lengths,
+                                      self.lbar, self.omega_bar, self.bend_k, self.twist_bar, self.twist_k,
+                                      self.stretch_k, self._e3[4], self._e3[5], omega))
+
+    def elastic_forces(self, state: RodState) -> np.ndarray:
+        """``-dE/dx`` [N] at the state's angles (Bergou 2008, Sec. 7.1)."""
+        self._refresh(state)
+        edges, lengths, tangents, kb, d2 = self._buffers()
+        omega = self._omega
+        f = np.empty_like(state.x)
+        K.elastic_forces(kb, tangents, lengths, self.rest_lengths, state.ref_d1, d2, state.theta, state.ref_twist,
+                         self.lbar, self.omega_bar, self.bend_k, self.twist_bar, self.twist_k, self.stretch_k,
+                         self._e3[4], self._e3[5], omega, f)
+        return f
+
+    def external_forces(self, t: float) -> np.ndarray:
+        f = self.masses[:, None] * np.asarray(self.loads.gravity, dtype=float)[None, :]
+        for pf in self.loads.point_forces:
+            f[pf.vertex] += pf.at(t)
+        return f
+
+    def kinetic_energy(self, state: RodState) -> float:
+        return 0.5 * float(np.sum(self.masses[:, None] * state.v**2))
+
+    def potential_energy(self, state: RodState) -> float:
+        """Gravity potential [J] (zero at z = 0 of the gravity direction)."""
+        g = np.asarray(self.loads.gravity, dtype=float)
+        return -float(np.sum(self.masses * (state.x @ g)))
+
+    # ---- prescribed motion -------------------------------------------------------------------
+    def _clamp_m1(self, j: int, t: float) -> np.ndarray:
+        rest_x, m1 = self._clamp_rest[j]
+        motion = self.clamps[j].motion
+        if motion is None:
+            return m1
+        R, _ = motion(t)
+        return np.asarray(R) @ m1
+
+    def _prescribed_positions(self, state: RodState, times: np.ndarray) -> np.ndarray:
+        """(len(times), n_prescribed, 3): clamped edges follow their motion, pinned vertices stay."""
+        out = np.empty((len(times), self.prescribed_vertices.size, 3))
+        out[:] = state.x[self.prescribed_vertices][None]
+        nv = self.rod.n_vertices
+        for j, clamp in self.clamps.items():
+            if clamp.motion is None:
+                continue
+            rest_x, _ = self._clamp_rest[j]
+            centre = rest_x.mean(axis=0)
+            cols = [int(np.flatnonzero(self.prescribed_vertices == j)[0]), int(np.flatnonzero(self.prescribed_vertices == (j + 1) % nv)[0])]
+            for s, t in enumerate(times):
+                R, d = clamp.motion(float(t))
+                out[s, cols] = (rest_x - centre) @ np.asarray(R).T + centre + np.asarray(d)
+        return out
+
+    # ---- stepping ------------------------------------------------------------------------------
+    def advance(self, state: RodState, nsteps: int = 1) -> StepInfo:
+        """Advance ``state`` in place by ``nsteps`` steps of ``options.dt``.
+
+        Raises :class:`SimulationError` if the state becomes non-finite; ``state`` then holds
+        the last finite step.
+        """
+        require(nsteps >= 0, f"nsteps must be >= 0 (got {nsteps})")
+        opt = self.options
+        h = opt.dt
+        self._refresh(state)
+        times = state.t + h * np.arange(1, nsteps + 1)
+        moving = any(c.motion is not None for c in self.clamps.values())
+        timed_forces = any(callable(pf.force) for pf in self.loads.point_forces)
+        if moving:
+            presc = self._prescribed_positions(state, times)
+            clamp_m1 = np.array([[self._clamp_m1(j, t) for j in self.clamp_edges] for t in times]).reshape(nsteps, -1, 3)
+        else:
+            presc = np.broadcast_to(state.x[self.prescribed_vertices][None], (max(nsteps, 1), self.prescribed_vertices.size, 3))
+            presc = np.ascontiguousarray(presc)
+            m1 = np.array([self._clamp_m1(j, state.t) for j in self.clamp_edges]).reshape(1, -1, 3)
+            clamp_m1 = np.ascontiguousarray(np.broadcast_to(m1, (max(nsteps, 1), self.clamp_edges.size, 3)))
+        diag = np.zeros(5)
+        ext_accel = np.asarray(self.loads.gravity, dtype=float)
+        tol = opt.twist_tol * max(1.0, float(self.twist_k.max() / self.lbar.min()))
+        if timed_forces:
+            done = 0
+            for s in range(nsteps):
+                self._fill_point_forces(state.t + h * s)
+                done += self._run(state, 1, h, ext_accel, presc[s : s + 1], clamp_m1[s : s + 1], tol, diag)
+                if done < s + 1:
+                    break
+        else:
+            self._fill_point_forces(state.t)
+            done = self._run(state, nsteps, h, ext_accel, presc, clamp_m1, tol, diag)
+        state.t += done * h
+        info = StepInfo(done, int(diag[0]), float(diag[1]), int(diag[2]), float(diag[3]))
+        if done < nsteps:
+            raise SimulationError(f"DER state became non-finite after {done} of {nsteps} steps at t = {state.t:.6g} s "
+                                  f"(dt = {h:g} s; try a smaller dt); the state holds the last finite step")
+        if opt.inextensible and info.constraint_violation_max > max(opt.projection_tol, 1e-9):
+            log.warning("fast projection stopped at violation %.3g after %d iterations", info.constraint_violation_max, info.projection_iterations_max)
+        return info
+
+    def _fill_point_forces(self, t: float) -> None:
+        self._ext_force[:] = 0.0
+        for pf in self.loads.point_forces:
+            self._ext_force[pf.vertex] += pf.at(t)
+
+    def _run(self, state, nsteps, h, ext_accel, presc, clamp_m1, tol, diag) -> int:
+        opt = self.options
+        return K.run_steps(nsteps, h, self.closed, opt.inextensible, self.uniform_twist, state.x, state.v, state.theta,
+                           state.ref_d1, state.ref_twist, self.inv_mass, ext_accel, self._ext_force, self.loads.damping,
+                           self.prescribed_vertices, presc, self.clamp_edges, clamp_m1, self.free_theta,
+                           self.rest_lengths, self.lbar, self.omega_bar, self.bend_k, self.twist_bar, self.twist_k,
+                           self.stretch_k, opt.projection_tol, opt.projection_max_iter, tol, opt.twist_max_iter,
+                           self._v3, self._e3, self._s, self._kb, self._omega, diag)
+
+    def step(self, state_in: RodState, nsteps: int = 1) -> RodState:
+        """Functional form: returns a new state ``nsteps`` steps later; ``state_in`` is untouched."""
+        out = state_in.copy()
+        self.advance(out, nsteps)
+        return out
+
+
+def _tangents(x: np.ndarray, closed: bool) -> np.ndarray:
+    x = np.ascontiguousarray(x, dtype=float)
+    ne = x.shape[0] if closed else x.shape[0] - 1
+    e = np.empty((ne, 3))
+    compute_edges(x, closed, e)
+    lengths = np.empty(ne)
+    t = np.empty((ne, 3))
+    compute_tangents(e, lengths, t)
+    return t
+
+
+def rest_curvatures_and_twist(rod: Rod) -> tuple[np.ndarray, np.ndarray]:
+    """Rest material curvatures ``wbar`` (nj, 4) and rest twist ``mbar`` (nj,) from the rest
+    polyline and the rest material frame ``rod.rest_d1`` (Bergou 2008, Sec. 4.2)."""
+    t = _tangents(rod.rest_positions, rod.closed)
+    d1 = np.array(rod.rest_d1, dtype=float)
+    d1 -= np.sum(d1 * t, axis=1)[:, None] * t
+    norms = np.linalg.norm(d1, axis=1)
+    if np.any(norms < 1e-9):
+        raise ModelError("rest_d1 must not be parallel to the rest tangent")
+    d1 /= norms[:, None]
+    d2 = np.cross(t, d1)
+    kb = np.empty((rod.n_joints, 3))
+    compute_curvature_binormals(t, rod.closed, kb)
+    omega = np.empty((rod.n_joints, 4))
+    material_curvatures(kb, d1, d2, rod.closed, omega)
+    tw = np.zeros(rod.n_joints)
+    reference_twist(t, d1, rod.closed, np.zeros(rod.n_joints), tw)
+    return omega, tw
