@@ -1,0 +1,6 @@
+"""Compact inextensible Cosserat rods (Zhao et al.): root position + one axis-angle per segment,
+implicit Euler by SQP with O(n) products, PCG with a hybrid block-tridiagonal preconditioner,
+and an active-set method for constraints. See docs/compact.md."""
+from .sqp import CompactModel, CompactSolver, CompactState, SolverOptions, StepStats
+
+__all__ = ["CompactModel", "CompactSolver", "CompactState", "SolverOptions", "StepStats"]

@@ -1,0 +1,394 @@
+"""Implicit Euler as a minimization, solved by SQP (Zhao et al., Sec. 3, Eq. 8-14, Alg. 1).
+
+One time step minimizes ``E(T(s)) = V + T_p + T_q + G`` (Eq. 8a/10) over the compact coordinates
+``s``. Each Newton iteration builds the quadratic model of Eq. 12 with the Gauss-Newton matrix
+``A = J^T H J`` -- the term ``dJ/ds : dE/dx`` is dropped, as the paper does after [PBH15] -- and
+``b = J^T dE/dx``, solves ``A ds = -b`` by PCG (never forming ``A``), then backtracks on the merit
+function (Eq. 11). Termination as in Sec. 4: ``|b + grad C_A^T lambda|_2 < tol`` (default 1e-5) or
+``max_newton`` iterations (default 5).
+
+This module is the compiled fast path for Dirichlet conditions on coordinates of ``s`` (fixed or
+prescribed root position, clamped or prescribed frames): they are eliminated, so the merit
+function is ``E`` itself and the multipliers are not needed. General equality and inequality
+constraints (Alg. 2) are in :mod:`rodlab.compact.active_set`.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from .chain import chain_forward, directors, frames_from_polyline, jac_t_mul, recenter
+from .energies import darboux, eval_energy
+from .pcg import PRECONDITIONERS, build_block_preconditioner, build_dense_a, factor_preconditioner, pcg_solve
+
+log = logging.getLogger(__name__)
+JIT = dict(cache=True, error_model="numpy")
+
+
+# ---------------------------------------------------------------------------------------------
+# model, state, options, results
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class CompactModel:
+    """Immutable rod description for the compact method (SI units).
+
+    lengths (m,) rest segment lengths [m]; masses (n,) lumped vertex masses [kg]; Jr (m, 3)
+    segment rotational inertia ``rho l_i (I_1, I_2, I_1 + I_2)`` [kg m^2]; lbar (m-1,) hinge
+    Voronoi lengths [m]; Kh (m-1, 3) hinge stiffness ``(E I_1, E I_2, G J)`` [N m^2]; ubar (m-1, 3)
+    rest Darboux vectors [1/m]; rest_p (n, 3) [m]; rest_q (m, 4); radius [m].
+    """
+
+    lengths: np.ndarray
+    masses: np.ndarray
+    Jr: np.ndarray
+    lbar: np.ndarray
+    Kh: np.ndarray
+    ubar: np.ndarray
+    rest_p: np.ndarray
+    rest_q: np.ndarray
+    radius: float
+    E: float
+    G: float
+    rho: float
+
+    @property
+    def n(self) -> int:
+        return self.rest_p.shape[0]
+
+    @property
+    def m(self) -> int:
+        return self.lengths.shape[0]
+
+    @classmethod
+    def from_polyline(cls, points, *, E: float, G: float, rho: float, radius: float, d1=None) -> "CompactModel":
+        """Rod whose rest shape is the polyline ``points`` (n >= 3, distinct consecutive points),
+        circular section of ``radius`` [m], Young's/shear moduli ``E``/``G`` [Pa], density ``rho``."""
+        p = np.ascontiguousarray(points, dtype=float)
+        for name, val in (("E", E), ("G", G), ("rho", rho), ("radius", radius)):
+            if not (math.isfinite(val) and val > 0):
+                raise ValueError(f"{name} must be finite and > 0 (got {val})")
+        if p.ndim != 2 or p.shape[1] != 3 or p.shape[0] < 3:
+            raise ValueError(f"points must have shape (n, 3) with n >= 3 (got {p.shape})")
+        lengths = np.linalg.norm(np.diff(p, axis=0), axis=1)
+        if not np.all(lengths > 0):
+            raise ValueError("points has a zero-length segment")
+        q = frames_from_polyline(p, d1)
+        area = math.pi * radius**2
+        I = math.pi * radius**4 / 4.0
+        m = len(lengths)
+        seg_mass = rho * area * lengths
+        masses = np.zeros(m + 1)
+        masses[:-1] += 0.5 * seg_mass
+        masses[1:] += 0.5 * seg_mass
+        Jr = rho * lengths[:, None] * np.array([I, I, 2 * I])[None, :]
+        lbar = 0.5 * (lengths[:-1] + lengths[1:])
+        Kh = np.tile([E * I, E * I, G * 2 * I], (m - 1, 1))
+        ubar = np.empty((m - 1, 3))
+        darboux(q, lbar, ubar)
+        arrs = [np.ascontiguousarray(a) for a in (lengths, masses, Jr, lbar, Kh, ubar, p, q)]
+        for a in arrs:
+            a.setflags(write=False)
+        return cls(*arrs, radius=float(radius), E=float(E), G=float(G), rho=float(rho))
+
+
+@dataclass
+class CompactState:
+    """Time-varying arrays. ``s`` (n,3) = [p_c, w_0..w_{m-1}] relative to ``qref`` (m,4);
+    ``p`` (n,3), ``q`` (m,4) = T(s); ``v`` (n,3) [m/s]; ``omega`` (m,3) body-frame angular velocity [rad/s]."""
+
+    t: float
+    s: np.ndarray
+    qref: np.ndarray
+    p: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    omega: np.ndarray
+
+    @classmethod
+    def at_rest(cls, model: CompactModel) -> "CompactState":
+        n, m = model.n, model.m
+        s = np.zeros((n, 3))
+        s[0] = model.rest_p[0]
+        return cls(0.0, s, np.array(model.rest_q), np.array(model.rest_p), np.array(model.rest_q), np.zeros((n, 3)), np.zeros((m, 3)))
+
+    def copy(self) -> "CompactState":
+        return CompactState(self.t, *(np.array(a) for a in (self.s, self.qref, self.p, self.q, self.v, self.omega)))
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """precond: one of none, diagonal, block-diagonal, hybrid, direct; max_newton (Sec. 4: 5);
+    tol: stop when |b|_2 < tol (Sec. 4: 1e-5); PCG stops at |r|_2 <= max(pcg_atol, pcg_rtol |rhs|)."""
+
+    precond: str = "hybrid"
+    max_newton: int = 5
+    tol: float = 1e-5
+    pcg_rtol: float = 1e-8
+    pcg_atol: float = 1e-14
+    pcg_maxiter: int = 2000
+    line_search_steps: int = 30
+
+    def __post_init__(self):
+        if self.precond not in PRECONDITIONERS:
+            raise ValueError(f"precond must be one of {', '.join(PRECONDITIONERS)} (got {self.precond!r})")
+        if self.max_newton < 1:
+            raise ValueError(f"max_newton must be >= 1 (got {self.max_newton})")
+        if not self.tol > 0 or not self.pcg_rtol >= 0 or not self.pcg_atol >= 0:
+            raise ValueError("tol must be > 0 and pcg_rtol, pcg_atol >= 0")
+
+
+@dataclass(frozen=True)
+class StepStats:
+    success: bool
+    message: str
+    newton_iters: int
+    pcg_iters: int
+    solves: int
+    residual: float
+    energy: float
+
+
+# ---------------------------------------------------------------------------------------------
+# workspace and the compiled SQP loop
+# ---------------------------------------------------------------------------------------------
+class Workspace:
+    """Preallocated arrays for one rod size."""
+
+    def __init__(self, n: int, direct: bool = False):
+        m = n - 1
+        z = np.zeros
+        self.p, self.q = z((n, 3)), z((m, 4))
+        self.Dj, self.Qj = z((m, 3, 3)), z((m, 4, 3))
+        self.gp, self.gq = z((n, 3)), z((m, 4))
+        self.Hp, self.Hqd, self.Hqo = z(n), z((m, 4, 4)), z((max(m - 1, 0), 4, 4))
+        self.b, self.ds, self.s_try = z((n, 3)), z((n, 3)), z((n, 3))
+        self.diag, self.off, self.sinv = z((n, 3, 3)), z((n - 1, 3, 3)), z((n, 3, 3))
+        self.suffix, self.work = z(n), z((3, 3))
+        N = 3 * n if direct else 1
+        self.A, self.L = z((N, N)), z((N, N))
+        self.r, self.zz, self.d, self.Ad, self.tv, self.tp, self.yp, self.y = (z((n, 3)) for _ in range(8))
+        self.tq, self.yq = z((m, 4)), z((m, 4))
+        self.comps = z(4)
+        self.stats = z(8)
+
+
+@njit(**JIT)
+def prepare_preconditioner(kind, Dj, Qj, Hp, Hqd, Hqo, free, diag, off, sinv, suffix, work, A, L):
+    """Build and factor preconditioner ``kind``; returns False if it is not positive definite."""
+    if kind == 4:
+        build_dense_a(Dj, Qj, Hp, Hqd, Hqo, free, A, suffix)
+    elif kind >= 1:
+        build_block_preconditioner(Dj, Qj, Hp, Hqd, Hqo, free, kind, diag, off, suffix)
+    return factor_preconditioner(kind, diag, off, sinv, work, A, L)
+
+
+@njit(**JIT)
+def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
+              a_in, a_d, kind, max_newton, tol, pcg_rtol, pcg_atol, pcg_maxiter, ls_steps,
+              p, q, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, suffix, work, A, L,
+              r, zz, d, Ad, tv, tp, tq, yp, yq, y, comps, stats):
+    """Alg. 1 for Dirichlet-only constraints, entirely compiled. Updates ``s`` in place and leaves
+    ``p, q = T(s)``. ``stats`` = (newton iterations, PCG iterations, linear solves, |b| at the last
+    evaluation, converged flag, energy, line-search failure flag, PCG failure flag)."""
+    n = s.shape[0]
+    total_pcg = 0
+    n_solves = 0
+    converged = False
+    ls_fail = False
+    pcg_fail = False
+    rn = 0.0
+    E = 0.0
+    it = 0
+    while True:
+        chain_forward(s, lengths, qref, p, q, Dj, Qj, True)
+        E = eval_energy(p, q, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
+                        a_in, a_d, gp, gq, Hp, Hqd, Hqo, 2, comps)
+        jac_t_mul(Dj, Qj, gp, gq, b)  # b = J^T dE/dx  (Eq. 12)
+        rn2 = 0.0
+        for j in range(n):
+            for c in range(3):
+                b[j, c] *= free[j, c]
+                rn2 += b[j, c] * b[j, c]
+        rn = math.sqrt(rn2)
+        if rn < tol:
+            converged = True
+            break
+        if it >= max_newton:
+            break
+        ok = prepare_preconditioner(kind, Dj, Qj, Hp, Hqd, Hqo, free, diag, off, sinv, suffix, work, A, L)
+        if not ok:
+            pcg_fail = True
+            break
+        for j in range(n):
+            for c in range(3):
+                tv[j, c] = -b[j, c]
+        iters, res, good = pcg_solve(Dj, Qj, Hp, Hqd, Hqo, free, kind, sinv, off, L, tv, ds,
+                                     pcg_rtol, pcg_atol, pcg_maxiter, r, zz, d, Ad, y, tp, tq, yp, yq, s_try)
+        total_pcg += iters
+        n_solves += 1
+        if not good:
+            pcg_fail = True
+        slope = 0.0
+        for j in range(n):
+            for c in range(3):
+                slope += b[j, c] * ds[j, c]
+        if not slope < 0.0:
+            ls_fail = True
+            break
+        # backtracking line search on the merit function (Eq. 11; here phi = E)
+        alpha = 1.0
+        accepted = False
+        for _ in range(ls_steps):
+            for j in range(n):
+                for c in range(3):
+                    s_try[j, c] = s[j, c] + alpha * ds[j, c]
+            chain_forward(s_try, lengths, qref, p, q, Dj, Qj, False)
+            E_try = eval_energy(p, q, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
+                                a_in, a_d, gp, gq, Hp, Hqd, Hqo, 0, comps)
+            if E_try <= E + 1e-4 * alpha * slope:
+                accepted = True
+                break
+            alpha *= 0.5
+        it += 1
+        if not accepted:
+            ls_fail = True
+            break
+        for j in range(n):
+            for c in range(3):
+                s[j, c] = s_try[j, c]
+    chain_forward(s, lengths, qref, p, q, Dj, Qj, False)
+    stats[0] = it
+    stats[1] = total_pcg
+    stats[2] = n_solves
+    stats[3] = rn
+    stats[4] = 1.0 if converged else 0.0
+    stats[5] = E
+    stats[6] = 1.0 if ls_fail else 0.0
+    stats[7] = 1.0 if pcg_fail else 0.0
+
+
+@njit(**JIT)
+def finish_step(s, qref, p, q, p_t, q_t, v, omega, dt):
+    """Velocities from the step (v = (p - p_t)/dt, omega = 2 vec(conj(q_t) q)/dt) and re-centering."""
+    n = p.shape[0]
+    for j in range(n):
+        for c in range(3):
+            v[j, c] = (p[j, c] - p_t[j, c]) / dt
+    for i in range(q.shape[0]):
+        a0, a1, a2, a3 = q_t[i, 0], q_t[i, 1], q_t[i, 2], q_t[i, 3]
+        b0, b1, b2, b3 = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+        omega[i, 0] = 2.0 * (a0 * b1 - a1 * b0 - a2 * b3 + a3 * b2) / dt
+        omega[i, 1] = 2.0 * (a0 * b2 - a2 * b0 - a3 * b1 + a1 * b3) / dt
+        omega[i, 2] = 2.0 * (a0 * b3 - a3 * b0 - a1 * b2 + a2 * b1) / dt
+    recenter(q, qref, s)
+
+
+class CompactSolver:
+    """Implicit Euler stepper of Zhao et al. for Dirichlet-only scenes (compiled SQP loop).
+
+    ``fixed``: (n, 3) bool mask of coordinates of ``s`` held by Dirichlet conditions
+    (``fixed[0]`` the root position p_c, ``fixed[1 + i]`` the rotation of segment i).
+    ``root_motion(t) -> p_c`` and ``frame_motion(t) -> quaternion of segment 0`` prescribe them.
+    """
+
+    def __init__(self, model: CompactModel, options: SolverOptions = SolverOptions(), *, fixed=None,
+                 gravity=(0.0, 0.0, 0.0), damping: float = 0.0, root_motion=None, frame_motion=None):
+        self.model = model
+        self.options = options
+        n = model.n
+        self.free = np.ones((n, 3))
+        if fixed is not None:
+            fixed = np.asarray(fixed, dtype=bool)
+            if fixed.shape != (n, 3):
+                raise ValueError(f"fixed must have shape ({n}, 3) (got {fixed.shape})")
+            self.free[fixed] = 0.0
+        self.gravity = np.asarray(gravity, dtype=float).reshape(3)
+        if not (math.isfinite(damping) and damping >= 0):
+            raise ValueError(f"damping must be >= 0 1/s (got {damping})")
+        self.damping = float(damping)
+        self.root_motion = root_motion
+        self.frame_motion = frame_motion
+        self.kind = PRECONDITIONERS[options.precond]
+        self.ws = Workspace(n, direct=self.kind == 4)
+        self._p_pred = np.zeros((n, 3))
+        self._th_pred = np.zeros((model.m, 3))
+
+    def apply_prescribed(self, state: CompactState, t: float) -> None:
+        """Set prescribed root position / segment-0 frame at time ``t`` (Dirichlet values)."""
+        if self.root_motion is not None:
+            state.s[0] = np.asarray(self.root_motion(t), dtype=float)
+        if self.frame_motion is not None:
+            state.qref[0] = np.asarray(self.frame_motion(t), dtype=float)
+            state.s[1] = 0.0
+
+    def step(self, state: CompactState, dt: float, *, static: bool = False) -> StepStats:
+        """Advance ``state`` by ``dt`` [s] in place (``static``: minimise V + G only)."""
+        if not (math.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be > 0 s (got {dt})")
+        md, o, ws = self.model, self.options, self.ws
+        p_t = state.p.copy()
+        q_t = state.q.copy()
+        s_backup = state.s.copy()
+        qref_backup = state.qref.copy()
+        np.multiply(state.v, dt, out=self._p_pred)
+        self._p_pred += p_t
+        np.multiply(state.omega, dt, out=self._th_pred)
+        a_in = 0.0 if static else 1.0 / dt**2
+        a_d = 0.0 if static else self.damping / dt
+        self.apply_prescribed(state, state.t + dt)
+        sqp_solve(state.s, md.lengths, state.qref, self.free, self._p_pred, p_t, q_t, self._th_pred, md.masses,
+                  md.Jr, md.lbar, md.Kh, md.ubar, self.gravity, a_in, a_d, self.kind, o.max_newton, o.tol,
+                  o.pcg_rtol, o.pcg_atol, o.pcg_maxiter, o.line_search_steps,
+                  ws.p, ws.q, ws.Dj, ws.Qj, ws.gp, ws.gq, ws.Hp, ws.Hqd, ws.Hqo, ws.b, ws.ds, ws.s_try,
+                  ws.diag, ws.off, ws.sinv, ws.suffix, ws.work, ws.A, ws.L,
+                  ws.r, ws.zz, ws.d, ws.Ad, ws.tv, ws.tp, ws.tq, ws.yp, ws.yq, ws.y, ws.comps, ws.stats)
+        st = ws.stats
+        if not np.all(np.isfinite(ws.p)):
+            state.s[:] = s_backup
+            state.qref[:] = qref_backup
+            return StepStats(False, "non-finite state; step rejected, last good state kept", int(st[0]), int(st[1]), int(st[2]), float(st[3]), float(st[5]))
+        state.p[:] = ws.p
+        state.q[:] = ws.q
+        if static:
+            state.v[:] = 0.0
+            state.omega[:] = 0.0
+            from .chain import recenter as _rc
+
+            _rc(state.q, state.qref, state.s)
+        else:
+            finish_step(state.s, state.qref, state.p, state.q, p_t, q_t, state.v, state.omega, dt)
+        state.t += dt
+        if st[7]:
+            msg = "PCG did not converge (or preconditioner not SPD)"
+        elif st[4]:
+            msg = "converged"
+        elif st[6]:
+            msg = "line search made no progress"
+        else:
+            msg = "newton iteration limit reached"
+        return StepStats(bool(st[4]) or (not st[6] and not st[7]), msg, int(st[0]), int(st[1]), int(st[2]), float(st[3]), float(st[5]))
+
+
+# ---------------------------------------------------------------------------------------------
+# metrics (Zhao et al., Sec. 4.1)
+# ---------------------------------------------------------------------------------------------
+def inextensibility_violation(p: np.ndarray, lengths: np.ndarray) -> float:
+    """``sum_i |p_{i+1} - p_i| / sum_i l_i - 1`` (Sec. 4.1)."""
+    return float(np.linalg.norm(np.diff(p, axis=0), axis=1).sum() / np.sum(lengths) - 1.0)
+
+
+def alignment_violation(p: np.ndarray, q: np.ndarray) -> float:
+    """``sum_i |(p_{i+1} - p_i)/|p_{i+1} - p_i| - d(q_i)|`` (Sec. 4.1), ``q`` normalised first."""
+    e = np.diff(p, axis=0)
+    t = e / np.linalg.norm(e, axis=1)[:, None]
+    qn = q / np.linalg.norm(q, axis=1)[:, None]
+    return float(np.linalg.norm(t - directors(qn), axis=1).sum())
+
+
+def kinetic_energy(model: CompactModel, state: CompactState) -> float:
+    """``1/2 sum m v^2 + 1/2 sum omega^T Jr omega`` [J] (translational + rotational, Eq. 30/31)."""
+    return float(0.5 * np.sum(model.masses * np.sum(state.v**2, axis=1)) + 0.5 * np.sum(model.Jr * state.omega**2))
