@@ -1,0 +1,12 @@
+"""Generalized-alpha Cosserat rod ("GA paper": /work/shared/papers/generalized-alpha-cosserat.txt,
+docs/galpha.md): 12 nodal unknowns (u, omega, kappa, n) in local director coordinates (plus the
+local gravity vector), generalized-alpha in time and space, Newton relaxation on a block-banded
+Jacobian."""
+
+from .boundary import Boundary, RootMotion, TipLoad, TipMotion, line_constraint
+from .model import Coefficients, GAlphaRod
+from .solver import GAlphaOptions, GAlphaSolver, StepResult
+from .state import GAlphaState
+
+__all__ = ["Boundary", "RootMotion", "TipLoad", "TipMotion", "line_constraint", "Coefficients", "GAlphaRod",
+           "GAlphaOptions", "GAlphaSolver", "StepResult", "GAlphaState"]

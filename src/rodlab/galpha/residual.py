@@ -1,0 +1,306 @@
+"""Discrete residual of the generalized-alpha Cosserat rod (GA paper, Eq. 14a-d, 17-20) and
+its exact block-banded Jacobian, as compiled kernels.
+
+Nodal state (15 numbers per node, all in the node's director basis {d1, d2, d3}):
+
+    x[j] = (u[0:3], omega[3:6], kappa[6:9], n[9:12], g[12:15])
+
+``u`` centerline velocity [m/s], ``omega`` angular velocity [1/s], ``kappa`` Darboux vector
+[1/m], ``n`` contact force [N]; ``m = K (kappa - kappa_hat)`` (Eq. 11). The paper's 12 unknowns
+are the first twelve. ``g`` [m/s^2] is the gravity vector in local components (``R^T g_world``),
+carried as a field with its own kinematic equation ``g' + kappa x g = 0`` so that the weight in
+Eq. 14a is differentiated exactly (the paper lags every load by one Newton iterate; here only
+end loads are lagged). See docs/galpha.md.
+
+Pointwise terms (Eq. 15 ``M x_t + Khat x_s + Lambda = 0``), rows a..d = Eq. 14a..d::
+
+    a:  rhoA u_t   - n_s            + [-kappa x n + rhoA omega x u - rhoA g + c rhoA u]
+    b:  J omega_t  - m_s            + [-kappa x m - d3 x n + omega x J omega]
+    c:  kappa_t    - omega_s        + [omega x kappa]
+    d:               - u_s          + [-kappa x u + omega x d3]
+
+Segment residual between nodes j-1 and j (Eq. 18 with Eq. 19-20 substituted; with
+``gamma_s = 1 - beta_s`` -- which the Chung-Hulbert rule always satisfies -- the spatial
+recursion Eq. 20 collapses to ``(1-beta_s) x_s[j] + beta_s x_s[j-1] = (x[j] - x[j-1]) / ds``
+and the system is exactly block-bidiagonal)::
+
+    F = ca [(1-as) M xdot[j] + as M xdot[j-1]]
+      + cb [Khat (x[j] - x[j-1]) / ds + (1-bs) Lambda[j] + bs Lambda[j-1]] + Old
+
+with ``ca = 1 - alpha_t``, ``cb = 1 - beta_t``, ``xdot`` from Eq. 19 and ``Old`` the same
+expression at the previous step weighted by ``alpha_t`` and ``beta_t`` (Eq. 17). The three
+g rows use the midpoint rule ``(g[j]-g[j-1])/ds + kappa_mid x g_mid = 0`` (a Cayley step,
+norm-preserving) at the new time only.
+
+Parameter vector ``prm`` (float64): see :data:`PRM_NAMES`.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..linalg.banded_lu import JIT
+
+NV = 15  # unknowns per node
+NP = 12  # pointwise rows (Eq. 14a-d)
+
+PRM_NAMES = ("ds", "dt", "rhoA", "damping", "alpha_t", "beta_t", "gamma_t", "alpha_s", "beta_s", "static")
+P_DS, P_DT, P_RHOA, P_DAMP, P_AT, P_BT, P_GT, P_AS, P_BS, P_STATIC = range(10)
+
+
+@njit(inline="always", **JIT)
+def _cross(a0, a1, a2, b0, b1, b2):
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(inline="always", **JIT)
+def _put_skew(A, r, c, s, w0, w1, w2):
+    """A[r:r+3, c:c+3] += s [w]x."""
+    A[r + 0, c + 1] -= s * w2
+    A[r + 0, c + 2] += s * w1
+    A[r + 1, c + 0] += s * w2
+    A[r + 1, c + 2] -= s * w0
+    A[r + 2, c + 0] -= s * w1
+    A[r + 2, c + 1] += s * w0
+
+
+@njit(**JIT)
+def node_terms(x, khat, K, J, prm, P, dP, want_jac):
+    """Pointwise ``Lambda`` (rows a..d, Eq. 14a-d) at every node, and ``dLambda/dx``.
+
+    x (N, 15); khat (N, 3) rest Darboux vector; K (3,) stiffness [N m^2]; J (3,) rotational
+    inertia per length rho*I_k [kg m]; P (N, 12) out; dP (N, 12, 15) out (if ``want_jac``).
+    """
+    rhoA = prm[P_RHOA]
+    c = prm[P_DAMP]
+    N = x.shape[0]
+    for j in range(N):
+        u0, u1, u2 = x[j, 0], x[j, 1], x[j, 2]
+        w0, w1, w2 = x[j, 3], x[j, 4], x[j, 5]
+        k0, k1, k2 = x[j, 6], x[j, 7], x[j, 8]
+        n0, n1, n2 = x[j, 9], x[j, 10], x[j, 11]
+        g0, g1, g2 = x[j, 12], x[j, 13], x[j, 14]
+        m0 = K[0] * (k0 - khat[j, 0])
+        m1 = K[1] * (k1 - khat[j, 1])
+        m2 = K[2] * (k2 - khat[j, 2])
+        Jw0, Jw1, Jw2 = J[0] * w0, J[1] * w1, J[2] * w2
+        # a
+        kn0, kn1, kn2 = _cross(k0, k1, k2, n0, n1, n2)
+        wu0, wu1, wu2 = _cross(w0, w1, w2, u0, u1, u2)
+        P[j, 0] = -kn0 + rhoA * wu0 - rhoA * g0 + c * rhoA * u0
+        P[j, 1] = -kn1 + rhoA * wu1 - rhoA * g1 + c * rhoA * u1
+        P[j, 2] = -kn2 + rhoA * wu2 - rhoA * g2 + c * rhoA * u2
+        # b  (d3 x n = (-n1, n0, 0))
+        km0, km1, km2 = _cross(k0, k1, k2, m0, m1, m2)
+        wJ0, wJ1, wJ2 = _cross(w0, w1, w2, Jw0, Jw1, Jw2)
+        P[j, 3] = -km0 + n1 + wJ0
+        P[j, 4] = -km1 - n0 + wJ1
+        P[j, 5] = -km2 + wJ2
+        # c
+        wk0, wk1, wk2 = _cross(w0, w1, w2, k0, k1, k2)
+        P[j, 6] = wk0
+        P[j, 7] = wk1
+        P[j, 8] = wk2
+        # d  (omega x d3 = (w1, -w0, 0))
+        ku0, ku1, ku2 = _cross(k0, k1, k2, u0, u1, u2)
+        P[j, 9] = -ku0 + w1
+        P[j, 10] = -ku1 - w0
+        P[j, 11] = -ku2
+        if want_jac:
+            D = dP[j]
+            D[:, :] = 0.0
+            # a: d/dkappa = [n]x ; d/dn = -[kappa]x ; d/domega = -rhoA [u]x ; d/du = rhoA [omega]x + c rhoA I ; d/dg = -rhoA I
+            _put_skew(D, 0, 6, 1.0, n0, n1, n2)
+            _put_skew(D, 0, 9, -1.0, k0, k1, k2)
+            _put_skew(D, 0, 3, -rhoA, u0, u1, u2)
+            _put_skew(D, 0, 0, rhoA, w0, w1, w2)
+            for r in range(3):
+                D[r, r] += c * rhoA
+                D[r, 12 + r] -= rhoA
+            # b: d/dkappa = [m]x - [kappa]x K ; d/dn = -[d3]x ; d/domega = [omega]x J - [J omega]x
+            _put_skew(D, 3, 6, 1.0, m0, m1, m2)
+            D[3, 7] -= -k2 * K[1]
+            D[3, 8] -= k1 * K[2]
+            D[4, 6] -= k2 * K[0]
+            D[4, 8] -= -k0 * K[2]
+            D[5, 6] -= -k1 * K[0]
+            D[5, 7] -= k0 * K[1]
+            D[3, 10] += 1.0
+            D[4, 9] -= 1.0
+            D[3, 4] += -w2 * J[1]
+            D[3, 5] += w1 * J[2]
+            D[4, 3] += w2 * J[0]
+            D[4, 5] += -w0 * J[2]
+            D[5, 3] += -w1 * J[0]
+            D[5, 4] += w0 * J[1]
+            _put_skew(D, 3, 3, -1.0, Jw0, Jw1, Jw2)
+            # c: d/domega = -[kappa]x ; d/dkappa = [omega]x
+            _put_skew(D, 6, 3, -1.0, k0, k1, k2)
+            _put_skew(D, 6, 6, 1.0, w0, w1, w2)
+            # d: d/dkappa = [u]x ; d/du = -[kappa]x ; d/domega: (w1, -w0, 0)
+            _put_skew(D, 9, 6, 1.0, u0, u1, u2)
+            _put_skew(D, 9, 0, -1.0, k0, k1, k2)
+            D[9, 4] += 1.0
+            D[10, 3] -= 1.0
+
+
+@njit(inline="always", **JIT)
+def _khat_diff(x, khat, K, j, r):
+    """Row r (0..11) of ``Khat (x[j] - x[j-1])``: -dn, -dm, -domega, -du."""
+    if r < 3:
+        return -(x[j, 9 + r] - x[j - 1, 9 + r])
+    if r < 6:
+        q = r - 3
+        return -K[q] * ((x[j, 6 + q] - khat[j, q]) - (x[j - 1, 6 + q] - khat[j - 1, q]))
+    if r < 9:
+        return -(x[j, 3 + r - 6] - x[j - 1, 3 + r - 6])
+    return -(x[j, r - 9] - x[j - 1, r - 9])
+
+
+@njit(inline="always", **JIT)
+def _mass(rhoA, J, r):
+    """Diagonal of Mhat for variable/row r (u: rhoA, omega: J, kappa: 1, n and g: 0)."""
+    if r < 3:
+        return rhoA
+    if r < 6:
+        return J[r - 3]
+    if r < 9:
+        return 1.0
+    return 0.0
+
+
+@njit(**JIT)
+def old_terms(xprev, xdotprev, khat, K, J, prm, Pwork, out):
+    """``Old`` part of Eq. 18 (previous-step terms weighted by alpha_t, beta_t), (N-1, 15)."""
+    N = xprev.shape[0]
+    ds = prm[P_DS]
+    at, bt = prm[P_AT], prm[P_BT]
+    a_s, b_s = prm[P_AS], prm[P_BS]
+    rhoA = prm[P_RHOA]
+    dummy = np.zeros((1, 1, 1))
+    node_terms(xprev, khat, K, J, prm, Pwork, dummy, False)
+    for s in range(N - 1):
+        j = s + 1
+        for r in range(NP):
+            M = _mass(rhoA, J, r)
+            v = at * M * ((1.0 - a_s) * xdotprev[j, r] + a_s * xdotprev[j - 1, r])
+            v += bt * (_khat_diff(xprev, khat, K, j, r) / ds + (1.0 - b_s) * Pwork[j, r] + b_s * Pwork[j - 1, r])
+            out[s, r] = v
+        for r in range(NP, NV):
+            out[s, r] = 0.0
+
+
+@njit(**JIT)
+def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac, F, ab, colmap, kl, ku):
+    """Segment residuals F (N-1, 15), row-scaled, and (if ``want_jac``) the banded Jacobian.
+
+    The Jacobian is taken with respect to the free unknowns ``colmap[j*15 + v] >= 0`` (the
+    boundary values have ``colmap = -1``) and written into ``ab`` in the layout of
+    :mod:`rodlab.linalg.banded_lu` (row of segment s, equation r: ``15 s + r``).
+    Returns the infinity norm of the scaled residual.
+    """
+    N = x.shape[0]
+    ds = prm[P_DS]
+    dt = prm[P_DT]
+    rhoA = prm[P_RHOA]
+    static = prm[P_STATIC] != 0.0
+    at, bt, gt = prm[P_AT], prm[P_BT], prm[P_GT]
+    a_s, b_s = prm[P_AS], prm[P_BS]
+    if static:
+        ca = 0.0
+        cb = 1.0
+    else:
+        ca = 1.0 - at
+        cb = 1.0 - bt
+    inv_gdt = 0.0 if static else 1.0 / (gt * dt)
+    node_terms(x, khat, K, J, prm, P, dP, want_jac)
+    if want_jac:
+        ab[:, :] = 0.0
+    d = kl + ku
+    fnorm = 0.0
+    for s in range(N - 1):
+        j = s + 1
+        # rows a..d
+        for r in range(NP):
+            v = cb * (_khat_diff(x, khat, K, j, r) / ds + (1.0 - b_s) * P[j, r] + b_s * P[j - 1, r])
+            if not static:
+                M = _mass(rhoA, J, r)
+                if M != 0.0:
+                    xd1 = (x[j, r] - xprev[j, r]) * inv_gdt - (1.0 - gt) / gt * xdotprev[j, r]
+                    xd0 = (x[j - 1, r] - xprev[j - 1, r]) * inv_gdt - (1.0 - gt) / gt * xdotprev[j - 1, r]
+                    v += ca * M * ((1.0 - a_s) * xd1 + a_s * xd0)
+                v += old[s, r]
+            F[s, r] = v * rowscale[r]
+        # g rows: (g_j - g_{j-1})/ds + kmid x gmid
+        km0 = 0.5 * (x[j, 6] + x[j - 1, 6])
+        km1 = 0.5 * (x[j, 7] + x[j - 1, 7])
+        km2 = 0.5 * (x[j, 8] + x[j - 1, 8])
+        gm0 = 0.5 * (x[j, 12] + x[j - 1, 12])
+        gm1 = 0.5 * (x[j, 13] + x[j - 1, 13])
+        gm2 = 0.5 * (x[j, 14] + x[j - 1, 14])
+        c0, c1, c2 = _cross(km0, km1, km2, gm0, gm1, gm2)
+        F[s, 12] = ((x[j, 12] - x[j - 1, 12]) / ds + c0) * rowscale[12]
+        F[s, 13] = ((x[j, 13] - x[j - 1, 13]) / ds + c1) * rowscale[13]
+        F[s, 14] = ((x[j, 14] - x[j - 1, 14]) / ds + c2) * rowscale[14]
+        for r in range(NV):
+            a = abs(F[s, r])
+            if a > fnorm:
+                fnorm = a
+        if want_jac:
+            for side in range(2):
+                node = j - 1 + side
+                sgn = 1.0 if side == 1 else -1.0
+                wP = (1.0 - b_s) if side == 1 else b_s
+                wA = (1.0 - a_s) if side == 1 else a_s
+                base = node * NV
+                for r in range(NV):
+                    row = s * NV + r
+                    sc = rowscale[r]
+                    if r < NP:
+                        for v in range(NV):
+                            col = colmap[base + v]
+                            if col < 0:
+                                continue
+                            val = cb * wP * dP[node, r, v]
+                            if v == r and not static:
+                                val += ca * wA * _mass(rhoA, J, r) * inv_gdt
+                            # Khat / ds part
+                            if r < 3 and v == 9 + r:
+                                val -= cb * sgn / ds
+                            elif 3 <= r < 6 and v == 6 + r - 3:
+                                val -= cb * sgn * K[r - 3] / ds
+                            elif 6 <= r < 9 and v == r - 3:
+                                val -= cb * sgn / ds
+                            elif 9 <= r < 12 and v == r - 9:
+                                val -= cb * sgn / ds
+                            if val != 0.0:
+                                ab[col, d + row - col] += val * sc
+                    else:
+                        q = r - 12
+                        # d/dg (own node): I/ds*sgn + 0.5 [kmid]x ; d/dkappa: -0.5 [gmid]x
+                        for v in range(3):
+                            colg = colmap[base + 12 + v]
+                            if colg >= 0:
+                                val = (sgn / ds if v == q else 0.0)
+                                # 0.5 [kmid]x (row q, col v)
+                                if q == 0:
+                                    val += 0.5 * (-km2 if v == 1 else (km1 if v == 2 else 0.0))
+                                elif q == 1:
+                                    val += 0.5 * (km2 if v == 0 else (-km0 if v == 2 else 0.0))
+                                else:
+                                    val += 0.5 * (-km1 if v == 0 else (km0 if v == 1 else 0.0))
+                                if val != 0.0:
+                                    ab[colg, d + row - colg] += val * sc
+                            colk = colmap[base + 6 + v]
+                            if colk >= 0:
+                                # -0.5 [gmid]x
+                                val = 0.0
+                                if q == 0:
+                                    val = -0.5 * (-gm2 if v == 1 else (gm1 if v == 2 else 0.0))
+                                elif q == 1:
+                                    val = -0.5 * (gm2 if v == 0 else (-gm0 if v == 2 else 0.0))
+                                else:
+                                    val = -0.5 * (-gm1 if v == 0 else (gm0 if v == 1 else 0.0))
+                                if val != 0.0:
+                                    ab[colk, d + row - colk] += val * sc
+    return fnorm
