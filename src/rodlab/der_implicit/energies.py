@@ -1,0 +1,330 @@
+"""Implicit-DER elastic energies on interleaved DOFs, with gradients and banded Hessians.
+
+Generalized coordinates ``q = [x_0, theta_0, x_1, theta_1, ..., x_{n-1}]`` (``4n - 1`` values):
+vertex ``i`` at ``q[4i:4i+3]``, the material angle of edge ``j`` at ``q[4j+3]``. Every energy
+term touches at most 11 consecutive unknowns, so every Hessian is banded with half bandwidth 10
+(Bergou et al. 2010; Takahashi and Batty, Sec. III).
+
+Reference frames are **time-parallel**: edge ``j`` carries a reference director ``a1[j]``
+(orthogonal to the current tangent ``t[j]``, ``a2 = t x a1``), obtained by parallel-transporting
+last step's director from last step's tangent to the current one; the **reference twist**
+``mref[k]`` of joint ``k`` (vertex ``k + 1``) is the signed angle about ``t[k+1]`` from the
+space-parallel transport of ``a1[k]`` to ``a1[k+1]``. Material frame: ``m1 = cos(theta) a1 +
+sin(theta) a2``, ``m2 = -sin(theta) a1 + cos(theta) a2``.
+
+Energies (per-edge / per-vertex arrays, SI units):
+
+* stretching, edge ``j``: ``E = ks_j / (2 lbar_j) (|e_j| - lbar_j)^2`` (= ``1/2 ks (|e|/lbar - 1)^2 lbar``,
+  Takahashi and Batty Eq. 2 with ``ks_j = k s_j``), ``ks`` [N];
+* bending, interior vertex ``i`` (4D curvature, Bergou et al. 2008 Eq. 2 and Sec. 4.2.2):
+  ``w^j_i = (kb_i . m2^j, -kb_i . m1^j)`` for ``j = i - 1, i`` stacked into ``w`` (4,),
+  ``E = kbend_i / (2 l_i) |w - wbar_i|^2`` (Takahashi and Batty Eq. 5), ``l_i = lbar_{i-1} + lbar_i``
+  (twice the Voronoi length, fixed), ``kbend`` [N m^2];
+  the 2D variant averages the two frames first: ``w2 = (w^{i-1} + w^i) / 2``,
+  ``E = kbend_i / l_i |w2 - wbar2|^2`` (equal to the 4D energy when both frames agree);
+* twisting, interior vertex ``i``: ``m_i = theta_i - theta_{i-1} + mref_i``,
+  ``E = ktwist_i (m_i - mbar_i)^2 / l_i`` (Bergou et al. 2008 Eq. 5), ``ktwist`` [N m^2].
+
+Derivatives (checked by central finite differences in tests/test_der_implicit_energies.py):
+
+* ``kb = 2 e0 x e1 / (|e0||e1| + e0.e1)``; for a row vector ``r``:
+  ``d(r.kb)/de0 = (-2 r x e1 - (r.kb)(|e1| t0 + e1)) / D``, ``d(r.kb)/de1 = (2 r x e0 - (r.kb)(|e0| t1 + e0)) / D``,
+  ``D = |e0||e1| + e0.e1``.
+* Time-parallel frames move with the tangent without rotating about it, ``da1 = -(a1.dt) t``; since
+  ``kb`` is orthogonal to both tangents, ``kb . dm = 0``: ``w`` depends on the positions through
+  ``kb`` only, and on the angles through ``dw^j/dtheta_j = (w^j_2, -w^j_1)``.
+* ``dmref_i/de0 = kb_i / (2|e0|)``, ``dmref_i/de1 = kb_i / (2|e1|)`` (the holonomy gradient,
+  Bergou et al. 2008 Sec. 7.1), ``dm_i/dtheta_{i-1} = -1``, ``dm_i/dtheta_i = 1``.
+
+Hessians: stretching exact, projected to SPD by clamping ``1 - lbar/|e|`` at zero; bending and
+twisting Gauss-Newton (``kbend/l J^T J`` and ``2 ktwist/l grad m grad m^T``), as Takahashi and
+Batty use for forward simulation (Sec. VI).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..geometry.curves import orthonormalize_against, parallel_transport_into, signed_angle, unwrap_near
+
+JIT = dict(cache=True, error_model="numpy")
+
+BANDWIDTH = 10
+
+
+def ndof(nv: int) -> int:
+    return 4 * nv - 1
+
+
+def pack_dofs(x: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Interleave vertices (n, 3) and edge angles (n-1,) into ``q`` (4n-1,)."""
+    x = np.asarray(x, dtype=float)
+    nv = x.shape[0]
+    q = np.empty(4 * nv - 1)
+    q[0::4] = x[:, 0]
+    q[1::4] = x[:, 1]
+    q[2::4] = x[:, 2]
+    q[3::4] = np.asarray(theta, dtype=float)
+    return q
+
+
+def unpack_dofs(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(x (n,3), theta (n-1,))`` views-copies of interleaved ``q``."""
+    nv = (q.shape[0] + 1) // 4
+    x = np.empty((nv, 3))
+    x[:, 0] = q[0::4]
+    x[:, 1] = q[1::4]
+    x[:, 2] = q[2::4]
+    return x, q[3::4].copy()
+
+
+@njit(**JIT)
+def edge_geometry(q, tan, elen):
+    """Unit tangents and lengths of every edge of interleaved ``q``; a zero-length edge raises."""
+    ne = tan.shape[0]
+    for j in range(ne):
+        e0 = q[4 * j + 4] - q[4 * j]
+        e1 = q[4 * j + 5] - q[4 * j + 1]
+        e2 = q[4 * j + 6] - q[4 * j + 2]
+        ln = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+        if not ln > 1e-300:
+            raise ValueError("zero-length edge: tangent undefined")
+        elen[j] = ln
+        tan[j, 0] = e0 / ln
+        tan[j, 1] = e1 / ln
+        tan[j, 2] = e2 / ln
+
+
+@njit(**JIT)
+def update_frames(q, tan_old, a1_old, mref_old, tan, elen, a1, mref):
+    """Time-parallel reference frames and reference twist at configuration ``q``.
+
+    ``a1[j]`` = parallel transport of ``a1_old[j]`` from ``tan_old[j]`` to the current tangent
+    (re-orthonormalised); ``mref[k]`` = signed angle about ``t[k+1]`` from the transport of
+    ``a1[k]`` along the rod to ``a1[k+1]``, unwrapped against ``mref_old`` (no 2 pi jumps).
+    Anti-parallel old/new tangents (undefined transport) raise ValueError.
+    """
+    edge_geometry(q, tan, elen)
+    tmp = np.empty(3)
+    for j in range(tan.shape[0]):
+        parallel_transport_into(tan_old[j], tan[j], a1_old[j], tmp)
+        orthonormalize_against(tan[j], tmp, a1[j])
+    for k in range(mref.shape[0]):
+        parallel_transport_into(tan[k], tan[k + 1], a1[k], tmp)
+        ang = signed_angle(tmp, a1[k + 1], tan[k + 1])
+        mref[k] = unwrap_near(ang, mref_old[k])
+
+
+@njit(**JIT)
+def material_frames_q(q, tan, a1, m1, m2):
+    for j in range(tan.shape[0]):
+        th = q[4 * j + 3]
+        c = math.cos(th)
+        s = math.sin(th)
+        t0, t1, t2 = tan[j, 0], tan[j, 1], tan[j, 2]
+        u0, u1, u2 = a1[j, 0], a1[j, 1], a1[j, 2]
+        v0 = t1 * u2 - t2 * u1
+        v1 = t2 * u0 - t0 * u2
+        v2 = t0 * u1 - t1 * u0
+        m1[j, 0] = c * u0 + s * v0
+        m1[j, 1] = c * u1 + s * v1
+        m1[j, 2] = c * u2 + s * v2
+        m2[j, 0] = -s * u0 + c * v0
+        m2[j, 1] = -s * u1 + c * v1
+        m2[j, 2] = -s * u2 + c * v2
+
+
+@njit(**JIT)
+def vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm):
+    """4D material curvature ``w`` (4,), its Jacobian ``Jw`` (4, 11) and the twist gradient ``gm`` (11,)
+    of interior vertex ``i`` over the local unknowns ``q[4(i-1) : 4(i-1) + 11]``. Returns the twist ``m_i``
+    (without the rest twist)."""
+    a = i - 1
+    b = i
+    l0 = elen[a]
+    l1 = elen[b]
+    ex0 = tan[a, 0] * l0
+    ey0 = tan[a, 1] * l0
+    ez0 = tan[a, 2] * l0
+    ex1 = tan[b, 0] * l1
+    ey1 = tan[b, 1] * l1
+    ez1 = tan[b, 2] * l1
+    D = l0 * l1 + ex0 * ex1 + ey0 * ey1 + ez0 * ez1
+    if not D > 1e-12 * l0 * l1:
+        raise ValueError("consecutive edges are anti-parallel: curvature binormal undefined")
+    invD = 1.0 / D
+    kx = 2.0 * (ey0 * ez1 - ez0 * ey1) * invD
+    ky = 2.0 * (ez0 * ex1 - ex0 * ez1) * invD
+    kz = 2.0 * (ex0 * ey1 - ey0 * ex1) * invD
+    # |e1| t0 + e1 and |e0| t1 + e0
+    px = l1 * tan[a, 0] + ex1
+    py = l1 * tan[a, 1] + ey1
+    pz = l1 * tan[a, 2] + ez1
+    sx = l0 * tan[b, 0] + ex0
+    sy = l0 * tan[b, 1] + ey0
+    sz = l0 * tan[b, 2] + ez0
+    for r in range(4):
+        e = a if r < 2 else b
+        if r % 2 == 0:
+            rx, ry, rz = m2[e, 0], m2[e, 1], m2[e, 2]
+        else:
+            rx, ry, rz = -m1[e, 0], -m1[e, 1], -m1[e, 2]
+        wr = rx * kx + ry * ky + rz * kz
+        w[r] = wr
+        # d(r.kb)/de0 = (-2 r x e1 - wr p) / D
+        g0x = (-2.0 * (ry * ez1 - rz * ey1) - wr * px) * invD
+        g0y = (-2.0 * (rz * ex1 - rx * ez1) - wr * py) * invD
+        g0z = (-2.0 * (rx * ey1 - ry * ex1) - wr * pz) * invD
+        # d(r.kb)/de1 = (2 r x e0 - wr s) / D
+        g1x = (2.0 * (ry * ez0 - rz * ey0) - wr * sx) * invD
+        g1y = (2.0 * (rz * ex0 - rx * ez0) - wr * sy) * invD
+        g1z = (2.0 * (rx * ey0 - ry * ex0) - wr * sz) * invD
+        Jw[r, 0] = -g0x
+        Jw[r, 1] = -g0y
+        Jw[r, 2] = -g0z
+        Jw[r, 3] = 0.0
+        Jw[r, 4] = g0x - g1x
+        Jw[r, 5] = g0y - g1y
+        Jw[r, 6] = g0z - g1z
+        Jw[r, 7] = 0.0
+        Jw[r, 8] = g1x
+        Jw[r, 9] = g1y
+        Jw[r, 10] = g1z
+    Jw[0, 3] = w[1]
+    Jw[1, 3] = -w[0]
+    Jw[2, 7] = w[3]
+    Jw[3, 7] = -w[2]
+    # twist: m = theta_i - theta_{i-1} + mref; dmref/de0 = kb/(2 l0), dmref/de1 = kb/(2 l1)
+    h0 = 0.5 / l0
+    h1 = 0.5 / l1
+    gm[0] = -kx * h0
+    gm[1] = -ky * h0
+    gm[2] = -kz * h0
+    gm[3] = -1.0
+    gm[4] = kx * (h0 - h1)
+    gm[5] = ky * (h0 - h1)
+    gm[6] = kz * (h0 - h1)
+    gm[7] = 1.0
+    gm[8] = kx * h1
+    gm[9] = ky * h1
+    gm[10] = kz * h1
+    return q[4 * i + 3] - q[4 * i - 1] + mref[a]
+
+
+@njit(**JIT)
+def der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, want, grad, band):
+    """Elastic energy of the rod at ``q`` with frames ``a1``/``mref`` (see :func:`update_frames`).
+
+    ``want`` 0: energy only; 1: also add the gradient into ``grad`` (4n-1,); 2: also add the SPD
+    Hessian (projected stretching + Gauss-Newton bending/twisting) into the lower band ``band``
+    (4n-1, 11). ``grad`` and ``band`` are *accumulated into* (the caller zeroes them).
+    ``curv2d`` selects the averaged-frame 2D curvature instead of the 4D one.
+    Per-edge: ``ks`` [N], ``lbar`` [m]; per-vertex (length n, ends unused): ``kbend`` [N m^2],
+    ``wbar`` (n, 4), ``ktwist`` [N m^2], ``mbar`` [rad], ``lvor`` = ``lbar_{i-1} + lbar_i`` [m].
+    """
+    ne = tan.shape[0]
+    nv = ne + 1
+    E = 0.0
+    for j in range(ne):
+        ln = elen[j]
+        lb = lbar[j]
+        k = ks[j]
+        dl = ln - lb
+        E += 0.5 * k * dl * dl / lb
+        if want >= 1:
+            f = k * dl / lb
+            for c in range(3):
+                gc = f * tan[j, c]
+                grad[4 * j + c] -= gc
+                grad[4 * j + 4 + c] += gc
+        if want >= 2:
+            kk = k / lb
+            beta = 1.0 - lb / ln
+            if beta < 0.0:
+                beta = 0.0
+            for r in range(3):
+                for c in range(3):
+                    h = kk * (1.0 - beta) * tan[j, r] * tan[j, c]
+                    if r == c:
+                        h += kk * beta
+                    if r >= c:
+                        band[4 * j + r, r - c] += h
+                        band[4 * j + 4 + r, r - c] += h
+                    band[4 * j + 4 + r, 4 + r - c] -= h
+    if nv < 3:
+        return E
+    m1 = np.empty((ne, 3))
+    m2 = np.empty((ne, 3))
+    material_frames_q(q, tan, a1, m1, m2)
+    w = np.empty(4)
+    Jw = np.empty((4, 11))
+    gm = np.empty(11)
+    dw = np.empty(4)
+    for i in range(1, nv - 1):
+        mt = vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm)
+        base = 4 * (i - 1)
+        li = lvor[i]
+        if curv2d:
+            for r in range(2):
+                wa = 0.5 * (w[r] + w[r + 2])
+                wba = 0.5 * (wbar[i, r] + wbar[i, r + 2])
+                dw[r] = wa - wba
+                for c in range(11):
+                    Jw[r, c] = 0.5 * (Jw[r, c] + Jw[r + 2, c])
+            nr = 2
+            cb = 2.0 * kbend[i] / li
+        else:
+            for r in range(4):
+                dw[r] = w[r] - wbar[i, r]
+            nr = 4
+            cb = kbend[i] / li
+        dm = mt - mbar[i]
+        ct = 2.0 * ktwist[i] / li
+        for r in range(nr):
+            E += 0.5 * cb * dw[r] * dw[r]
+        E += 0.5 * ct * dm * dm
+        if want >= 1:
+            for c in range(11):
+                s = ct * dm * gm[c]
+                for r in range(nr):
+                    s += cb * dw[r] * Jw[r, c]
+                grad[base + c] += s
+        if want >= 2:
+            if nr == 4:
+                for r in range(11):
+                    j0 = cb * Jw[0, r]
+                    j1 = cb * Jw[1, r]
+                    j2 = cb * Jw[2, r]
+                    j3 = cb * Jw[3, r]
+                    gt = ct * gm[r]
+                    for c in range(r + 1):
+                        band[base + r, r - c] += j0 * Jw[0, c] + j1 * Jw[1, c] + j2 * Jw[2, c] + j3 * Jw[3, c] + gt * gm[c]
+            else:
+                for r in range(11):
+                    j0 = cb * Jw[0, r]
+                    j1 = cb * Jw[1, r]
+                    gt = ct * gm[r]
+                    for c in range(r + 1):
+                        band[base + r, r - c] += j0 * Jw[0, c] + j1 * Jw[1, c] + gt * gm[c]
+    return E
+
+
+@njit(**JIT)
+def material_curvature_all(q, tan, elen, a1, mref, w_out, m_out):
+    """4D material curvature (n, 4) and twist ``m_i`` (n,) of every interior vertex (ends left 0)."""
+    ne = tan.shape[0]
+    nv = ne + 1
+    m1 = np.empty((ne, 3))
+    m2 = np.empty((ne, 3))
+    material_frames_q(q, tan, a1, m1, m2)
+    w = np.empty(4)
+    Jw = np.empty((4, 11))
+    gm = np.empty(11)
+    w_out[:, :] = 0.0
+    m_out[:] = 0.0
+    for i in range(1, nv - 1):
+        m_out[i] = vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm)
+        for r in range(4):
+            w_out[i, r] = w[r]

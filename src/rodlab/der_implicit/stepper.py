@@ -1,0 +1,416 @@
+"""Implicit-Euler DER stepper on interleaved DOFs (Bergou et al. 2010; Takahashi and Batty, Sec. III, VI).
+
+One step of size ``h`` minimizes the incremental potential
+
+``Phi(q) = 1/(2 h^2) |q - q_t - h v_t|_M^2 + c/(2h) |q - q_t|_M^2 + E(q) - f_ext . q``
+
+(inertia, mass-proportional viscous damping ``-c M v`` taken implicitly, elastic energy, constant
+external force) by Newton's method on the banded SPD Hessian (exact stretching Hessian projected
+to SPD, Gauss-Newton bending and twisting; see :mod:`.energies`), a banded LDL^T solve
+(:mod:`rodlab.linalg.banded_ldlt`) and a backtracking (Armijo) line search on ``Phi``. The
+reference frames are time-parallel: at every Newton iterate they are the parallel transport of
+the step's initial frames to the current tangents. ``v_{t+h} = (q - q_t) / h``.
+
+Clamped / fixed unknowns are held: their gradient entries are zeroed and their Hessian rows and
+columns replaced by the identity. The paper's forward setting is one Newton iteration per step,
+four steps per frame, 60 frames per second (``h = 1/240 s``).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from numba import njit
+
+from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
+from .energies import BANDWIDTH, der_elastic, update_frames
+
+JIT = dict(cache=True, error_model="numpy")
+
+
+@dataclass(frozen=True, eq=False)
+class DERImplicitModel:
+    """Immutable rod description on interleaved DOFs (SI units).
+
+    Per edge (n-1,): ``ks`` stretching stiffness [N], ``lbar`` rest length [m].
+    Per vertex (n,), interior entries used: ``kbend`` [N m^2], ``wbar`` (n, 4) rest 4D curvature,
+    ``ktwist`` [N m^2], ``mbar`` rest twist [rad], ``lvor`` = ``lbar_{i-1} + lbar_i`` [m] (fixed
+    Voronoi weights, kept from the initial rest lengths when rest lengths are optimized).
+    ``mass`` (4n-1,): lumped vertex masses [kg] on positions, edge polar moments [kg m^2] on angles.
+    ``fixed`` (4n-1,) bool: held unknowns. ``fext`` (4n-1,): constant external force [N] (gravity).
+    """
+
+    ks: np.ndarray
+    lbar: np.ndarray
+    kbend: np.ndarray
+    wbar: np.ndarray
+    ktwist: np.ndarray
+    mbar: np.ndarray
+    lvor: np.ndarray
+    mass: np.ndarray
+    fixed: np.ndarray
+    fext: np.ndarray
+    damping: float = 0.0
+    curv2d: bool = False
+
+    @property
+    def nv(self) -> int:
+        return self.lbar.shape[0] + 1
+
+    def __post_init__(self):
+        nv = self.lbar.shape[0] + 1
+        n = 4 * nv - 1
+        for name, arr, shape in (
+            ("ks", self.ks, (nv - 1,)),
+            ("lbar", self.lbar, (nv - 1,)),
+            ("kbend", self.kbend, (nv,)),
+            ("wbar", self.wbar, (nv, 4)),
+            ("ktwist", self.ktwist, (nv,)),
+            ("mbar", self.mbar, (nv,)),
+            ("lvor", self.lvor, (nv,)),
+            ("mass", self.mass, (n,)),
+            ("fixed", self.fixed, (n,)),
+            ("fext", self.fext, (n,)),
+        ):
+            if np.shape(arr) != shape:
+                raise ValueError(f"{name} must have shape {shape} for {nv} vertices (got {np.shape(arr)})")
+        if nv < 3:
+            raise ValueError(f"need at least 3 vertices (got {nv})")
+        if not np.all(self.lbar > 0):
+            raise ValueError("rest lengths lbar must be > 0 m")
+        if not np.all(self.lvor[1:-1] > 0):
+            raise ValueError("Voronoi weights lvor must be > 0 m at interior vertices")
+        if not (self.damping >= 0 and math.isfinite(self.damping)):
+            raise ValueError(f"damping must be >= 0 1/s (got {self.damping})")
+
+
+@dataclass
+class DERImplicitState:
+    """What changes every step: ``q`` (4n-1,), ``v`` (4n-1,), reference directors ``a1`` (n-1, 3)
+    with the tangents ``tan`` they belong to, reference twist ``mref`` (n-2,), time ``t`` [s]."""
+
+    q: np.ndarray
+    v: np.ndarray
+    a1: np.ndarray
+    tan: np.ndarray
+    mref: np.ndarray
+    t: float = 0.0
+
+    def copy(self) -> "DERImplicitState":
+        return DERImplicitState(self.q.copy(), self.v.copy(), self.a1.copy(), self.tan.copy(), self.mref.copy(), self.t)
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """Counters of a call to :meth:`DERImplicitStepper.advance`."""
+
+    steps: int
+    newton_iters: int
+    line_search_failures: int
+    wall_s: float
+    last_grad_norm: float
+    success: bool = True
+    message: str = "ok"
+
+
+@njit(**JIT)
+def _hold_fixed(fixed_idx, g, band):
+    p = band.shape[1] - 1
+    n = band.shape[0]
+    for t in range(fixed_idx.shape[0]):
+        r = fixed_idx[t]
+        g[r] = 0.0
+        for k in range(p + 1):
+            band[r, k] = 0.0
+        for k in range(1, p + 1):
+            if r + k < n:
+                band[r + k, k] = 0.0
+        band[r, 0] = 1.0
+
+
+@njit(**JIT)
+def _phi(q, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, g, band):
+    update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
+    E = der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, 0, g, band)
+    for r in range(q.shape[0]):
+        d1 = q[r] - qhat[r]
+        d0 = q[r] - q0[r]
+        E += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * q[r]
+    return E
+
+
+@njit(**JIT)
+def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b, mref_b,
+                    ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, max_iters, gtol, ls_max, rebase,
+                    tan, elen, a1, mref, g, band, D, dq, qt, stats):
+    """Minimize ``Phi`` (module docstring) from ``q`` in place. ``a_in = 1/h^2``, ``a_dmp = c/h``
+    (both 0 for statics). ``rebase``: after each accepted iterate, the current frames become the
+    base of the next transport (statics); otherwise frames are always transported from the step's
+    start (``tan_b``, ``a1_b``, ``mref_b``). ``stats`` (3,) accumulates iterations, line-search
+    failures, and receives the last free-gradient max-norm. Returns the number of iterations."""
+    n = q.shape[0]
+    its = 0
+    for it in range(max_iters):
+        update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
+        g[:] = 0.0
+        band[:, :] = 0.0
+        E = der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, 2, g, band)
+        for r in range(n):
+            d1 = q[r] - qhat[r]
+            d0 = q[r] - q0[r]
+            E += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * q[r]
+            g[r] += mass[r] * (a_in * d1 + a_dmp * d0) - fext[r]
+            band[r, 0] += mass[r] * (a_in + a_dmp)
+        _hold_fixed(fixed_idx, g, band)
+        gmax = 0.0
+        for r in range(n):
+            if abs(g[r]) > gmax:
+                gmax = abs(g[r])
+        stats[2] = gmax
+        if gmax <= gtol:
+            break
+        ldlt_factor_band10(band, D, 1e-13)
+        for r in range(n):
+            dq[r] = -g[r]
+        ldlt_solve_band10(band, D, dq)
+        slope = 0.0
+        for r in range(n):
+            slope += g[r] * dq[r]
+        alpha = 1.0
+        ok = False
+        for ls in range(ls_max):
+            for r in range(n):
+                qt[r] = q[r] + alpha * dq[r]
+            Et = _phi(qt, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a1, mref,
+                      ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, g, band)
+            if Et <= E + 1e-4 * alpha * slope + 1e-12 * (abs(E) + abs(Et)):
+                ok = True
+                break
+            alpha *= 0.5
+        its += 1
+        stats[0] += 1
+        if not ok:
+            stats[1] += 1
+            break
+        for r in range(n):
+            q[r] = qt[r]
+        if rebase:
+            update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
+            tan_b[:, :] = tan
+            a1_b[:, :] = a1
+            mref_b[:] = mref
+    return its
+
+
+@njit(**JIT)
+def implicit_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, kbend, wbar, ktwist, mbar, lvor,
+                         curv2d, h, damping, nsteps, newton_iters, gtol, ls_max, stats):
+    """``nsteps`` implicit-Euler steps in place on ``q, v, a1, tanr, mref`` (see :func:`newton_minimize`)."""
+    n = q.shape[0]
+    ne = tanr.shape[0]
+    tan = np.empty((ne, 3))
+    elen = np.empty(ne)
+    a1w = np.empty((ne, 3))
+    mrefw = np.empty(mref.shape[0])
+    g = np.empty(n)
+    band = np.empty((n, BANDWIDTH + 1))
+    D = np.empty(n)
+    dq = np.empty(n)
+    qt = np.empty(n)
+    q0 = np.empty(n)
+    qhat = np.empty(n)
+    a_in = 1.0 / (h * h)
+    a_dmp = damping / h
+    for s in range(nsteps):
+        for r in range(n):
+            q0[r] = q[r]
+            qhat[r] = q[r] + h * v[r]
+        for t in range(fixed_idx.shape[0]):
+            qhat[fixed_idx[t]] = q[fixed_idx[t]]
+        newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref,
+                        ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, newton_iters, gtol, ls_max, False,
+                        tan, elen, a1w, mrefw, g, band, D, dq, qt, stats)
+        update_frames(q, tanr, a1, mref, tan, elen, a1w, mrefw)
+        tanr[:, :] = tan
+        a1[:, :] = a1w
+        mref[:] = mrefw
+        for r in range(n):
+            v[r] = (q[r] - q0[r]) / h
+
+
+@njit(**JIT)
+def static_solve_kernel(q, a1, tanr, mref, fext, fixed_idx, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d,
+                        load_steps, max_iters, gtol, stats):
+    """Static equilibrium by Newton with line search, the external force ramped in ``load_steps``."""
+    n = q.shape[0]
+    ne = tanr.shape[0]
+    tan = np.empty((ne, 3))
+    elen = np.empty(ne)
+    a1w = np.empty((ne, 3))
+    mrefw = np.empty(mref.shape[0])
+    g = np.empty(n)
+    band = np.empty((n, BANDWIDTH + 1))
+    D = np.empty(n)
+    dq = np.empty(n)
+    qt = np.empty(n)
+    zeros = np.zeros(n)
+    f = np.empty(n)
+    for ls in range(1, load_steps + 1):
+        for r in range(n):
+            f[r] = fext[r] * ls / load_steps
+        tol = gtol if ls == load_steps else gtol * 1e3
+        newton_minimize(q, zeros, zeros, zeros, 0.0, 0.0, f, fixed_idx, tanr, a1, mref,
+                        ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, max_iters, tol, 30, True,
+                        tan, elen, a1w, mrefw, g, band, D, dq, qt, stats)
+
+
+def _fixed_idx(model: DERImplicitModel) -> np.ndarray:
+    return np.flatnonzero(np.asarray(model.fixed, dtype=bool)).astype(np.int64)
+
+
+class DERImplicitStepper:
+    """Implicit Euler for :class:`DERImplicitModel` (module docstring).
+
+    ``h`` [s] step, ``newton_iters`` per step (the paper: 1), ``gtol`` free-gradient max-norm [N] that
+    ends the Newton loop early, ``line_search`` max halvings.
+    """
+
+    def __init__(self, model: DERImplicitModel, *, h: float = 1.0 / 240.0, newton_iters: int = 1,
+                 gtol: float = 0.0, line_search: int = 12):
+        if not (h > 0 and math.isfinite(h)):
+            raise ValueError(f"time step h must be > 0 s (got {h})")
+        if newton_iters < 1:
+            raise ValueError(f"newton_iters must be >= 1 (got {newton_iters})")
+        if line_search < 1:
+            raise ValueError(f"line_search must be >= 1 (got {line_search})")
+        self.model = model
+        self.h = float(h)
+        self.newton_iters = int(newton_iters)
+        self.gtol = float(gtol)
+        self.line_search = int(line_search)
+        self._fixed = _fixed_idx(model)
+
+    def advance(self, state: DERImplicitState, nsteps: int) -> StepStats:
+        """Advance ``state`` in place by ``nsteps`` steps (one compiled call)."""
+        m = self.model
+        stats = np.zeros(3)
+        t0 = time.perf_counter()
+        implicit_euler_steps(state.q, state.v, state.a1, state.tan, state.mref, m.mass, m.fext, self._fixed,
+                             m.ks, m.lbar, m.kbend, m.wbar, m.ktwist, m.mbar, m.lvor, bool(m.curv2d), self.h,
+                             float(m.damping), int(nsteps), self.newton_iters, self.gtol, self.line_search, stats)
+        wall = time.perf_counter() - t0
+        state.t += nsteps * self.h
+        ok = bool(np.all(np.isfinite(state.q)))
+        return StepStats(int(nsteps), int(stats[0]), int(stats[1]), wall, float(stats[2]), ok,
+                         "ok" if ok else "non-finite state")
+
+
+@dataclass(frozen=True)
+class StaticResult:
+    success: bool
+    message: str
+    newton_iters: int
+    grad_norm: float
+    line_search_failures: int
+
+
+def solve_static(model: DERImplicitModel, state: DERImplicitState, *, load_steps: int = 8, max_iters: int = 200,
+                 gtol: float | None = None) -> StaticResult:
+    """Static equilibrium ``grad E = f_ext`` from ``state`` (modified in place), gravity ramped in ``load_steps``.
+
+    ``gtol`` [N]: free-gradient max-norm to reach (default ``1e-7`` times the largest external force,
+    at least the round-off level ``1e-13`` times the largest stretching stiffness)."""
+    if gtol is None:
+        gtol = max(1e-7 * float(np.abs(model.fext).max()), 1e-13 * float(np.abs(model.ks).max()), 1e-12)
+    stats = np.zeros(3)
+    static_solve_kernel(state.q, state.a1, state.tan, state.mref, model.fext, _fixed_idx(model), model.ks, model.lbar,
+                        model.kbend, model.wbar, model.ktwist, model.mbar, model.lvor, bool(model.curv2d),
+                        int(load_steps), int(max_iters), float(gtol), stats)
+    ok = stats[2] <= gtol
+    msg = "converged" if ok else f"not converged after {int(stats[0])} Newton iterations (gradient {stats[2]:.3e} N > {gtol:.3e} N)"
+    state.v[:] = 0.0
+    return StaticResult(bool(ok), msg, int(stats[0]), float(stats[2]), int(stats[1]))
+
+
+# ----------------------------------------------------------------------------- building models
+
+
+def bishop_reference(x: np.ndarray, u0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Space-parallel reference directors (n-1, 3) and tangents of polyline ``x``."""
+    from ..geometry.curves import any_perpendicular, bishop_frames
+
+    x = np.ascontiguousarray(x, dtype=float)
+    e = np.diff(x, axis=0)
+    ln = np.linalg.norm(e, axis=1)
+    if not np.all(ln > 0):
+        raise ValueError("polyline has a zero-length edge")
+    tan = e / ln[:, None]
+    if u0 is None:
+        u0 = any_perpendicular(tan[0])
+    a1 = np.empty_like(tan)
+    a2 = np.empty_like(tan)
+    bishop_frames(tan, np.asarray(u0, dtype=float), False, a1, a2)
+    return a1, tan
+
+
+def build_rod(x: np.ndarray, *, radius: float, E: float, G: float, rho: float, gravity=(0.0, 0.0, -9.81),
+              damping: float = 0.0, theta: np.ndarray | None = None, clamp_root: bool = True,
+              rest_is_current: bool = True, curv2d: bool = False, u0=None) -> tuple[DERImplicitModel, DERImplicitState]:
+    """A uniform circular rod through polyline ``x`` (n, 3), at rest in its initial shape.
+
+    Stiffnesses: ``ks = E pi r^2``, ``kbend = E pi r^4 / 4``, ``ktwist = G pi r^4 / 2``; masses: vertex
+    ``rho pi r^2`` times its Voronoi length, edge angle ``rho pi r^2 (r^2/2) lbar``. ``clamp_root`` holds
+    ``x_0, x_1, theta_0`` (the root edge and its material frame). Frames: Bishop, ``theta = 0``.
+    """
+    for name, val in (("radius", radius), ("E", E), ("G", G), ("rho", rho)):
+        if not (val > 0 and math.isfinite(val)):
+            raise ValueError(f"{name} must be > 0 (got {val})")
+    x = np.ascontiguousarray(x, dtype=float)
+    nv = x.shape[0]
+    if x.ndim != 2 or x.shape[1] != 3 or nv < 3:
+        raise ValueError(f"x must have shape (n, 3) with n >= 3 (got {x.shape})")
+    from .energies import material_curvature_all, pack_dofs
+
+    a1, tan = bishop_reference(x, u0)
+    th = np.zeros(nv - 1) if theta is None else np.asarray(theta, dtype=float)
+    q = pack_dofs(x, th)
+    lbar = np.linalg.norm(np.diff(x, axis=0), axis=1)
+    area = math.pi * radius**2
+    ks = np.full(nv - 1, E * area)
+    kbend = np.full(nv, E * math.pi * radius**4 / 4.0)
+    ktwist = np.full(nv, G * math.pi * radius**4 / 2.0)
+    lvor = np.zeros(nv)
+    lvor[1:-1] = lbar[:-1] + lbar[1:]
+    mref = np.zeros(nv - 2)
+    tan2 = np.empty_like(tan)
+    elen = np.empty(nv - 1)
+    a1c = np.empty_like(a1)
+    mrefc = np.empty(nv - 2)
+    update_frames(q, tan, a1, mref, tan2, elen, a1c, mrefc)
+    wbar = np.zeros((nv, 4))
+    mbar = np.zeros(nv)
+    if rest_is_current:
+        material_curvature_all(q, tan2, elen, a1c, mrefc, wbar, mbar)
+    mass = np.zeros(4 * nv - 1)
+    vm = np.zeros(nv)
+    vm[:-1] += 0.5 * rho * area * lbar
+    vm[1:] += 0.5 * rho * area * lbar
+    for c in range(3):
+        mass[c::4] = vm
+    mass[3::4] = rho * area * 0.5 * radius**2 * lbar
+    fext = np.zeros(4 * nv - 1)
+    for c in range(3):
+        fext[c::4] = vm * float(gravity[c])
+    fixed = np.zeros(4 * nv - 1, dtype=bool)
+    if clamp_root:
+        fixed[0:7] = True
+    model = DERImplicitModel(ks, lbar, kbend, wbar, ktwist, mbar, lvor, mass, fixed, fext, float(damping), bool(curv2d))
+    state = DERImplicitState(q, np.zeros_like(q), a1c, tan2, mrefc, 0.0)
+    return model, state
+
+
+def with_params(model: DERImplicitModel, **changes) -> DERImplicitModel:
+    """A copy of ``model`` with some arrays replaced (validated again)."""
+    return replace(model, **changes)
