@@ -178,10 +178,10 @@ def test_a_product_and_dense_a():
     v = RNG.normal(size=(md.n, 3))
     out = np.empty_like(v)
     sc = [np.empty((md.n, 3)) for _ in range(3)] + [np.empty((md.m, 4)), np.empty((md.m, 4))]
-    a_mul(Dj, Qj, Hp, Hd, Ho, free, v, out, sc[0], sc[1], sc[3], sc[2], sc[4])
+    a_mul(Dj, Qj, Hp, Hd, Ho, np.zeros((md.n, 3, 3)), False, free, v, out, sc[0], sc[1], sc[3], sc[2], sc[4])
     assert np.allclose(out.ravel(), A @ v.ravel(), rtol=1e-11, atol=1e-9 * np.abs(A).max())
     Ad = np.empty_like(A)
-    build_dense_a(Dj, Qj, Hp, Hd, Ho, free, Ad, np.empty(md.n))
+    build_dense_a(Dj, Qj, Hp, Hd, Ho, np.zeros((md.n, 3, 3)), False, free, Ad, np.empty(md.n))
     assert np.allclose(Ad, A, rtol=1e-11, atol=1e-11 * np.abs(A).max())
 
 
@@ -197,9 +197,9 @@ def test_preconditioners_match_definition(kind):
     Ab = np.zeros((3 * n, 3 * n)) if k == 4 else np.zeros((1, 1))
     L = np.zeros_like(Ab)
     if k == 4:
-        build_dense_a(Dj, Qj, Hp, Hd, Ho, free, Ab, np.empty(n))
+        build_dense_a(Dj, Qj, Hp, Hd, Ho, np.zeros((md.n, 3, 3)), False, free, Ab, np.empty(n))
     else:
-        build_block_preconditioner(Dj, Qj, Hp, Hd, Hqo := Ho, free, k, diag, off, np.empty(n))
+        build_block_preconditioner(Dj, Qj, Hp, Hd, Ho, np.zeros((n, 3, 3)), False, free, k, diag, off, np.empty(n))
     assert factor_preconditioner(k, diag, off, sinv, np.empty((3, 3)), Ab, L)
     # the expected matrix P from the dense A
     if k == 4:

@@ -52,8 +52,9 @@ def hess_mul(Hp, Hq_d, Hq_o, vp, vq, out_p, out_q):
 
 
 @njit(**JIT)
-def a_mul(Dj, Qj, Hp, Hq_d, Hq_o, free, v, out, tv, tp, tq, yp, yq):
-    """``out = A_F v`` (projected ``J^T H J``, Eq. 19) in O(n); tv (n,3), tp/yp (n,3), tq/yq (m,4) scratch."""
+def a_mul(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, v, out, tv, tp, tq, yp, yq):
+    """``out = A_F v`` (projected ``J^T H J``, Eq. 19, plus the optional block-diagonal ``G``) in O(n);
+    tv (n,3), tp/yp (n,3), tq/yq (m,4) scratch."""
     n = v.shape[0]
     for j in range(n):
         for c in range(3):
@@ -61,13 +62,17 @@ def a_mul(Dj, Qj, Hp, Hq_d, Hq_o, free, v, out, tv, tp, tq, yp, yq):
     jac_mul(Dj, Qj, tv, tp, tq)
     hess_mul(Hp, Hq_d, Hq_o, tp, tq, yp, yq)
     jac_t_mul(Dj, Qj, yp, yq, out)
+    if use_g:
+        for j in range(n):
+            for a in range(3):
+                out[j, a] += G[j, a, 0] * tv[j, 0] + G[j, a, 1] * tv[j, 1] + G[j, a, 2] * tv[j, 2]
     for j in range(n):
         for c in range(3):
             out[j, c] = out[j, c] * free[j, c] + v[j, c] * (1.0 - free[j, c])
 
 
 @njit(**JIT)
-def build_block_preconditioner(Dj, Qj, Hp, Hq_d, Hq_o, free, kind, diag, off, suffix):
+def build_block_preconditioner(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, kind, diag, off, suffix):
     """Blocks of the diagonal (kind 1), block-diagonal (2) or hybrid (3) preconditioner
     (Zhao et al., Eq. 22/23/28) into ``diag`` (n,3,3) and ``off`` (n-1,3,3); O(n)."""
     n = Hp.shape[0]
@@ -90,6 +95,8 @@ def build_block_preconditioner(Dj, Qj, Hp, Hq_d, Hq_o, free, kind, diag, off, su
                     for c in range(4):
                         hq += Hq_d[i, r, c] * Qj[i, c, b]
                     t += Qj[i, r, a] * hq
+                if use_g:
+                    t += G[i + 1, a, b]
                 diag[i + 1, a, b] = t
         if kind == 3 and i + 1 < m:
             for a in range(3):
@@ -122,7 +129,7 @@ def build_block_preconditioner(Dj, Qj, Hp, Hq_d, Hq_o, free, kind, diag, off, su
 
 
 @njit(**JIT)
-def build_dense_a(Dj, Qj, Hp, Hq_d, Hq_o, free, A, suffix):
+def build_dense_a(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, A, suffix):
     """The dense projected ``A_F`` (3n x 3n), O(n^2): the direct factorization baseline."""
     n = Hp.shape[0]
     m = n - 1
@@ -150,6 +157,8 @@ def build_dense_a(Dj, Qj, Hp, Hq_d, Hq_o, free, A, suffix):
                             for c in range(4):
                                 hq += (Hq_d[i, r, c] if k == i else Hq_o[i, r, c]) * Qj[k, c, b]
                             t += Qj[i, r, a] * hq
+                    if use_g and k == i:
+                        t += G[i + 1, a, b]
                     A[3 * (i + 1) + a, 3 * (k + 1) + b] = t
                     A[3 * (k + 1) + b, 3 * (i + 1) + a] = t
     N = 3 * n
@@ -212,7 +221,7 @@ def apply_preconditioner(kind, sinv, off, r, z, y, L):
 
 
 @njit(**JIT)
-def pcg_solve(Dj, Qj, Hp, Hq_d, Hq_o, free, kind, sinv, off, L, rhs, x, rtol, atol, maxiter,
+def pcg_solve(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, kind, sinv, off, L, rhs, x, rtol, atol, maxiter,
               r, z, d, Ad, tv, tp, tq, yp, yq, y):
     """PCG on ``A_F x = rhs`` from ``x = 0`` (Zhao et al., Sec. 3.1/4: stop when |r|_2 <= max(atol, rtol |rhs|)).
     Returns (iterations, final residual norm, success)."""
@@ -235,7 +244,7 @@ def pcg_solve(Dj, Qj, Hp, Hq_d, Hq_o, free, kind, sinv, off, L, rhs, x, rtol, at
             rz += r[j, c] * z[j, c]
     rn = bn
     for it in range(1, maxiter + 1):
-        a_mul(Dj, Qj, Hp, Hq_d, Hq_o, free, d, Ad, tv, tp, tq, yp, yq)
+        a_mul(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, d, Ad, tv, tp, tq, yp, yq)
         dAd = 0.0
         for j in range(n):
             for c in range(3):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from .chain import chain_forward, directors, frames_from_polyline, jac_t_mul, recenter
+from .chain import _left_jacobian_terms, chain_forward, directors, frames_from_polyline, jac_t_mul, recenter
 from .energies import darboux, eval_energy
 from .pcg import PRECONDITIONERS, build_block_preconditioner, build_dense_a, factor_preconditioner, pcg_solve
 
@@ -122,7 +122,11 @@ class CompactState:
 @dataclass(frozen=True)
 class SolverOptions:
     """precond: one of none, diagonal, block-diagonal, hybrid, direct; max_newton (Sec. 4: 5);
-    tol: stop when |b|_2 < tol (Sec. 4: 1e-5); PCG stops at |r|_2 <= max(pcg_atol, pcg_rtol |rhs|)."""
+    tol: stop when |b|_2 < tol (Sec. 4: 1e-5); PCG stops at |r|_2 <= max(pcg_atol, pcg_rtol |rhs|).
+    tension_stiffness: add back the PSD tension part of the dropped term ``dJ/ds : dE/dx``
+    (our addition, off by default as in the paper; see :func:`tension_stiffness`).
+    recenter_every_iteration: fold ``w`` into the reference rotations after every Newton step
+    (not only after every time step), so each quadratic model is built at ``w = 0``."""
 
     precond: str = "hybrid"
     max_newton: int = 5
@@ -131,6 +135,8 @@ class SolverOptions:
     pcg_atol: float = 1e-14
     pcg_maxiter: int = 2000
     line_search_steps: int = 30
+    tension_stiffness: bool = False
+    recenter_every_iteration: bool = False
 
     def __post_init__(self):
         if self.precond not in PRECONDITIONERS:
@@ -174,21 +180,89 @@ class Workspace:
         self.tq, self.yq = z((m, 4)), z((m, 4))
         self.comps = z(4)
         self.stats = z(8)
+        self.G = z((n, 3, 3))
 
 
 @njit(**JIT)
-def prepare_preconditioner(kind, Dj, Qj, Hp, Hqd, Hqo, free, diag, off, sinv, suffix, work, A, L):
+def tension_stiffness(s, lengths, q, gp, G):
+    """PSD part of the term ``dJ/ds : dE/dx`` that Eq. 12 drops (block diagonal in ``w``).
+
+    Rotating segment ``i`` by a world rotation vector ``v = J_l(w_i) dw`` moves every later vertex
+    by ``l_i (v x d + 1/2 v x (v x d))``; against the force sum ``F = sum_{j>i} dE/dp_j`` the
+    second-order energy is ``l_i v^T (sym(F d^T) - (F.d) I) v``. We keep its tension part
+    ``T l_i (I - d d^T)`` with ``T = max(-F.d, 0)`` (always PSD, exact for a rod in pure tension:
+    the pendulum stiffness of a hanging rod) and write ``G_i = J_l^T T l_i (I - d d^T) J_l``."""
+    m = q.shape[0]
+    G[0, :, :] = 0.0
+    F0 = 0.0
+    F1 = 0.0
+    F2 = 0.0
+    for i in range(m - 1, -1, -1):
+        F0 += gp[i + 1, 0]
+        F1 += gp[i + 1, 1]
+        F2 += gp[i + 1, 2]
+        q0, q1, q2, q3 = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+        d0 = 2.0 * (q1 * q3 + q0 * q2)
+        d1 = 2.0 * (q2 * q3 - q0 * q1)
+        d2 = 1.0 - 2.0 * (q1 * q1 + q2 * q2)
+        T = -(F0 * d0 + F1 * d1 + F2 * d2)
+        if not T > 0.0:
+            G[i + 1, :, :] = 0.0
+            continue
+        w0, w1, w2 = s[i + 1, 0], s[i + 1, 1], s[i + 1, 2]
+        t2 = w0 * w0 + w1 * w1 + w2 * w2
+        bl, cl = _left_jacobian_terms(t2)
+        # Jl = I + bl [w]x + cl [w]x^2
+        J00 = 1.0 + cl * (w0 * w0 - t2)
+        J11 = 1.0 + cl * (w1 * w1 - t2)
+        J22 = 1.0 + cl * (w2 * w2 - t2)
+        J01 = -bl * w2 + cl * w0 * w1
+        J10 = bl * w2 + cl * w0 * w1
+        J02 = bl * w1 + cl * w0 * w2
+        J20 = -bl * w1 + cl * w0 * w2
+        J12 = -bl * w0 + cl * w1 * w2
+        J21 = bl * w0 + cl * w1 * w2
+        # P J_l with P = I - d d^T, then G = T l (P J_l)^T (P J_l)
+        c = T * lengths[i]
+        for a in range(3):
+            for b in range(3):
+                G[i + 1, a, b] = 0.0
+        for col in range(3):
+            if col == 0:
+                x0, x1, x2 = J00, J10, J20
+            elif col == 1:
+                x0, x1, x2 = J01, J11, J21
+            else:
+                x0, x1, x2 = J02, J12, J22
+            dd = d0 * x0 + d1 * x1 + d2 * x2
+            G[i + 1, 0, col] = x0 - dd * d0
+            G[i + 1, 1, col] = x1 - dd * d1
+            G[i + 1, 2, col] = x2 - dd * d2
+        # (PJ)^T (PJ) in place via a copy of the three columns
+        a00 = G[i + 1, 0, 0]; a10 = G[i + 1, 1, 0]; a20 = G[i + 1, 2, 0]
+        a01 = G[i + 1, 0, 1]; a11 = G[i + 1, 1, 1]; a21 = G[i + 1, 2, 1]
+        a02 = G[i + 1, 0, 2]; a12 = G[i + 1, 1, 2]; a22 = G[i + 1, 2, 2]
+        G[i + 1, 0, 0] = c * (a00 * a00 + a10 * a10 + a20 * a20)
+        G[i + 1, 1, 1] = c * (a01 * a01 + a11 * a11 + a21 * a21)
+        G[i + 1, 2, 2] = c * (a02 * a02 + a12 * a12 + a22 * a22)
+        G[i + 1, 0, 1] = G[i + 1, 1, 0] = c * (a00 * a01 + a10 * a11 + a20 * a21)
+        G[i + 1, 0, 2] = G[i + 1, 2, 0] = c * (a00 * a02 + a10 * a12 + a20 * a22)
+        G[i + 1, 1, 2] = G[i + 1, 2, 1] = c * (a01 * a02 + a11 * a12 + a21 * a22)
+
+
+@njit(**JIT)
+def prepare_preconditioner(kind, Dj, Qj, Hp, Hqd, Hqo, G, use_g, free, diag, off, sinv, suffix, work, A, L):
     """Build and factor preconditioner ``kind``; returns False if it is not positive definite."""
     if kind == 4:
-        build_dense_a(Dj, Qj, Hp, Hqd, Hqo, free, A, suffix)
+        build_dense_a(Dj, Qj, Hp, Hqd, Hqo, G, use_g, free, A, suffix)
     elif kind >= 1:
-        build_block_preconditioner(Dj, Qj, Hp, Hqd, Hqo, free, kind, diag, off, suffix)
+        build_block_preconditioner(Dj, Qj, Hp, Hqd, Hqo, G, use_g, free, kind, diag, off, suffix)
     return factor_preconditioner(kind, diag, off, sinv, work, A, L)
 
 
 @njit(**JIT)
 def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
-              a_in, a_d, kind, max_newton, tol, pcg_rtol, pcg_atol, pcg_maxiter, ls_steps,
+              a_in, a_d, kind, max_newton, tol, pcg_rtol, pcg_atol, pcg_maxiter, ls_steps, G, use_g, recenter_each,
               p, q, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, suffix, work, A, L,
               r, zz, d, Ad, tv, tp, tq, yp, yq, y, comps, stats):
     """Alg. 1 for Dirichlet-only constraints, entirely compiled. Updates ``s`` in place and leaves
@@ -219,14 +293,16 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
             break
         if it >= max_newton:
             break
-        ok = prepare_preconditioner(kind, Dj, Qj, Hp, Hqd, Hqo, free, diag, off, sinv, suffix, work, A, L)
+        if use_g:
+            tension_stiffness(s, lengths, q, gp, G)
+        ok = prepare_preconditioner(kind, Dj, Qj, Hp, Hqd, Hqo, G, use_g, free, diag, off, sinv, suffix, work, A, L)
         if not ok:
             pcg_fail = True
             break
         for j in range(n):
             for c in range(3):
                 tv[j, c] = -b[j, c]
-        iters, res, good = pcg_solve(Dj, Qj, Hp, Hqd, Hqo, free, kind, sinv, off, L, tv, ds,
+        iters, res, good = pcg_solve(Dj, Qj, Hp, Hqd, Hqo, G, use_g, free, kind, sinv, off, L, tv, ds,
                                      pcg_rtol, pcg_atol, pcg_maxiter, r, zz, d, Ad, y, tp, tq, yp, yq, s_try)
         total_pcg += iters
         n_solves += 1
@@ -260,6 +336,8 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
         for j in range(n):
             for c in range(3):
                 s[j, c] = s_try[j, c]
+        if recenter_each:
+            recenter(q, qref, s)  # q = T(s_try) from the accepted line-search trial
     chain_forward(s, lengths, qref, p, q, Dj, Qj, False)
     stats[0] = it
     stats[1] = total_pcg
@@ -342,7 +420,7 @@ class CompactSolver:
         self.apply_prescribed(state, state.t + dt)
         sqp_solve(state.s, md.lengths, state.qref, self.free, self._p_pred, p_t, q_t, self._th_pred, md.masses,
                   md.Jr, md.lbar, md.Kh, md.ubar, self.gravity, a_in, a_d, self.kind, o.max_newton, o.tol,
-                  o.pcg_rtol, o.pcg_atol, o.pcg_maxiter, o.line_search_steps,
+                  o.pcg_rtol, o.pcg_atol, o.pcg_maxiter, o.line_search_steps, ws.G, o.tension_stiffness, o.recenter_every_iteration,
                   ws.p, ws.q, ws.Dj, ws.Qj, ws.gp, ws.gq, ws.Hp, ws.Hqd, ws.Hqo, ws.b, ws.ds, ws.s_try,
                   ws.diag, ws.off, ws.sinv, ws.suffix, ws.work, ws.A, ws.L,
                   ws.r, ws.zz, ws.d, ws.Ad, ws.tv, ws.tp, ws.tq, ws.yp, ws.yq, ws.y, ws.comps, ws.stats)
