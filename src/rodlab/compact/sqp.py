@@ -281,6 +281,8 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
         chain_forward(s, lengths, qref, p, q, Dj, Qj, True)
         E = eval_energy(p, q, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
                         a_in, a_d, gp, gq, Hp, Hqd, Hqo, 2, comps)
+        # roundoff level of E: below it the line search cannot see a decrease
+        e_round = 1e-14 * (abs(comps[0]) + abs(comps[1]) + abs(comps[2]) + abs(comps[3]))
         jac_t_mul(Dj, Qj, gp, gq, b)  # b = J^T dE/dx  (Eq. 12)
         rn2 = 0.0
         for j in range(n):
@@ -325,7 +327,7 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
             chain_forward(s_try, lengths, qref, p, q, Dj, Qj, False)
             E_try = eval_energy(p, q, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
                                 a_in, a_d, gp, gq, Hp, Hqd, Hqo, 0, comps)
-            if E_try <= E + 1e-4 * alpha * slope:
+            if E_try <= E + 1e-4 * alpha * slope or E_try - E <= e_round:
                 accepted = True
                 break
             alpha *= 0.5
