@@ -43,6 +43,19 @@ class Coefficients:
         lam = -rho_inf
         return cls((3 * lam + 1) / (2 * lam - 2), lam / (lam - 1), 1.0 / (1 - lam))
 
+    def amplification(self, z: complex) -> complex:
+        """Amplification factor of the scheme (Eq. 17 + 19) on the test equation ``x_t = z x / dt``
+        (``z = lambda dt``): ``x^i = A x^{i-1}``. The state is (x, x_t), so this is the non-trivial
+        eigenvalue of the 2x2 amplification matrix; |A(z)| -> rho_inf as |z| -> inf for the
+        Chung-Hulbert family (GA paper, Sec. 4.2)."""
+        a, b, g = self.alpha, self.beta, self.gamma
+        # unknowns at step i: x, v (= dt x_t); equations:
+        #  (1-a) v_i + a v_{i-1} = z ((1-b) x_i + b x_{i-1});  x_i = x_{i-1} + g v_i + (1-g) v_{i-1}
+        A = np.array([[-(1 - b) * z, 1 - a], [1.0, -g]], dtype=complex)
+        B = np.array([[b * z, -a], [1.0, 1 - g]], dtype=complex)
+        ev = np.linalg.eigvals(np.linalg.solve(A, B))
+        return complex(ev[np.argmax(np.abs(ev))])
+
     @property
     def second_order(self) -> bool:
         return abs(self.alpha - self.beta + self.gamma - 0.5) < 1e-12

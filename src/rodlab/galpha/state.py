@@ -121,20 +121,30 @@ def integrate_frames(x, R0, ds, cayley, R):
 
 @njit(**JIT)
 def integrate_positions(x, R, r0, ds, r):
-    """Centerline from the frames: each segment is the chord of the circular arc of constant
-    Darboux vector kappa_mid, ``r[j] = r[j-1] + ds R[j-1] exp([kappa_mid] ds/2) e3`` (exact
-    segment length ds: inextensibility holds to rounding)."""
+    """Centerline from the frames: each segment is the circular arc of constant Darboux vector
+    ``kappa_mid``, ``r[j] = r[j-1] + ds R[j-1] V(kappa_mid ds) e3`` with ``V(w) = int_0^1
+    exp(t [w]) dt = I + (1 - cos th)/th^2 [w] + (th - sin th)/th^3 [w]^2`` (exact for constant
+    curvature; the arc has length ds, its chord is shorter by O(kappa^2 ds^3))."""
     N = x.shape[0]
-    E = np.empty((3, 3))
     r[0, :] = r0
     for j in range(1, N):
-        w0 = 0.25 * (x[j - 1, 6] + x[j, 6]) * ds
-        w1 = 0.25 * (x[j - 1, 7] + x[j, 7]) * ds
-        w2 = 0.25 * (x[j - 1, 8] + x[j, 8]) * ds
-        _expm(w0, w1, w2, E)
-        for a in range(3):
-            t = R[j - 1, a, 0] * E[0, 2] + R[j - 1, a, 1] * E[1, 2] + R[j - 1, a, 2] * E[2, 2]
-            r[j, a] = r[j - 1, a] + ds * t
+        w0 = 0.5 * (x[j - 1, 6] + x[j, 6]) * ds
+        w1 = 0.5 * (x[j - 1, 7] + x[j, 7]) * ds
+        w2 = 0.5 * (x[j - 1, 8] + x[j, 8]) * ds
+        th2 = w0 * w0 + w1 * w1 + w2 * w2
+        if th2 < 1e-8:
+            a = 0.5 - th2 / 24.0
+            b = 1.0 / 6.0 - th2 / 120.0
+        else:
+            th = math.sqrt(th2)
+            a = (1.0 - math.cos(th)) / th2
+            b = (th - math.sin(th)) / (th2 * th)
+        # V e3 = e3 + a (w x e3) + b w x (w x e3);  w x e3 = (w1, -w0, 0); w x (w x e3) = (w0 w2, w1 w2, -(w0^2 + w1^2))
+        v0 = a * w1 + b * w0 * w2
+        v1 = -a * w0 + b * w1 * w2
+        v2 = 1.0 - b * (w0 * w0 + w1 * w1)
+        for q in range(3):
+            r[j, q] = r[j - 1, q] + ds * (R[j - 1, q, 0] * v0 + R[j - 1, q, 1] * v1 + R[j - 1, q, 2] * v2)
 
 
 @njit(**JIT)
