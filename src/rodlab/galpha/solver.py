@@ -126,11 +126,18 @@ def init_gravity_field(x, R0, gw, ds):
 
 @njit(**JIT)
 def _update_free(x, colmap, delta, mu):
+    """x_free += mu delta; returns max |mu delta_i| / max(|x_i|, 1e-300 + |mu delta_i|) (relative step)."""
     flat = x.reshape(-1)
+    rel = 0.0
     for i in range(flat.size):
         c = colmap[i]
         if c >= 0:
-            flat[i] += mu * delta[c]
+            d = mu * delta[c]
+            flat[i] += d
+            a = abs(d) / (abs(flat[i]) + abs(d) + 1e-300)
+            if a > rel:
+                rel = a
+    return rel
 
 
 class GAlphaSolver:
@@ -160,6 +167,7 @@ class GAlphaSolver:
         self._delta = np.zeros(n)
         self._fact_key = None
         self.factorizations = 0
+        self.substeps = 0
         self.total_iterations = 0
         self.total_steps = 0
         self.solve_time = 0.0
@@ -242,6 +250,7 @@ class GAlphaSolver:
         it = 0
         rejects = 0
         stale = False
+        rel_step = 1.0
         while True:
             integrate_frames(x, R0, prm[0], self._cay, self._R)
             apply_bc(x, self._R, kind, vals, self._khat, self._K, gw)
@@ -253,6 +262,8 @@ class GAlphaSolver:
                 fn = math.inf
             if fn < tol:
                 return StepResult(True, it, fn, "converged", mu)
+            if it > 0 and rel_step < 1e-13 and fn < 1e3 * tol:
+                return StepResult(True, it, fn, "converged (step at rounding level)", mu)
             if it > 0 and fn > f_base:
                 if stale:  # the stale factors gave a bad direction: redo from x_base with a fresh Jacobian
                     x[...] = x_base
@@ -292,7 +303,7 @@ class GAlphaSolver:
                 stale = True
             delta[:n] = -self._F.reshape(-1)
             gbtrs(self._ab, kl, ku, self._ipiv, delta[:n])
-            _update_free(x, colmap, delta, mu)
+            rel_step = _update_free(x, colmap, delta, mu)
             it += 1
         return StepResult(False, it, fn, f"Newton did not converge in {it} iterations (residual {fn:.3e} > tol {tol:.1e})", mu)
 
@@ -337,8 +348,23 @@ class GAlphaSolver:
         self.solve_time += time.perf_counter() - t0
         return res
 
+    def step_robust(self, state: GAlphaState, dt: float, max_halvings: int = 4) -> StepResult:
+        """:meth:`step`, and if Newton fails, the same interval in 2, 4, ... substeps (at most
+        ``2**max_halvings``). Counts the substeps in ``self.substeps``."""
+        res = self.step(state, dt)
+        if res.success or max_halvings <= 0:
+            return res
+        backup = state.copy()
+        for half in range(2):
+            r = self.step_robust(state, 0.5 * dt, max_halvings - 1)
+            if not r.success:
+                state.assign(backup)
+                return r
+            self.substeps += 1
+        return StepResult(True, r.iterations, r.residual, "converged in substeps", r.relaxation)
+
     def simulate(self, state: GAlphaState, dt: float, n_steps: int, *, record_every: int = 1, progress=None,
-                 raise_on_failure: bool = True) -> dict:
+                 raise_on_failure: bool = True, robust: bool = False) -> dict:
         """Run ``n_steps`` steps; returns a trajectory dict (t, x, energy, kinetic, elastic,
         newton_iters, residual) sampled every ``record_every`` steps (plus the initial state)."""
         ts, xs, ek, ee, eg, its, rs = [], [], [], [], [], [], []
@@ -350,7 +376,7 @@ class GAlphaSolver:
 
         record(0, 0.0)
         for i in range(n_steps):
-            res = self.step(state, dt)
+            res = self.step_robust(state, dt) if robust else self.step(state, dt)
             if not res.success:
                 if raise_on_failure:
                     raise RuntimeError(f"galpha: step {i + 1} at t={state.t + dt:g} failed: {res.message}; state kept at t={state.t:g}")
