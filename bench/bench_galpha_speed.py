@@ -45,7 +45,7 @@ def time_lu(s, reps=200):
     colmap = s._maps[1][0]
     prm = s._prm(1 / 30, s.options.time, False)
     residual(st.x, st.x, st.xdot, s._old, s._khat, s._K, s._J, prm, s._rowscale, s._P, s._dP, True, s._F, s._ab,
-             colmap, kl, ku)
+             colmap, kl, ku, s._tipblock)
     ab0 = s._ab.copy()
     b0 = -s._F.reshape(-1).copy()
     ab = ab0.copy(); b = b0.copy(); ipiv = np.zeros(n, np.int64)

@@ -33,7 +33,7 @@ def residual_vector(solver, x, xprev, xdotprev, dt, coeffs, *, static=False, tip
     dP = np.zeros((N, 12, NV))
     ab = np.zeros((n, 2 * kl + ku + 1))
     residual(np.ascontiguousarray(x), xprev, xdotprev, old, solver._khat, solver._K, solver._J, prm,
-             solver._rowscale, P, dP, False, F, ab, cm, kl, ku)
+             solver._rowscale, P, dP, False, F, ab, cm, kl, ku, np.zeros((NV, NV)))
     return F.reshape(-1).copy()
 
 
@@ -52,7 +52,7 @@ def dense_jacobian(solver, x, xprev, xdotprev, dt, coeffs, *, static=False, tip_
     dP = np.zeros((N, 12, NV))
     ab = np.zeros((n, 2 * kl + ku + 1))
     residual(np.ascontiguousarray(x), xprev, xdotprev, old, solver._khat, solver._K, solver._J, prm,
-             solver._rowscale, P, dP, True, F, ab, cm, kl, ku)
+             solver._rowscale, P, dP, True, F, ab, cm, kl, ku, np.zeros((NV, NV)))
     A = np.zeros((n, n))
     d = kl + ku
     for j in range(n):
@@ -75,3 +75,53 @@ def fd_jacobian(solver, x, xprev, xdotprev, dt, coeffs, *, static=False, tip_kin
         fm = residual_vector(solver, xm, xprev, xdotprev, dt, coeffs, static=static, tip_kind=tip_kind)
         cols.append((fp - fm) / (2 * step))
     return np.array(cols).T
+
+
+def newton_map(solver, x_free_state, xprev, xdotprev, dt, coeffs, vals, R0, tip_kind):
+    """The map Newton actually solves: free unknowns -> (frames, boundary values with end
+    loads rotated into the tip frame, residual). Returns the flattened scaled residual."""
+    from .solver import apply_bc
+    from .state import integrate_frames
+    m = solver.model
+    x = np.array(x_free_state, dtype=float)
+    R = np.zeros((m.n_nodes, 3, 3))
+    integrate_frames(x, R0, m.ds, solver._cay, R)
+    apply_bc(x, R, tip_kind, vals, solver._khat, solver._K, np.ascontiguousarray(m.gravity))
+    return residual_vector(solver, x, xprev, xdotprev, dt, coeffs, tip_kind=tip_kind)
+
+
+def newton_jacobian(solver, x, xprev, xdotprev, dt, coeffs, vals, R0, tip_kind):
+    """Dense A + C D (banded Jacobian plus the tip-frame coupling) at the state Newton sees."""
+    from .residual import tip_sensitivity
+    from .solver import apply_bc
+    from .state import integrate_frames
+    m = solver.model
+    N = m.n_nodes
+    x = np.array(x, dtype=float)
+    R = np.zeros((N, 3, 3))
+    integrate_frames(x, R0, m.ds, solver._cay, R)
+    apply_bc(x, R, tip_kind, vals, solver._khat, solver._K, np.ascontiguousarray(m.gravity))
+    prm = solver._prm(dt, coeffs, False)
+    old = np.zeros((N - 1, NV)); Pw = np.zeros((N, 12))
+    old_terms(xprev, xdotprev, solver._khat, solver._K, solver._J, prm, Pw, old)
+    cm, n, kl, ku = column_map(free_mask(N, tip_kind))
+    F = np.zeros((N - 1, NV)); P = np.zeros((N, 12)); dP = np.zeros((N, 12, NV))
+    ab = np.zeros((n, 2 * kl + ku + 1)); tb = np.zeros((NV, NV))
+    residual(x, xprev, xdotprev, old, solver._khat, solver._K, solver._J, prm, solver._rowscale, P, dP, True, F, ab,
+             cm, kl, ku, tb)
+    A = np.zeros((n, n))
+    d = kl + ku
+    for j in range(n):
+        for i in range(max(0, j - ku), min(n, j + kl + 1)):
+            A[i, j] = ab[j, d + i - j]
+    D = np.zeros((6, n))
+    tip_sensitivity(x, R, m.ds, np.ascontiguousarray(vals[2:4]), cm, D)
+    C = np.zeros((n, 6))
+    r0 = NV * (N - 2)
+    if tip_kind == 1:
+        C[r0:, 0:3] = tb[:, 9:12]
+        C[r0:, 3:6] = tb[:, 6:9] / solver._K[None, :]
+    else:
+        C[r0:, 0:3] = tb[:, 0:3]
+        C[r0:, 3:6] = tb[:, 3:6]
+    return A + C @ D

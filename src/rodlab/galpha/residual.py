@@ -191,12 +191,15 @@ def old_terms(xprev, xdotprev, khat, K, J, prm, Pwork, out):
 
 
 @njit(**JIT)
-def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac, F, ab, colmap, kl, ku):
+def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac, F, ab, colmap, kl, ku, tipblock):
     """Segment residuals F (N-1, 15), row-scaled, and (if ``want_jac``) the banded Jacobian.
 
     The Jacobian is taken with respect to the free unknowns ``colmap[j*15 + v] >= 0`` (the
     boundary values have ``colmap = -1``) and written into ``ab`` in the layout of
     :mod:`rodlab.linalg.banded_lu` (row of segment s, equation r: ``15 s + r``).
+    ``tipblock`` (15, 15) receives the derivative of the last segment's (scaled) rows with
+    respect to all 15 unknowns of the tip node, boundary values included (for the exact
+    coupling of the end loads through the tip frame, see :func:`tip_sensitivity`).
     Returns the infinity norm of the scaled residual.
     """
     N = x.shape[0]
@@ -259,7 +262,8 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
                     if r < NP:
                         for v in range(NV):
                             col = colmap[base + v]
-                            if col < 0:
+                            tip = side == 1 and s == N - 2
+                            if col < 0 and not tip:
                                 continue
                             val = cb * wP * dP[node, r, v]
                             if v == r and not static:
@@ -273,14 +277,17 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
                                 val -= cb * sgn / ds
                             elif 9 <= r < 12 and v == r - 9:
                                 val -= cb * sgn / ds
-                            if val != 0.0:
+                            if tip:
+                                tipblock[r, v] = val * sc
+                            if col >= 0 and val != 0.0:
                                 ab[col, d + row - col] += val * sc
                     else:
                         q = r - 12
                         # d/dg (own node): I/ds*sgn + 0.5 [kmid]x ; d/dkappa: -0.5 [gmid]x
+                        tip = side == 1 and s == N - 2
                         for v in range(3):
                             colg = colmap[base + 12 + v]
-                            if colg >= 0:
+                            if colg >= 0 or tip:
                                 val = (sgn / ds if v == q else 0.0)
                                 # 0.5 [kmid]x (row q, col v)
                                 if q == 0:
@@ -289,10 +296,12 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
                                     val += 0.5 * (km2 if v == 0 else (-km0 if v == 2 else 0.0))
                                 else:
                                     val += 0.5 * (-km1 if v == 0 else (km0 if v == 1 else 0.0))
-                                if val != 0.0:
+                                if tip:
+                                    tipblock[r, 12 + v] = val * sc
+                                if colg >= 0 and val != 0.0:
                                     ab[colg, d + row - colg] += val * sc
                             colk = colmap[base + 6 + v]
-                            if colk >= 0:
+                            if colk >= 0 or tip:
                                 # -0.5 [gmid]x
                                 val = 0.0
                                 if q == 0:
@@ -301,6 +310,68 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
                                     val = -0.5 * (gm2 if v == 0 else (-gm0 if v == 2 else 0.0))
                                 else:
                                     val = -0.5 * (-gm1 if v == 0 else (gm0 if v == 1 else 0.0))
-                                if val != 0.0:
+                                if tip:
+                                    tipblock[r, 6 + v] = val * sc
+                                if colk >= 0 and val != 0.0:
                                     ab[colk, d + row - colk] += val * sc
     return fnorm
+
+
+@njit(**JIT)
+def tip_sensitivity(x, R, ds, vecs, colmap, D):
+    """Derivative of the tip-frame components ``z_w = R_L^T vecs[w]`` (w = 0, 1) with respect to
+    the free Darboux unknowns: D (6, n), rows 3w..3w+2, columns ``colmap[15 j + 6 + q]``.
+
+    ``R_L`` is the product of the Cayley steps ``E_k = cay(kappa_mid_k ds)`` (see
+    :func:`rodlab.galpha.state.integrate_frames`); with ``y_k = R_k^T v``, ``y_{k+1} = E_k^T y_k``
+    and ``d y_{k+1} / d w_k = (I + [w_k]/2)^-1 [(y_k + y_{k+1})/2]x``, carried to the tip by
+    ``R_L^T R_{k+1}``. (For the Rodrigues update this is the Cayley approximation of the
+    derivative: Newton then converges linearly there.)"""
+    N = x.shape[0]
+    D[:, :] = 0.0
+    L = N - 1
+    G = np.empty((3, 3))
+    Minv = np.empty((3, 3))
+    Pm = np.empty((3, 3))
+    for w in range(vecs.shape[0]):
+        a0, a1, a2 = vecs[w, 0], vecs[w, 1], vecs[w, 2]
+        if a0 == 0.0 and a1 == 0.0 and a2 == 0.0:
+            continue
+        for k in range(N - 1):
+            y0 = R[k, 0, 0] * a0 + R[k, 1, 0] * a1 + R[k, 2, 0] * a2
+            y1 = R[k, 0, 1] * a0 + R[k, 1, 1] * a1 + R[k, 2, 1] * a2
+            y2 = R[k, 0, 2] * a0 + R[k, 1, 2] * a1 + R[k, 2, 2] * a2
+            z0 = R[k + 1, 0, 0] * a0 + R[k + 1, 1, 0] * a1 + R[k + 1, 2, 0] * a2
+            z1 = R[k + 1, 0, 1] * a0 + R[k + 1, 1, 1] * a1 + R[k + 1, 2, 1] * a2
+            z2 = R[k + 1, 0, 2] * a0 + R[k + 1, 1, 2] * a1 + R[k + 1, 2, 2] * a2
+            m0, m1, m2 = 0.5 * (y0 + z0), 0.5 * (y1 + z1), 0.5 * (y2 + z2)
+            h0 = 0.25 * (x[k, 6] + x[k + 1, 6]) * ds
+            h1 = 0.25 * (x[k, 7] + x[k + 1, 7]) * ds
+            h2 = 0.25 * (x[k, 8] + x[k + 1, 8]) * ds
+            den = 1.0 + h0 * h0 + h1 * h1 + h2 * h2
+            # (I + [h])^-1 = (I - [h] + h h^T) / den
+            Minv[0, 0] = (1.0 + h0 * h0) / den
+            Minv[1, 1] = (1.0 + h1 * h1) / den
+            Minv[2, 2] = (1.0 + h2 * h2) / den
+            Minv[0, 1] = (h2 + h0 * h1) / den
+            Minv[1, 0] = (-h2 + h0 * h1) / den
+            Minv[0, 2] = (-h1 + h0 * h2) / den
+            Minv[2, 0] = (h1 + h0 * h2) / den
+            Minv[1, 2] = (h0 + h1 * h2) / den
+            Minv[2, 1] = (-h0 + h1 * h2) / den
+            # G = Minv [m]x
+            for r in range(3):
+                G[r, 0] = Minv[r, 1] * m2 - Minv[r, 2] * m1
+                G[r, 1] = -Minv[r, 0] * m2 + Minv[r, 2] * m0
+                G[r, 2] = Minv[r, 0] * m1 - Minv[r, 1] * m0
+            # Pm = R_L^T R_{k+1}
+            for r in range(3):
+                for c in range(3):
+                    Pm[r, c] = R[L, 0, r] * R[k + 1, 0, c] + R[L, 1, r] * R[k + 1, 1, c] + R[L, 2, r] * R[k + 1, 2, c]
+            for node in range(k, k + 2):
+                for q in range(3):
+                    col = colmap[node * NV + 6 + q]
+                    if col < 0:
+                        continue
+                    for r in range(3):
+                        D[3 * w + r, col] += 0.5 * ds * (Pm[r, 0] * G[0, q] + Pm[r, 1] * G[1, q] + Pm[r, 2] * G[2, q])

@@ -24,7 +24,7 @@ from ..linalg.banded_lu import gbtrf, gbtrs
 from ..model import ModelError, require
 from .boundary import Boundary, TipLoad, column_map, free_mask
 from .model import BACKWARD_EULER, Coefficients, GAlphaRod
-from .residual import NV, P_STATIC, node_terms, old_terms, residual
+from .residual import NV, P_STATIC, node_terms, old_terms, residual, tip_sensitivity
 from .state import (GAlphaState, _cayley, _expm, advance_velocity_positions, energies, integrate_frames,
                     integrate_positions)
 from numba import njit
@@ -44,6 +44,9 @@ class GAlphaOptions:
     tol: Newton stops when the row-scaled residual (inf-norm) is below ``tol``.
     relaxation: under-relaxation factor mu in (0, 1] (Sec. 4.3); adaptive: halve mu on a residual
     increase (down to ``min_relaxation``), double it back after an accepted iterate.
+    exact_end_loads: differentiate the tip values (end force/torque or end velocities given in
+    world coordinates) through the tip frame (Woodbury update); False lags them by one iterate
+    as Algorithm 1 does.
     reuse_jacobian: keep the LU factors across iterations and steps while each iterate still
     reduces the residual by ``reuse_ratio`` (chord Newton); refactor otherwise.
     init: "euler" (first step by backward Euler, which needs no initial xdot -- default) or
@@ -62,6 +65,7 @@ class GAlphaOptions:
     init: str = "euler"
     orientation: str = "cayley"
     reuse_jacobian: bool = True
+    exact_end_loads: bool = True
     reuse_ratio: float = 0.25
 
     def __post_init__(self):
@@ -165,6 +169,12 @@ class GAlphaSolver:
         self._khat = np.ascontiguousarray(model.kappa_hat)
         self._cay = self.options.orientation == "cayley"
         self._delta = np.zeros(n)
+        self._tipblock = np.zeros((NV, NV))
+        self._D = np.zeros((6, n))
+        self._C = np.zeros((n, 6))
+        self._Z = np.zeros((6, n))
+        self._Sinv = np.eye(6)
+        self._coupled = False
         self._fact_key = None
         self.factorizations = 0
         self.substeps = 0
@@ -255,7 +265,7 @@ class GAlphaSolver:
             integrate_frames(x, R0, prm[0], self._cay, self._R)
             apply_bc(x, self._R, kind, vals, self._khat, self._K, gw)
             fn = residual(x, xprev, xdotprev, self._old, self._khat, self._K, self._J, prm, self._rowscale,
-                          self._P, self._dP, need_factor, self._F, self._ab, colmap, kl, ku)
+                          self._P, self._dP, need_factor, self._F, self._ab, colmap, kl, ku, self._tipblock)
             if need_factor:
                 self._fact_key = None  # ab now holds an unfactored matrix
             if not math.isfinite(fn):
@@ -284,7 +294,7 @@ class GAlphaSolver:
             if stale and fn > opts.reuse_ratio * f_base and not need_factor:
                 need_factor = True
                 residual(x, xprev, xdotprev, self._old, self._khat, self._K, self._J, prm, self._rowscale,
-                         self._P, self._dP, True, self._F, self._ab, colmap, kl, ku)
+                         self._P, self._dP, True, self._F, self._ab, colmap, kl, ku, self._tipblock)
                 self._fact_key = None
             if opts.adaptive and rejects == 0 and it > 0:
                 mu = min(opts.relaxation, 2.0 * mu)
@@ -299,13 +309,45 @@ class GAlphaSolver:
                 self._fact_key = key
                 need_factor = False
                 stale = False
+                self._coupled = opts.exact_end_loads and bool(np.any(vals[2:] != 0.0))
+                if self._coupled:
+                    self._woodbury(x, kind, vals, colmap, n, kl, ku)
             else:
                 stale = True
             delta[:n] = -self._F.reshape(-1)
             gbtrs(self._ab, kl, ku, self._ipiv, delta[:n])
+            if self._coupled:  # (A + C D)^-1 r = A^-1 r - Z S^-1 D A^-1 r
+                delta[:n] -= self._Sinv.dot(self._D.dot(delta[:n])).dot(self._Z)
             rel_step = _update_free(x, colmap, delta, mu)
             it += 1
         return StepResult(False, it, fn, f"Newton did not converge in {it} iterations (residual {fn:.3e} > tol {tol:.1e})", mu)
+
+    def _woodbury(self, x, kind, vals, colmap, n, kl, ku):
+        """Exact coupling of the end loads / end velocities through the tip frame R_L (which
+        depends on every kappa): J = A + C D with A the banded Jacobian, C = dF/d(tip values)
+        (last segment rows only) and D = d(tip values)/d kappa (:func:`tip_sensitivity`); solved by
+        the Sherman-Morrison-Woodbury formula with 6 extra banded solves per factorization."""
+        N = self.model.n_nodes
+        tip_sensitivity(x, self._R, self.model.ds, np.ascontiguousarray(vals[2:4]), colmap, self._D)
+        tb = self._tipblock
+        C = self._C
+        C[:, :] = 0.0
+        r0 = NV * (N - 2)
+        if kind == 1:
+            C[r0:r0 + NV, 0:3] = tb[:, 9:12]
+            C[r0:r0 + NV, 3:6] = tb[:, 6:9] / self._K[None, :]
+        else:
+            C[r0:r0 + NV, 0:3] = tb[:, 0:3]
+            C[r0:r0 + NV, 3:6] = tb[:, 3:6]
+        for c in range(6):
+            col = np.ascontiguousarray(C[:, c])
+            gbtrs(self._ab, kl, ku, self._ipiv, col)
+            self._Z[c] = col
+        S = np.eye(6) + self._D @ self._Z.T
+        try:
+            self._Sinv = np.linalg.inv(S)
+        except np.linalg.LinAlgError:
+            self._coupled = False
 
     def step(self, state: GAlphaState, dt: float) -> StepResult:
         """Advance ``state`` by ``dt`` [s] (Algorithm 1). On failure the state is left unchanged."""

@@ -110,7 +110,7 @@ def sinus(p, progress):
           _common(t_end=3.0, alpha=0.4, beta=0.0, gamma=1.0) + [
               Param("coil_radius", 0.02, "helix radius [m]", low=0.0, low_open=True),
               Param("pitch", 0.03, "helix pitch per turn [m]", low=0.0, low_open=True),
-              Param("force", 0.005, "amplitude of the end force [N]", low=0.0),
+              Param("force", 0.02, "amplitude of the end force [N]", low=0.0),
               Param("frequency", 1.0, "frequency of the end force [Hz]", low=0.0),
           ], paper=PAPER)
 def helix_load(p, progress):
