@@ -4,8 +4,8 @@ import pytest
 
 from rodlab.compact.chain import Chain, frames_from_polyline, jac_mul, jac_t_mul
 from rodlab.compact.energies import dense_hessian, eval_energy
-from rodlab.compact.pcg import (PRECONDITIONERS, a_mul, apply_preconditioner, build_block_preconditioner,
-                                build_dense_a, factor_preconditioner)
+from rodlab.compact.pcg import (PRECONDITIONERS, a_mul, a_mul_q, apply_preconditioner, build_block_preconditioner,
+                                build_dense_a, factor_preconditioner, reduce_q_blocks)
 from rodlab.compact.sqp import CompactModel
 from rodlab.linalg.block_tridiagonal import solve_block_tridiagonal
 
@@ -169,6 +169,13 @@ def _system(md, s, free=None):
     return Dj, Qj, Hp, Hd, Ho, free, A
 
 
+def _reduced(md, Qj, Hd, Ho, G=None):
+    n = md.n
+    Bd, Bo = np.zeros((n, 3, 3)), np.zeros((n - 1, 3, 3))
+    reduce_q_blocks(Qj, Hd, Ho, np.zeros((n, 3, 3)) if G is None else G, G is not None, Bd, Bo)
+    return Bd, Bo
+
+
 def test_a_product_and_dense_a():
     md = _rod(10)
     free = np.ones((md.n, 3))
@@ -178,11 +185,25 @@ def test_a_product_and_dense_a():
     v = RNG.normal(size=(md.n, 3))
     out = np.empty_like(v)
     sc = [np.empty((md.n, 3)) for _ in range(3)] + [np.empty((md.m, 4)), np.empty((md.m, 4))]
-    a_mul(Dj, Qj, Hp, Hd, Ho, np.zeros((md.n, 3, 3)), False, free, v, out, sc[0], sc[1], sc[3], sc[2], sc[4])
+    a_mul_q(Dj, Qj, Hp, Hd, Ho, free, v, out, sc[0], sc[1], sc[3], sc[2], sc[4])
     assert np.allclose(out.ravel(), A @ v.ravel(), rtol=1e-11, atol=1e-9 * np.abs(A).max())
+    Bd, Bo = _reduced(md, Qj, Hd, Ho)
+    out2 = np.empty_like(v)
+    a_mul(Dj, Hp, Bd, Bo, free, v, out2, sc[0], sc[1])
+    assert np.allclose(out2.ravel(), A @ v.ravel(), rtol=1e-11, atol=1e-9 * np.abs(A).max())
     Ad = np.empty_like(A)
-    build_dense_a(Dj, Qj, Hp, Hd, Ho, np.zeros((md.n, 3, 3)), False, free, Ad, np.empty(md.n))
+    build_dense_a(Dj, Hp, Bd, Bo, free, Ad, np.empty(md.n))
     assert np.allclose(Ad, A, rtol=1e-11, atol=1e-11 * np.abs(A).max())
+    # a block-diagonal G (tension stiffness) adds to the w blocks only
+    G = np.zeros((md.n, 3, 3))
+    for j in range(1, md.n):
+        M = RNG.normal(size=(3, 3))
+        G[j] = M @ M.T
+    Bd, Bo = _reduced(md, Qj, Hd, Ho, G)
+    a_mul(Dj, Hp, Bd, Bo, free, v, out2, sc[0], sc[1])
+    from scipy.linalg import block_diag
+    F = np.diag(free.ravel())
+    assert np.allclose(out2.ravel(), (A + F @ block_diag(*G) @ F) @ v.ravel(), rtol=1e-11, atol=1e-9 * np.abs(A).max())
 
 
 @pytest.mark.parametrize("kind", ["diagonal", "block-diagonal", "hybrid", "direct"])
@@ -196,11 +217,12 @@ def test_preconditioners_match_definition(kind):
     diag, off, sinv = np.zeros((n, 3, 3)), np.zeros((n - 1, 3, 3)), np.zeros((n, 3, 3))
     Ab = np.zeros((3 * n, 3 * n)) if k == 4 else np.zeros((1, 1))
     L = np.zeros_like(Ab)
+    Bd, Bo = _reduced(md, Qj, Hd, Ho)
     if k == 4:
-        build_dense_a(Dj, Qj, Hp, Hd, Ho, np.zeros((md.n, 3, 3)), False, free, Ab, np.empty(n))
+        build_dense_a(Dj, Hp, Bd, Bo, free, Ab, np.empty(n))
     else:
-        build_block_preconditioner(Dj, Qj, Hp, Hd, Ho, np.zeros((n, 3, 3)), False, free, k, diag, off, np.empty(n))
-    assert factor_preconditioner(k, diag, off, sinv, np.empty((3, 3)), Ab, L)
+        build_block_preconditioner(Dj, Hp, Bd, Bo, free, k, diag, off, np.empty(n))
+    assert factor_preconditioner(k, diag, off, sinv, Ab, L)
     # the expected matrix P from the dense A
     if k == 4:
         P = A
@@ -243,3 +265,55 @@ def test_block_thomas_random_spd():
     assert np.allclose(A @ x.ravel(), rhs.ravel(), atol=1e-12)
     with pytest.raises(np.linalg.LinAlgError):
         solve_block_tridiagonal(-diag, off, rhs)
+
+
+def test_reduced_hessian_matches_reduction_of_full_hessian():
+    from rodlab.compact.energies import reduced_hessian
+    md = _rod(9)
+    p, q, st, a_in, a_d = _energy_setup(md)
+    ch = Chain(md.lengths, md.rest_q)
+    s = _random_s(md, 0.3)
+    p, q, Dj, Qj = ch.transform(s)
+    _, _, (Hp, Hd, Ho), _ = _E(md, p, q, st, a_in, a_d, 2)
+    Bd, Bo = _reduced(md, Qj, Hd, Ho)
+    Hp2, Bd2, Bo2 = np.zeros(md.n), np.zeros((md.n, 3, 3)), np.zeros((md.n - 1, 3, 3))
+    reduced_hessian(q, st["q_t"], Qj, md.masses, md.Jr, md.lbar, md.Kh, a_in, a_d, Hp2, Bd2, Bo2)
+    assert np.allclose(Hp2, Hp, rtol=1e-14)
+    assert np.allclose(Bd2, Bd, rtol=1e-12, atol=1e-12 * np.abs(Bd).max())
+    assert np.allclose(Bo2, Bo, rtol=1e-12, atol=1e-12 * np.abs(Bd).max())
+
+
+def test_block_thomas_3x3_matches_generic():
+    from rodlab.linalg.block_tridiagonal import (block_tridiagonal3_factor, block_tridiagonal3_solve,
+                                                 block_tridiagonal_factor, block_tridiagonal_solve)
+    nb = 9
+    M = RNG.normal(size=(3 * nb, 3 * nb))
+    A = M @ M.T + 3 * nb * np.eye(3 * nb)
+    diag = np.stack([A[3 * i:3 * i + 3, 3 * i:3 * i + 3] for i in range(nb)])
+    off = np.stack([A[3 * i:3 * i + 3, 3 * i + 3:3 * i + 6] for i in range(nb - 1)])
+    s1, s2 = np.empty_like(diag), np.empty_like(diag)
+    assert block_tridiagonal3_factor(diag, off, s1) == -1
+    assert block_tridiagonal_factor(diag, off, s2, np.empty((3, 3))) == -1
+    assert np.allclose(s1, s2, rtol=1e-12)
+    rhs = RNG.normal(size=(nb, 3))
+    o1, o2 = np.empty_like(rhs), np.empty_like(rhs)
+    block_tridiagonal3_solve(s1, off, rhs, o1, np.empty_like(rhs))
+    block_tridiagonal_solve(s2, off, rhs, o2, np.empty_like(rhs))
+    assert np.allclose(o1, o2, rtol=1e-12)
+    assert block_tridiagonal3_factor(-diag, off, s1) == 0
+
+
+def test_tension_stiffness_is_the_pendulum_term():
+    """For a straight rod hanging under gravity, G_i = T_i l_i (I - d d^T) (w = 0)."""
+    from rodlab.compact.sqp import tension_stiffness
+    n = 6
+    pts = np.stack([np.zeros(n), np.zeros(n), -np.linspace(0, 1, n)], 1)
+    md = CompactModel.from_polyline(pts, E=1e5, G=4e4, rho=1000.0, radius=0.02)
+    s = np.zeros((n, 3))
+    gp = np.tile([0.0, 0.0, 1.0], (n, 1)) * md.masses[:, None] * 9.81  # dE/dp of gravity
+    G = np.zeros((n, 3, 3))
+    tension_stiffness(s, md.lengths, md.rest_q, gp, G)
+    for i in range(md.m):
+        T = 9.81 * md.masses[i + 1:].sum()
+        assert np.allclose(G[i + 1], T * md.lengths[i] * np.diag([1.0, 1.0, 0.0]), atol=1e-12)
+    assert np.all(G[0] == 0)

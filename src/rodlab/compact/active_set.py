@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 
 from .chain import chain_forward, jac_t_mul
-from .energies import eval_energy
+from .energies import eval_energy, reduced_hessian
 from .pcg import PRECONDITIONERS, pcg_solve
 from .sqp import (CompactModel, CompactState, SolverOptions, StepStats, Workspace, finish_step,
                   prepare_preconditioner, tension_stiffness)
@@ -159,9 +159,9 @@ class ConstrainedSolver:
     def _solve_a(self, rhs, ctx):
         ws, o = self.ws, self.options
         x = np.zeros_like(rhs)
-        it, res, ok = pcg_solve(ws.Dj, ws.Qj, ws.Hp, ws.Hqd, ws.Hqo, ws.G, o.tension_stiffness, self.free, self.kind,
-                                ws.sinv, ws.off, ws.L, np.ascontiguousarray(rhs), x, o.pcg_rtol, o.pcg_atol,
-                                o.pcg_maxiter, ws.r, ws.zz, ws.d, ws.Ad, ws.y, ws.tp, ws.tq, ws.yp, ws.yq, ws.s_try)
+        it, res, ok = pcg_solve(ws.Dj, ws.Hp, ws.Bd, ws.Bo, self.free, self.kind, ws.sinv, ws.off, ws.L,
+                                np.ascontiguousarray(rhs), x, o.pcg_rtol, o.pcg_atol, o.pcg_maxiter,
+                                ws.r, ws.zz, ws.d, ws.Ad, ws.y, ws.tp, ws.s_try)
         ctx["pcg"] += it
         ctx["solves"] += 1
         if not ok:
@@ -204,9 +204,9 @@ class ConstrainedSolver:
 
     def _energy(self, s, qref, pred, mode):
         md, ws = self.model, self.ws
-        chain_forward(s, md.lengths, qref, ws.p, ws.q, ws.Dj, ws.Qj, mode >= 2)
+        chain_forward(s, md.lengths, qref, ws.p, ws.q, ws.Dj, ws.Qj, mode >= 1)
         return eval_energy(ws.p, ws.q, pred[0], pred[1], pred[2], pred[3], md.masses, md.Jr, md.lbar, md.Kh, md.ubar,
-                           self.gravity, pred[4], pred[5], ws.gp, ws.gq, ws.Hp, ws.Hqd, ws.Hqo, mode, ws.comps)
+                           self.gravity, pred[4], pred[5], ws.gp, ws.gq, ws.Hp, ws.Hqd, ws.Hqo, min(mode, 1), ws.comps)
 
     # ---- the QP of Eq. 12 by a primal active-set method (Alg. 2) ---------------------------------
     def _solve_qp(self, b, eq, ineq, ctx):
@@ -305,10 +305,11 @@ class ConstrainedSolver:
             b = np.empty((md.n, 3))
             jac_t_mul(ws.Dj, ws.Qj, ws.gp, ws.gq, b)
             b *= self.free
+            reduced_hessian(ws.q, pred[2], ws.Qj, md.masses, md.Jr, md.lbar, md.Kh, pred[4], pred[5], ws.Hp, ws.Bd, ws.Bo)
             if o.tension_stiffness:
-                tension_stiffness(s, md.lengths, ws.q, ws.gp, ws.G)
-            ok = prepare_preconditioner(self.kind, ws.Dj, ws.Qj, ws.Hp, ws.Hqd, ws.Hqo, ws.G, o.tension_stiffness, self.free,
-                                        ws.diag, ws.off, ws.sinv, ws.suffix, ws.work, ws.A, ws.L)
+                tension_stiffness(s, md.lengths, ws.q, ws.gp, ws.Bd)
+            ok = prepare_preconditioner(self.kind, ws.Dj, ws.Hp, ws.Bd, ws.Bo, self.free, ws.diag, ws.off, ws.sinv,
+                                        ws.suffix, ws.A, ws.L)
             if not ok:
                 ctx["pcg_fail"] = True
                 break

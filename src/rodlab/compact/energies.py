@@ -179,3 +179,69 @@ def dense_hessian(Hp, Hq_d, Hq_o) -> np.ndarray:
             H[o + 4 * i:o + 4 * i + 4, o + 4 * i + 4:o + 4 * i + 8] = Hq_o[i]
             H[o + 4 * i + 4:o + 4 * i + 8, o + 4 * i:o + 4 * i + 4] = Hq_o[i].T
     return H
+
+
+@njit(inline="always", **JIT)
+def _c_vectors(b0, b1, b2, b3, V):
+    """Rows k of V = C_k b (k = x, y, z)."""
+    V[0, 0] = b1
+    V[0, 1] = -b0
+    V[0, 2] = -b3
+    V[0, 3] = b2
+    V[1, 0] = b2
+    V[1, 1] = b3
+    V[1, 2] = -b0
+    V[1, 3] = -b1
+    V[2, 0] = b3
+    V[2, 1] = -b2
+    V[2, 2] = b1
+    V[2, 3] = -b0
+
+
+@njit(**JIT)
+def reduced_hessian(q, q_t, Qj, masses, Jr, lbar, Kh, a_in, a_d, Hp, Bd, Bo):
+    """Gauss-Newton Hessian already reduced to s-space blocks: ``Hp`` (n,) and the 3x3 blocks of
+    ``B_q = J_q^T H_q J_q`` (Eq. 21) -- ``Bd[i+1]``, ``Bo[i+1]`` -- without forming the 4x4 ``H_q``.
+    Every 4x4 term of ``H_q`` is a sum of rank-one ``c g g^T`` (Eq. 29/31), so ``Q^T g`` is
+    projected first (3-vectors) and the 3x3 blocks are rank-one updates. Same result as
+    ``reduce_q_blocks`` applied to :func:`eval_energy`'s mode-2 Hessian; about half the work."""
+    n = masses.shape[0]
+    m = q.shape[0]
+    V = np.empty((3, 4))
+    W = np.empty((3, 4))
+    PA = np.empty((3, 3))
+    PB = np.empty((3, 3))
+    for j in range(n):
+        Hp[j] = masses[j] * (a_in + a_d)
+    Bd[:, :, :] = 0.0
+    Bo[:, :, :] = 0.0
+    # rotational inertia: 4 Jr_k (a_in + a_d) (Q^T C_k q_t)(Q^T C_k q_t)^T
+    if a_in > 0.0 or a_d > 0.0:
+        for i in range(m):
+            _c_vectors(q_t[i, 0], q_t[i, 1], q_t[i, 2], q_t[i, 3], V)
+            for k in range(3):
+                for c in range(3):
+                    PA[k, c] = Qj[i, 0, c] * V[k, 0] + Qj[i, 1, c] * V[k, 1] + Qj[i, 2, c] * V[k, 2] + Qj[i, 3, c] * V[k, 3]
+            c0 = 4.0 * Jr[i, 0] * (a_in + a_d)
+            c1 = 4.0 * Jr[i, 1] * (a_in + a_d)
+            c2 = 4.0 * Jr[i, 2] * (a_in + a_d)
+            for a in range(3):
+                for b in range(3):
+                    Bd[i + 1, a, b] += c0 * PA[0, a] * PA[0, b] + c1 * PA[1, a] * PA[1, b] + c2 * PA[2, a] * PA[2, b]
+    # bending and twisting, Gauss-Newton: (4 K_k / lbar) g_k g_k^T with g_k = (C_k q_{h+1}, -C_k q_h)
+    for h in range(m - 1):
+        _c_vectors(q[h + 1, 0], q[h + 1, 1], q[h + 1, 2], q[h + 1, 3], V)  # d/dq_h
+        _c_vectors(q[h, 0], q[h, 1], q[h, 2], q[h, 3], W)  # -d/dq_{h+1}
+        for k in range(3):
+            for c in range(3):
+                PA[k, c] = Qj[h, 0, c] * V[k, 0] + Qj[h, 1, c] * V[k, 1] + Qj[h, 2, c] * V[k, 2] + Qj[h, 3, c] * V[k, 3]
+                PB[k, c] = -(Qj[h + 1, 0, c] * W[k, 0] + Qj[h + 1, 1, c] * W[k, 1] + Qj[h + 1, 2, c] * W[k, 2] + Qj[h + 1, 3, c] * W[k, 3])
+        lb = lbar[h]
+        c0 = 4.0 * Kh[h, 0] / lb
+        c1 = 4.0 * Kh[h, 1] / lb
+        c2 = 4.0 * Kh[h, 2] / lb
+        for a in range(3):
+            for b in range(3):
+                Bd[h + 1, a, b] += c0 * PA[0, a] * PA[0, b] + c1 * PA[1, a] * PA[1, b] + c2 * PA[2, a] * PA[2, b]
+                Bd[h + 2, a, b] += c0 * PB[0, a] * PB[0, b] + c1 * PB[1, a] * PB[1, b] + c2 * PB[2, a] * PB[2, b]
+                Bo[h + 1, a, b] += c0 * PA[0, a] * PB[0, b] + c1 * PA[1, a] * PB[1, b] + c2 * PA[2, a] * PB[2, b]

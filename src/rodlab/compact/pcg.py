@@ -1,7 +1,11 @@
 """O(n) products with A = J^T H J and PCG with the preconditioners of Zhao et al. (Sec. 3.2-3.3).
 
 ``A`` is never formed (except by the ``direct`` baseline): ``A v = J^T (H (J v))`` is a prefix sum,
-a block-tridiagonal product and a suffix sum (Eq. 15-19). Dirichlet conditions on coordinates of
+a block-tridiagonal product and a suffix sum (Eq. 15-19). Using Eq. 20-21, the production
+product splits ``A = J_p^T H_p J_p + B_q``: the first term by a prefix sum, a diagonal scaling and
+a suffix sum, the second, ``B_q = J_q^T H_q J_q``, is block-tridiagonal with 3x3 blocks that are
+reduced once per Newton iteration (they are the hybrid preconditioner's blocks anyway). The
+optional tension stiffness ``G`` (block diagonal) is folded into ``B_q``'s diagonal. Dirichlet conditions on coordinates of
 ``s`` are eliminated by projection: ``A_F = F A F + (I - F)`` with ``F`` the 0/1 mask of free
 coordinates (equivalent to deleting those rows and columns).
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..linalg.block_tridiagonal import block_tridiagonal_factor, block_tridiagonal_solve, invert_spd_small
+from ..linalg.block_tridiagonal import _inv3_into, block_tridiagonal3_factor, block_tridiagonal3_solve
 from .chain import jac_mul, jac_t_mul
 
 JIT = dict(cache=True, error_model="numpy")
@@ -52,9 +56,8 @@ def hess_mul(Hp, Hq_d, Hq_o, vp, vq, out_p, out_q):
 
 
 @njit(**JIT)
-def a_mul(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, v, out, tv, tp, tq, yp, yq):
-    """``out = A_F v`` (projected ``J^T H J``, Eq. 19, plus the optional block-diagonal ``G``) in O(n);
-    tv (n,3), tp/yp (n,3), tq/yq (m,4) scratch."""
+def a_mul_q(Dj, Qj, Hp, Hq_d, Hq_o, free, v, out, tv, tp, tq, yp, yq):
+    """Reference ``out = A_F v = F J^T H J F v + (I - F) v`` through x-space (Eq. 19), O(n)."""
     n = v.shape[0]
     for j in range(n):
         for c in range(3):
@@ -62,52 +65,124 @@ def a_mul(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, v, out, tv, tp, tq, yp, yq):
     jac_mul(Dj, Qj, tv, tp, tq)
     hess_mul(Hp, Hq_d, Hq_o, tp, tq, yp, yq)
     jac_t_mul(Dj, Qj, yp, yq, out)
-    if use_g:
-        for j in range(n):
-            for a in range(3):
-                out[j, a] += G[j, a, 0] * tv[j, 0] + G[j, a, 1] * tv[j, 1] + G[j, a, 2] * tv[j, 2]
     for j in range(n):
         for c in range(3):
             out[j, c] = out[j, c] * free[j, c] + v[j, c] * (1.0 - free[j, c])
 
 
 @njit(**JIT)
-def build_block_preconditioner(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, kind, diag, off, suffix):
+def reduce_q_blocks(Qj, Hq_d, Hq_o, G, use_g, Bd, Bo):
+    """3x3 blocks of ``B_q = J_q^T H_q J_q`` (Eq. 21; block (i+1, i+1) and (i+1, i+2) in s-block
+    numbering, block 0 = p_c is zero) plus the block-diagonal ``G`` if ``use_g``. O(n)."""
+    m = Qj.shape[0]
+    T = np.empty((4, 3))
+    for a in range(3):
+        for b in range(3):
+            Bd[0, a, b] = G[0, a, b] if use_g else 0.0
+            Bo[0, a, b] = 0.0
+    for i in range(m):
+        for r in range(4):
+            for b in range(3):
+                T[r, b] = Hq_d[i, r, 0] * Qj[i, 0, b] + Hq_d[i, r, 1] * Qj[i, 1, b] + Hq_d[i, r, 2] * Qj[i, 2, b] + Hq_d[i, r, 3] * Qj[i, 3, b]
+        for a in range(3):
+            for b in range(3):
+                Bd[i + 1, a, b] = Qj[i, 0, a] * T[0, b] + Qj[i, 1, a] * T[1, b] + Qj[i, 2, a] * T[2, b] + Qj[i, 3, a] * T[3, b]
+                if use_g:
+                    Bd[i + 1, a, b] += G[i + 1, a, b]
+        if i + 1 < m:
+            for r in range(4):
+                for b in range(3):
+                    T[r, b] = (Hq_o[i, r, 0] * Qj[i + 1, 0, b] + Hq_o[i, r, 1] * Qj[i + 1, 1, b]
+                               + Hq_o[i, r, 2] * Qj[i + 1, 2, b] + Hq_o[i, r, 3] * Qj[i + 1, 3, b])
+            for a in range(3):
+                for b in range(3):
+                    Bo[i + 1, a, b] = Qj[i, 0, a] * T[0, b] + Qj[i, 1, a] * T[1, b] + Qj[i, 2, a] * T[2, b] + Qj[i, 3, a] * T[3, b]
+
+
+@njit(**JIT)
+def a_mul(Dj, Hp, Bd, Bo, free, v, out, tv, tp):
+    """``out = A_F v`` with ``A = J_p^T H_p J_p + B_q`` (Eq. 18-21): prefix sum, scaling, suffix
+    sum and a 3x3 block-tridiagonal product; O(n), no allocation. tv, tp: (n, 3) scratch."""
+    n = v.shape[0]
+    m = n - 1
+    for j in range(n):
+        tv[j, 0] = v[j, 0] * free[j, 0]
+        tv[j, 1] = v[j, 1] * free[j, 1]
+        tv[j, 2] = v[j, 2] * free[j, 2]
+    # prefix sum: tp_j = (J_p v)_j, scaled by h_j
+    x0 = tv[0, 0]
+    x1 = tv[0, 1]
+    x2 = tv[0, 2]
+    tp[0, 0] = Hp[0] * x0
+    tp[0, 1] = Hp[0] * x1
+    tp[0, 2] = Hp[0] * x2
+    for i in range(m):
+        a0 = tv[i + 1, 0]
+        a1 = tv[i + 1, 1]
+        a2 = tv[i + 1, 2]
+        x0 += Dj[i, 0, 0] * a0 + Dj[i, 0, 1] * a1 + Dj[i, 0, 2] * a2
+        x1 += Dj[i, 1, 0] * a0 + Dj[i, 1, 1] * a1 + Dj[i, 1, 2] * a2
+        x2 += Dj[i, 2, 0] * a0 + Dj[i, 2, 1] * a1 + Dj[i, 2, 2] * a2
+        h = Hp[i + 1]
+        tp[i + 1, 0] = h * x0
+        tp[i + 1, 1] = h * x1
+        tp[i + 1, 2] = h * x2
+    # suffix sum and D^T, plus B_q v
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for i in range(m - 1, -1, -1):
+        s0 += tp[i + 1, 0]
+        s1 += tp[i + 1, 1]
+        s2 += tp[i + 1, 2]
+        b = i + 1
+        v0 = tv[b, 0]
+        v1 = tv[b, 1]
+        v2 = tv[b, 2]
+        for c in range(3):
+            acc = Dj[i, 0, c] * s0 + Dj[i, 1, c] * s1 + Dj[i, 2, c] * s2
+            acc += Bd[b, c, 0] * v0 + Bd[b, c, 1] * v1 + Bd[b, c, 2] * v2
+            if b + 1 < n:
+                acc += Bo[b, c, 0] * tv[b + 1, 0] + Bo[b, c, 1] * tv[b + 1, 1] + Bo[b, c, 2] * tv[b + 1, 2]
+            acc += Bo[b - 1, 0, c] * tv[b - 1, 0] + Bo[b - 1, 1, c] * tv[b - 1, 1] + Bo[b - 1, 2, c] * tv[b - 1, 2]
+            out[b, c] = acc
+    s0 += tp[0, 0]
+    s1 += tp[0, 1]
+    s2 += tp[0, 2]
+    out[0, 0] = s0 + Bd[0, 0, 0] * tv[0, 0] + Bd[0, 0, 1] * tv[0, 1] + Bd[0, 0, 2] * tv[0, 2]
+    out[0, 1] = s1 + Bd[0, 1, 0] * tv[0, 0] + Bd[0, 1, 1] * tv[0, 1] + Bd[0, 1, 2] * tv[0, 2]
+    out[0, 2] = s2 + Bd[0, 2, 0] * tv[0, 0] + Bd[0, 2, 1] * tv[0, 1] + Bd[0, 2, 2] * tv[0, 2]
+    for j in range(n):
+        for c in range(3):
+            out[j, c] = out[j, c] * free[j, c] + v[j, c] * (1.0 - free[j, c])
+
+
+@njit(**JIT)
+def build_block_preconditioner(Dj, Hp, Bd, Bo, free, kind, diag, off, suffix):
     """Blocks of the diagonal (kind 1), block-diagonal (2) or hybrid (3) preconditioner
-    (Zhao et al., Eq. 22/23/28) into ``diag`` (n,3,3) and ``off`` (n-1,3,3); O(n)."""
+    (Zhao et al., Eq. 22/23/28) into ``diag`` (n,3,3) and ``off`` (n-1,3,3); O(n).
+    ``diag[0] = S_0 I``, ``diag[i+1] = S_{i+1} Dj_i^T Dj_i + B_q[i+1, i+1]``,
+    ``off[i+1] = B_q[i+1, i+2]`` (hybrid only) with ``S_k = sum_{j>=k} h_j`` (Eq. 28)."""
     n = Hp.shape[0]
     m = n - 1
     acc = 0.0
     for j in range(n - 1, -1, -1):
         acc += Hp[j]
-        suffix[j] = acc  # S_j = sum_{k >= j} h_k  (Eq. 28)
-    diag[:, :, :] = 0.0
-    off[:, :, :] = 0.0
-    for c in range(3):
-        diag[0, c, c] = suffix[0]
+        suffix[j] = acc
+    for a in range(3):
+        for b in range(3):
+            diag[0, a, b] = Bd[0, a, b]
+        diag[0, a, a] += suffix[0]
     for i in range(m):
         S = suffix[i + 1]
         for a in range(3):
             for b in range(3):
-                t = S * (Dj[i, 0, a] * Dj[i, 0, b] + Dj[i, 1, a] * Dj[i, 1, b] + Dj[i, 2, a] * Dj[i, 2, b])
-                for r in range(4):
-                    hq = 0.0
-                    for c in range(4):
-                        hq += Hq_d[i, r, c] * Qj[i, c, b]
-                    t += Qj[i, r, a] * hq
-                if use_g:
-                    t += G[i + 1, a, b]
-                diag[i + 1, a, b] = t
-        if kind == 3 and i + 1 < m:
+                diag[i + 1, a, b] = S * (Dj[i, 0, a] * Dj[i, 0, b] + Dj[i, 1, a] * Dj[i, 1, b] + Dj[i, 2, a] * Dj[i, 2, b]) + Bd[i + 1, a, b]
+    if kind == 3:
+        for k in range(n - 1):
             for a in range(3):
                 for b in range(3):
-                    t = 0.0
-                    for r in range(4):
-                        hq = 0.0
-                        for c in range(4):
-                            hq += Hq_o[i, r, c] * Qj[i + 1, c, b]
-                        t += Qj[i, r, a] * hq
-                    off[i + 1, a, b] = t
+                    off[k, a, b] = Bo[k, a, b]
     if kind == 1:
         for j in range(n):
             for a in range(3):
@@ -121,15 +196,16 @@ def build_block_preconditioner(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, kind, dia
                 for b in range(3):
                     diag[j, a, b] = 0.0
                     diag[j, b, a] = 0.0
-                    if j < n - 1:
-                        off[j, a, b] = 0.0
-                    if j > 0:
-                        off[j - 1, b, a] = 0.0
+                    if kind == 3:
+                        if j < n - 1:
+                            off[j, a, b] = 0.0
+                        if j > 0:
+                            off[j - 1, b, a] = 0.0
                 diag[j, a, a] = 1.0
 
 
 @njit(**JIT)
-def build_dense_a(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, A, suffix):
+def build_dense_a(Dj, Hp, Bd, Bo, free, A, suffix):
     """The dense projected ``A_F`` (3n x 3n), O(n^2): the direct factorization baseline."""
     n = Hp.shape[0]
     m = n - 1
@@ -138,8 +214,10 @@ def build_dense_a(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, A, suffix):
         acc += Hp[j]
         suffix[j] = acc
     A[:, :] = 0.0
-    for c in range(3):
-        A[c, c] = suffix[0]
+    for a in range(3):
+        for b in range(3):
+            A[a, b] = Bd[0, a, b]
+        A[a, a] += suffix[0]
     for k in range(m):
         for a in range(3):
             for c in range(3):
@@ -151,14 +229,10 @@ def build_dense_a(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, A, suffix):
             for a in range(3):
                 for b in range(3):
                     t = S * (Dj[i, 0, a] * Dj[k, 0, b] + Dj[i, 1, a] * Dj[k, 1, b] + Dj[i, 2, a] * Dj[k, 2, b])
-                    if k == i or k == i + 1:
-                        for r in range(4):
-                            hq = 0.0
-                            for c in range(4):
-                                hq += (Hq_d[i, r, c] if k == i else Hq_o[i, r, c]) * Qj[k, c, b]
-                            t += Qj[i, r, a] * hq
-                    if use_g and k == i:
-                        t += G[i + 1, a, b]
+                    if k == i:
+                        t += Bd[i + 1, a, b]
+                    elif k == i + 1:
+                        t += Bo[i + 1, a, b]
                     A[3 * (i + 1) + a, 3 * (k + 1) + b] = t
                     A[3 * (k + 1) + b, 3 * (i + 1) + a] = t
     N = 3 * n
@@ -173,7 +247,7 @@ def build_dense_a(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, A, suffix):
 
 
 @njit(**JIT)
-def factor_preconditioner(kind, diag, off, sinv, work, A, L):
+def factor_preconditioner(kind, diag, off, sinv, A, L):
     """Factor the preconditioner (3x3 inverses, block Thomas, or dense Cholesky);
     returns False if it is not positive definite."""
     n = diag.shape[0]
@@ -183,10 +257,10 @@ def factor_preconditioner(kind, diag, off, sinv, work, A, L):
         L[:, :] = np.linalg.cholesky(A)
         return True
     if kind == 3:
-        return block_tridiagonal_factor(diag, off, sinv, work) < 0
+        return block_tridiagonal3_factor(diag, off, sinv) < 0
     ok = True
     for j in range(n):
-        if not invert_spd_small(diag[j], sinv[j]):
+        if not _inv3_into(diag[j, 0, 0], diag[j, 0, 1], diag[j, 0, 2], diag[j, 1, 1], diag[j, 1, 2], diag[j, 2, 2], sinv[j]):
             ok = False
     return ok
 
@@ -199,10 +273,14 @@ def apply_preconditioner(kind, sinv, off, r, z, y, L):
         z[:, :] = r
     elif kind == 1 or kind == 2:
         for j in range(n):
-            for a in range(3):
-                z[j, a] = sinv[j, a, 0] * r[j, 0] + sinv[j, a, 1] * r[j, 1] + sinv[j, a, 2] * r[j, 2]
+            r0 = r[j, 0]
+            r1 = r[j, 1]
+            r2 = r[j, 2]
+            z[j, 0] = sinv[j, 0, 0] * r0 + sinv[j, 0, 1] * r1 + sinv[j, 0, 2] * r2
+            z[j, 1] = sinv[j, 1, 0] * r0 + sinv[j, 1, 1] * r1 + sinv[j, 1, 2] * r2
+            z[j, 2] = sinv[j, 2, 0] * r0 + sinv[j, 2, 1] * r1 + sinv[j, 2, 2] * r2
     elif kind == 3:
-        block_tridiagonal_solve(sinv, off, r, z, y)
+        block_tridiagonal3_solve(sinv, off, r, z, y)
     else:
         N = 3 * n
         yf = y.reshape(N)
@@ -221,8 +299,7 @@ def apply_preconditioner(kind, sinv, off, r, z, y, L):
 
 
 @njit(**JIT)
-def pcg_solve(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, kind, sinv, off, L, rhs, x, rtol, atol, maxiter,
-              r, z, d, Ad, tv, tp, tq, yp, yq, y):
+def pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, off, L, rhs, x, rtol, atol, maxiter, r, z, d, Ad, tv, tp, y):
     """PCG on ``A_F x = rhs`` from ``x = 0`` (Zhao et al., Sec. 3.1/4: stop when |r|_2 <= max(atol, rtol |rhs|)).
     Returns (iterations, final residual norm, success)."""
     n = rhs.shape[0]
@@ -244,7 +321,7 @@ def pcg_solve(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, kind, sinv, off, L, rhs, x
             rz += r[j, c] * z[j, c]
     rn = bn
     for it in range(1, maxiter + 1):
-        a_mul(Dj, Qj, Hp, Hq_d, Hq_o, G, use_g, free, d, Ad, tv, tp, tq, yp, yq)
+        a_mul(Dj, Hp, Bd, Bo, free, d, Ad, tv, tp)
         dAd = 0.0
         for j in range(n):
             for c in range(3):

@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from .chain import _left_jacobian_terms, chain_forward, directors, frames_from_polyline, jac_t_mul, recenter
-from .energies import darboux, eval_energy
+from .energies import darboux, eval_energy, reduced_hessian
 from .pcg import PRECONDITIONERS, build_block_preconditioner, build_dense_a, factor_preconditioner, pcg_solve
 
 log = logging.getLogger(__name__)
@@ -181,10 +181,12 @@ class Workspace:
         self.comps = z(4)
         self.stats = z(8)
         self.G = z((n, 3, 3))
+        self.Bd, self.Bo = z((n, 3, 3)), z((n - 1, 3, 3))
 
 
 @njit(**JIT)
 def tension_stiffness(s, lengths, q, gp, G):
+    # G (n, 3, 3): the blocks are ADDED to G (pass Bd to fold them into B_q's diagonal)
     """PSD part of the term ``dJ/ds : dE/dx`` that Eq. 12 drops (block diagonal in ``w``).
 
     Rotating segment ``i`` by a world rotation vector ``v = J_l(w_i) dw`` moves every later vertex
@@ -193,7 +195,6 @@ def tension_stiffness(s, lengths, q, gp, G):
     ``T l_i (I - d d^T)`` with ``T = max(-F.d, 0)`` (always PSD, exact for a rod in pure tension:
     the pendulum stiffness of a hanging rod) and write ``G_i = J_l^T T l_i (I - d d^T) J_l``."""
     m = q.shape[0]
-    G[0, :, :] = 0.0
     F0 = 0.0
     F1 = 0.0
     F2 = 0.0
@@ -207,7 +208,6 @@ def tension_stiffness(s, lengths, q, gp, G):
         d2 = 1.0 - 2.0 * (q1 * q1 + q2 * q2)
         T = -(F0 * d0 + F1 * d1 + F2 * d2)
         if not T > 0.0:
-            G[i + 1, :, :] = 0.0
             continue
         w0, w1, w2 = s[i + 1, 0], s[i + 1, 1], s[i + 1, 2]
         t2 = w0 * w0 + w1 * w1 + w2 * w2
@@ -224,9 +224,7 @@ def tension_stiffness(s, lengths, q, gp, G):
         J21 = bl * w0 + cl * w1 * w2
         # P J_l with P = I - d d^T, then G = T l (P J_l)^T (P J_l)
         c = T * lengths[i]
-        for a in range(3):
-            for b in range(3):
-                G[i + 1, a, b] = 0.0
+        P = np.empty((3, 3))
         for col in range(3):
             if col == 0:
                 x0, x1, x2 = J00, J10, J20
@@ -235,36 +233,30 @@ def tension_stiffness(s, lengths, q, gp, G):
             else:
                 x0, x1, x2 = J02, J12, J22
             dd = d0 * x0 + d1 * x1 + d2 * x2
-            G[i + 1, 0, col] = x0 - dd * d0
-            G[i + 1, 1, col] = x1 - dd * d1
-            G[i + 1, 2, col] = x2 - dd * d2
-        # (PJ)^T (PJ) in place via a copy of the three columns
-        a00 = G[i + 1, 0, 0]; a10 = G[i + 1, 1, 0]; a20 = G[i + 1, 2, 0]
-        a01 = G[i + 1, 0, 1]; a11 = G[i + 1, 1, 1]; a21 = G[i + 1, 2, 1]
-        a02 = G[i + 1, 0, 2]; a12 = G[i + 1, 1, 2]; a22 = G[i + 1, 2, 2]
-        G[i + 1, 0, 0] = c * (a00 * a00 + a10 * a10 + a20 * a20)
-        G[i + 1, 1, 1] = c * (a01 * a01 + a11 * a11 + a21 * a21)
-        G[i + 1, 2, 2] = c * (a02 * a02 + a12 * a12 + a22 * a22)
-        G[i + 1, 0, 1] = G[i + 1, 1, 0] = c * (a00 * a01 + a10 * a11 + a20 * a21)
-        G[i + 1, 0, 2] = G[i + 1, 2, 0] = c * (a00 * a02 + a10 * a12 + a20 * a22)
-        G[i + 1, 1, 2] = G[i + 1, 2, 1] = c * (a01 * a02 + a11 * a12 + a21 * a22)
+            P[0, col] = x0 - dd * d0
+            P[1, col] = x1 - dd * d1
+            P[2, col] = x2 - dd * d2
+        for a in range(3):
+            for b in range(3):
+                G[i + 1, a, b] += c * (P[0, a] * P[0, b] + P[1, a] * P[1, b] + P[2, a] * P[2, b])
 
 
 @njit(**JIT)
-def prepare_preconditioner(kind, Dj, Qj, Hp, Hqd, Hqo, G, use_g, free, diag, off, sinv, suffix, work, A, L):
-    """Build and factor preconditioner ``kind``; returns False if it is not positive definite."""
+def prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, diag, off, sinv, suffix, A, L):
+    """Build and factor preconditioner ``kind`` from ``Hp`` and the reduced blocks ``Bd``/``Bo``
+    of ``B_q`` (see :func:`rodlab.compact.energies.reduced_hessian`); False if not positive definite."""
     if kind == 4:
-        build_dense_a(Dj, Qj, Hp, Hqd, Hqo, G, use_g, free, A, suffix)
+        build_dense_a(Dj, Hp, Bd, Bo, free, A, suffix)
     elif kind >= 1:
-        build_block_preconditioner(Dj, Qj, Hp, Hqd, Hqo, G, use_g, free, kind, diag, off, suffix)
-    return factor_preconditioner(kind, diag, off, sinv, work, A, L)
+        build_block_preconditioner(Dj, Hp, Bd, Bo, free, kind, diag, off, suffix)
+    return factor_preconditioner(kind, diag, off, sinv, A, L)
 
 
 @njit(**JIT)
 def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
               a_in, a_d, kind, max_newton, tol, pcg_rtol, pcg_atol, pcg_maxiter, ls_steps, G, use_g, recenter_each,
-              p, q, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, suffix, work, A, L,
-              r, zz, d, Ad, tv, tp, tq, yp, yq, y, comps, stats):
+              p, q, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, suffix, Bd, Bo, A, L,
+              r, zz, d, Ad, tv, tp, y, comps, stats):
     """Alg. 1 for Dirichlet-only constraints, entirely compiled. Updates ``s`` in place and leaves
     ``p, q = T(s)``. ``stats`` = (newton iterations, PCG iterations, linear solves, |b| at the last
     evaluation, converged flag, energy, line-search failure flag, PCG failure flag)."""
@@ -277,10 +269,10 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
     rn = 0.0
     E = 0.0
     it = 0
+    chain_forward(s, lengths, qref, p, q, Dj, Qj, True)
+    E = eval_energy(p, q, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
+                    a_in, a_d, gp, gq, Hp, Hqd, Hqo, 1, comps)
     while True:
-        chain_forward(s, lengths, qref, p, q, Dj, Qj, True)
-        E = eval_energy(p, q, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
-                        a_in, a_d, gp, gq, Hp, Hqd, Hqo, 2, comps)
         # roundoff level of E: below it the line search cannot see a decrease
         e_round = 1e-14 * (abs(comps[0]) + abs(comps[1]) + abs(comps[2]) + abs(comps[3]))
         jac_t_mul(Dj, Qj, gp, gq, b)  # b = J^T dE/dx  (Eq. 12)
@@ -295,17 +287,19 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
             break
         if it >= max_newton:
             break
+        # A = J^T H J (Gauss-Newton, Eq. 12), kept as Hp and the 3x3 blocks of B_q
+        reduced_hessian(q, q_t, Qj, masses, Jr, lbar, Kh, a_in, a_d, Hp, Bd, Bo)
         if use_g:
-            tension_stiffness(s, lengths, q, gp, G)
-        ok = prepare_preconditioner(kind, Dj, Qj, Hp, Hqd, Hqo, G, use_g, free, diag, off, sinv, suffix, work, A, L)
+            tension_stiffness(s, lengths, q, gp, Bd)
+        ok = prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, diag, off, sinv, suffix, A, L)
         if not ok:
             pcg_fail = True
             break
         for j in range(n):
             for c in range(3):
                 tv[j, c] = -b[j, c]
-        iters, res, good = pcg_solve(Dj, Qj, Hp, Hqd, Hqo, G, use_g, free, kind, sinv, off, L, tv, ds,
-                                     pcg_rtol, pcg_atol, pcg_maxiter, r, zz, d, Ad, y, tp, tq, yp, yq, s_try)
+        iters, res, good = pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, off, L, tv, ds,
+                                     pcg_rtol, pcg_atol, pcg_maxiter, r, zz, d, Ad, y, tp, s_try)
         total_pcg += iters
         n_solves += 1
         if not good:
@@ -317,16 +311,18 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
         if not slope < 0.0:
             ls_fail = True
             break
-        # backtracking line search on the merit function (Eq. 11; here phi = E)
+        # backtracking line search on the merit function (Eq. 11; here phi = E). Each trial
+        # evaluates the Jacobian and gradient too, so an accepted trial is the next iterate.
         alpha = 1.0
         accepted = False
+        E_try = E
         for _ in range(ls_steps):
             for j in range(n):
                 for c in range(3):
                     s_try[j, c] = s[j, c] + alpha * ds[j, c]
-            chain_forward(s_try, lengths, qref, p, q, Dj, Qj, False)
+            chain_forward(s_try, lengths, qref, p, q, Dj, Qj, True)
             E_try = eval_energy(p, q, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
-                                a_in, a_d, gp, gq, Hp, Hqd, Hqo, 0, comps)
+                                a_in, a_d, gp, gq, Hp, Hqd, Hqo, 1, comps)
             if E_try <= E + 1e-4 * alpha * slope or E_try - E <= e_round:
                 accepted = True
                 break
@@ -335,11 +331,13 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
         if not accepted:
             ls_fail = True
             break
+        E = E_try
         for j in range(n):
             for c in range(3):
                 s[j, c] = s_try[j, c]
         if recenter_each:
-            recenter(q, qref, s)  # q = T(s_try) from the accepted line-search trial
+            recenter(q, qref, s)  # q = T(s_try) becomes the reference, w = 0: rebuild the Jacobian there
+            chain_forward(s, lengths, qref, p, q, Dj, Qj, True)
     chain_forward(s, lengths, qref, p, q, Dj, Qj, False)
     stats[0] = it
     stats[1] = total_pcg
@@ -424,8 +422,8 @@ class CompactSolver:
                   md.Jr, md.lbar, md.Kh, md.ubar, self.gravity, a_in, a_d, self.kind, o.max_newton, o.tol,
                   o.pcg_rtol, o.pcg_atol, o.pcg_maxiter, o.line_search_steps, ws.G, o.tension_stiffness, o.recenter_every_iteration,
                   ws.p, ws.q, ws.Dj, ws.Qj, ws.gp, ws.gq, ws.Hp, ws.Hqd, ws.Hqo, ws.b, ws.ds, ws.s_try,
-                  ws.diag, ws.off, ws.sinv, ws.suffix, ws.work, ws.A, ws.L,
-                  ws.r, ws.zz, ws.d, ws.Ad, ws.tv, ws.tp, ws.tq, ws.yp, ws.yq, ws.y, ws.comps, ws.stats)
+                  ws.diag, ws.off, ws.sinv, ws.suffix, ws.Bd, ws.Bo, ws.A, ws.L,
+                  ws.r, ws.zz, ws.d, ws.Ad, ws.tv, ws.tp, ws.y, ws.comps, ws.stats)
         st = ws.stats
         if not np.all(np.isfinite(ws.p)):
             state.s[:] = s_backup

@@ -117,3 +117,86 @@ def solve_block_tridiagonal(diag, off, rhs) -> np.ndarray:
     out = np.empty_like(rhs)
     block_tridiagonal_solve(sinv, off, rhs, out, np.empty_like(rhs))
     return out
+
+
+# ---- 3x3 blocks, unrolled (the compact rod's case) -------------------------------------------
+@njit(inline="always", **JIT)
+def _inv3_into(a00, a01, a02, a11, a12, a22, out):
+    """Inverse of the symmetric 3x3 [[a00,a01,a02],[a01,a11,a12],[a02,a12,a22]] (cofactors);
+    returns False unless positive definite (leading minors > 0)."""
+    c00 = a11 * a22 - a12 * a12
+    c01 = a02 * a12 - a01 * a22
+    c02 = a01 * a12 - a02 * a11
+    det = a00 * c00 + a01 * c01 + a02 * c02
+    if not (a00 > 0.0 and a00 * a11 - a01 * a01 > 0.0 and det > 0.0):
+        return False
+    inv = 1.0 / det
+    out[0, 0] = c00 * inv
+    out[0, 1] = out[1, 0] = c01 * inv
+    out[0, 2] = out[2, 0] = c02 * inv
+    out[1, 1] = (a00 * a22 - a02 * a02) * inv
+    out[1, 2] = out[2, 1] = (a01 * a02 - a00 * a12) * inv
+    out[2, 2] = (a00 * a11 - a01 * a01) * inv
+    return True
+
+
+@njit(**JIT)
+def block_tridiagonal3_factor(diag, off, sinv):
+    """:func:`block_tridiagonal_factor` unrolled for 3x3 blocks (symmetric ``diag``)."""
+    nb = diag.shape[0]
+    for i in range(nb):
+        a00, a01, a02 = diag[i, 0, 0], diag[i, 0, 1], diag[i, 0, 2]
+        a11, a12, a22 = diag[i, 1, 1], diag[i, 1, 2], diag[i, 2, 2]
+        if i > 0:
+            # W = S^{-1} off ; a -= off^T W
+            S = sinv[i - 1]
+            O = off[i - 1]
+            w00 = S[0, 0] * O[0, 0] + S[0, 1] * O[1, 0] + S[0, 2] * O[2, 0]
+            w10 = S[1, 0] * O[0, 0] + S[1, 1] * O[1, 0] + S[1, 2] * O[2, 0]
+            w20 = S[2, 0] * O[0, 0] + S[2, 1] * O[1, 0] + S[2, 2] * O[2, 0]
+            w01 = S[0, 0] * O[0, 1] + S[0, 1] * O[1, 1] + S[0, 2] * O[2, 1]
+            w11 = S[1, 0] * O[0, 1] + S[1, 1] * O[1, 1] + S[1, 2] * O[2, 1]
+            w21 = S[2, 0] * O[0, 1] + S[2, 1] * O[1, 1] + S[2, 2] * O[2, 1]
+            w02 = S[0, 0] * O[0, 2] + S[0, 1] * O[1, 2] + S[0, 2] * O[2, 2]
+            w12 = S[1, 0] * O[0, 2] + S[1, 1] * O[1, 2] + S[1, 2] * O[2, 2]
+            w22 = S[2, 0] * O[0, 2] + S[2, 1] * O[1, 2] + S[2, 2] * O[2, 2]
+            a00 -= O[0, 0] * w00 + O[1, 0] * w10 + O[2, 0] * w20
+            a01 -= O[0, 0] * w01 + O[1, 0] * w11 + O[2, 0] * w21
+            a02 -= O[0, 0] * w02 + O[1, 0] * w12 + O[2, 0] * w22
+            a11 -= O[0, 1] * w01 + O[1, 1] * w11 + O[2, 1] * w21
+            a12 -= O[0, 1] * w02 + O[1, 1] * w12 + O[2, 1] * w22
+            a22 -= O[0, 2] * w02 + O[1, 2] * w12 + O[2, 2] * w22
+        if not _inv3_into(a00, a01, a02, a11, a12, a22, sinv[i]):
+            return i
+    return -1
+
+
+@njit(**JIT)
+def block_tridiagonal3_solve(sinv, off, rhs, out, y):
+    """:func:`block_tridiagonal_solve` unrolled for 3x3 blocks."""
+    nb = sinv.shape[0]
+    y[0, 0] = rhs[0, 0]
+    y[0, 1] = rhs[0, 1]
+    y[0, 2] = rhs[0, 2]
+    for i in range(1, nb):
+        S = sinv[i - 1]
+        O = off[i - 1]
+        t0 = S[0, 0] * y[i - 1, 0] + S[0, 1] * y[i - 1, 1] + S[0, 2] * y[i - 1, 2]
+        t1 = S[1, 0] * y[i - 1, 0] + S[1, 1] * y[i - 1, 1] + S[1, 2] * y[i - 1, 2]
+        t2 = S[2, 0] * y[i - 1, 0] + S[2, 1] * y[i - 1, 1] + S[2, 2] * y[i - 1, 2]
+        y[i, 0] = rhs[i, 0] - (O[0, 0] * t0 + O[1, 0] * t1 + O[2, 0] * t2)
+        y[i, 1] = rhs[i, 1] - (O[0, 1] * t0 + O[1, 1] * t1 + O[2, 1] * t2)
+        y[i, 2] = rhs[i, 2] - (O[0, 2] * t0 + O[1, 2] * t1 + O[2, 2] * t2)
+    k = nb - 1
+    out[k, 0] = sinv[k, 0, 0] * y[k, 0] + sinv[k, 0, 1] * y[k, 1] + sinv[k, 0, 2] * y[k, 2]
+    out[k, 1] = sinv[k, 1, 0] * y[k, 0] + sinv[k, 1, 1] * y[k, 1] + sinv[k, 1, 2] * y[k, 2]
+    out[k, 2] = sinv[k, 2, 0] * y[k, 0] + sinv[k, 2, 1] * y[k, 1] + sinv[k, 2, 2] * y[k, 2]
+    for i in range(nb - 2, -1, -1):
+        O = off[i]
+        u0 = y[i, 0] - (O[0, 0] * out[i + 1, 0] + O[0, 1] * out[i + 1, 1] + O[0, 2] * out[i + 1, 2])
+        u1 = y[i, 1] - (O[1, 0] * out[i + 1, 0] + O[1, 1] * out[i + 1, 1] + O[1, 2] * out[i + 1, 2])
+        u2 = y[i, 2] - (O[2, 0] * out[i + 1, 0] + O[2, 1] * out[i + 1, 1] + O[2, 2] * out[i + 1, 2])
+        S = sinv[i]
+        out[i, 0] = S[0, 0] * u0 + S[0, 1] * u1 + S[0, 2] * u2
+        out[i, 1] = S[1, 0] * u0 + S[1, 1] * u1 + S[1, 2] * u2
+        out[i, 2] = S[2, 0] * u0 + S[2, 1] * u1 + S[2, 2] * u2
