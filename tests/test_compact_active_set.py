@@ -7,7 +7,7 @@ import pytest
 from rodlab.compact.active_set import ClampFrame, ConstrainedSolver, FixedVertex, Floor, SlideAlongAxis, Sphere
 from rodlab.compact.sqp import CompactModel, CompactState, SolverOptions, alignment_violation, inextensibility_violation
 
-OPTS = SolverOptions(max_newton=20, tol=1e-9, pcg_rtol=1e-12)
+OPTS = SolverOptions(max_newton=20, tol=1e-9, pcg_rtol=1e-12, pcg_atol=0.0)
 
 
 def _straight(n=16, L=1.0, z0=0.0, E=1e6, rho=500.0, radius=0.01):

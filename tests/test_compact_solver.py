@@ -81,7 +81,7 @@ def test_free_rod_conserves_linear_momentum():
     rng = np.random.default_rng(3)
     st.v[:] = rng.normal(size=st.v.shape) * 0.1
     st.omega[:] = rng.normal(size=st.omega.shape)
-    solver = CompactSolver(md, SolverOptions(max_newton=50, tol=1e-11, pcg_rtol=1e-12))
+    solver = CompactSolver(md, SolverOptions(max_newton=50, tol=1e-11, pcg_rtol=1e-12, pcg_atol=0.0))
     P0 = (md.masses[:, None] * st.v).sum(0)
     for _ in range(10):
         stats = solver.step(st, 0.01)
@@ -99,7 +99,7 @@ def test_implicit_euler_dissipates_energy_without_forcing():
     from rodlab.compact.chain import chain_forward, recenter
     chain_forward(st.s, md.lengths, st.qref, st.p, st.q, np.empty((md.m, 3, 3)), np.empty((md.m, 4, 3)), False)
     recenter(st.q, st.qref, st.s)
-    solver = CompactSolver(md, SolverOptions(max_newton=50, tol=1e-12))
+    solver = CompactSolver(md, SolverOptions(max_newton=50, tol=1e-12, pcg_rtol=1e-12, pcg_atol=0.0))
     from rodlab.compact.energies import darboux
     def total(st):
         u = np.empty((md.m - 1, 3))
@@ -126,7 +126,7 @@ def test_preconditioners_give_the_same_step(precond):
         params["precond"] = pc
         md, solver, st = build_helix(params)
         solver.options.__class__  # frozen options; rebuild with tight tolerances
-        solver.options = SolverOptions(precond=pc, max_newton=20, tol=1e-11, pcg_rtol=1e-12)
+        solver.options = SolverOptions(precond=pc, max_newton=20, tol=1e-11, pcg_rtol=1e-12, pcg_atol=0.0)
         stats = solver.step(st, 0.01)
         assert stats.success, stats.message
         results.append(st.p.copy())

@@ -42,7 +42,7 @@ def run_cantilever(params, progress) -> SceneResult:
     t_end = float(params["t_end"])
     precond = params.get("precond", "hybrid")
     if static:
-        opts = SolverOptions(precond=precond, max_newton=300, tension_stiffness=True, recenter_every_iteration=True,
+        opts = SolverOptions(precond=precond, max_newton=300, tension_stiffness=True, recenter_every_iteration=True, pcg_rtol=1e-10, pcg_atol=0.0,
                              tol=1e-9 * max(1e-6, float(md.masses.sum()) * g * md.lengths.sum()))
     else:
         opts = SolverOptions(precond=precond, max_newton=int(params.get("max_newton", 5)))

@@ -122,7 +122,8 @@ class CompactState:
 @dataclass(frozen=True)
 class SolverOptions:
     """precond: one of none, diagonal, block-diagonal, hybrid, direct; max_newton (Sec. 4: 5);
-    tol: stop when |b|_2 < tol (Sec. 4: 1e-5); PCG stops at |r|_2 <= max(pcg_atol, pcg_rtol |rhs|).
+    tol: stop when |b|_2 < tol (Sec. 4: 1e-5); PCG stops at |r|_2 <= max(pcg_atol, pcg_rtol |rhs|)
+    (Sec. 4: absolute 1e-7; pass a relative ``pcg_rtol`` and ``pcg_atol=0`` for problems in other scales).
     tension_stiffness: add back the PSD tension part of the dropped term ``dJ/ds : dE/dx``
     (our addition, off by default as in the paper; see :func:`tension_stiffness`).
     recenter_every_iteration: fold ``w`` into the reference rotations after every Newton step
@@ -131,8 +132,8 @@ class SolverOptions:
     precond: str = "hybrid"
     max_newton: int = 5
     tol: float = 1e-5
-    pcg_rtol: float = 1e-8
-    pcg_atol: float = 1e-14
+    pcg_rtol: float = 0.0
+    pcg_atol: float = 1e-7
     pcg_maxiter: int = 2000
     line_search_steps: int = 30
     tension_stiffness: bool = False
