@@ -298,54 +298,55 @@ def apply_preconditioner(kind, sinv, off, r, z, y, L):
             zf[i] = acc / L[i, i]
 
 
+@njit(cache=True, error_model="numpy", fastmath=True)
+def _dot(a, b):
+    """Dot product of two flat arrays; fastmath lets LLVM split the sum over SIMD lanes."""
+    acc = 0.0
+    for i in range(a.shape[0]):
+        acc += a[i] * b[i]
+    return acc
+
+
 @njit(**JIT)
 def pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, off, L, rhs, x, rtol, atol, maxiter, r, z, d, Ad, tv, tp, y):
     """PCG on ``A_F x = rhs`` from ``x = 0`` (Zhao et al., Sec. 3.1/4: stop when |r|_2 <= max(atol, rtol |rhs|)).
     Returns (iterations, final residual norm, success)."""
     n = rhs.shape[0]
-    bn = 0.0
-    for j in range(n):
-        for c in range(3):
-            x[j, c] = 0.0
-            r[j, c] = rhs[j, c]
-            bn += rhs[j, c] * rhs[j, c]
-    bn = np.sqrt(bn)
+    N = 3 * n
+    xf = x.reshape(N)
+    rf = r.reshape(N)
+    zf = z.reshape(N)
+    df = d.reshape(N)
+    Af = Ad.reshape(N)
+    bf = rhs.reshape(N)
+    for i in range(N):
+        xf[i] = 0.0
+        rf[i] = bf[i]
+    bn = np.sqrt(_dot(bf, bf))
     stop = max(atol, rtol * bn)
     if bn <= stop:
         return 0, bn, True
     apply_preconditioner(kind, sinv, off, r, z, y, L)
-    rz = 0.0
-    for j in range(n):
-        for c in range(3):
-            d[j, c] = z[j, c]
-            rz += r[j, c] * z[j, c]
+    for i in range(N):
+        df[i] = zf[i]
+    rz = _dot(rf, zf)
     rn = bn
     for it in range(1, maxiter + 1):
         a_mul(Dj, Hp, Bd, Bo, free, d, Ad, tv, tp)
-        dAd = 0.0
-        for j in range(n):
-            for c in range(3):
-                dAd += d[j, c] * Ad[j, c]
+        dAd = _dot(df, Af)
         if not dAd > 0.0:
             return it, rn, False
         alpha = rz / dAd
-        rn2 = 0.0
-        for j in range(n):
-            for c in range(3):
-                x[j, c] += alpha * d[j, c]
-                r[j, c] -= alpha * Ad[j, c]
-                rn2 += r[j, c] * r[j, c]
-        rn = np.sqrt(rn2)
+        for i in range(N):
+            xf[i] += alpha * df[i]
+            rf[i] -= alpha * Af[i]
+        rn = np.sqrt(_dot(rf, rf))
         if rn <= stop:
             return it, rn, True
         apply_preconditioner(kind, sinv, off, r, z, y, L)
-        rz_new = 0.0
-        for j in range(n):
-            for c in range(3):
-                rz_new += r[j, c] * z[j, c]
+        rz_new = _dot(rf, zf)
         beta = rz_new / rz
         rz = rz_new
-        for j in range(n):
-            for c in range(3):
-                d[j, c] = z[j, c] + beta * d[j, c]
+        for i in range(N):
+            df[i] = zf[i] + beta * df[i]
     return maxiter, rn, False

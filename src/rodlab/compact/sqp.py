@@ -339,7 +339,8 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
         if recenter_each:
             recenter(q, qref, s)  # q = T(s_try) becomes the reference, w = 0: rebuild the Jacobian there
             chain_forward(s, lengths, qref, p, q, Dj, Qj, True)
-    chain_forward(s, lengths, qref, p, q, Dj, Qj, False)
+    if ls_fail:
+        chain_forward(s, lengths, qref, p, q, Dj, Qj, False)  # p, q hold a rejected trial
     stats[0] = it
     stats[1] = total_pcg
     stats[2] = n_solves
