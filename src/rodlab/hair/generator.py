@@ -18,7 +18,9 @@ STYLES = ("straight", "wavy", "curly")
 def strand_polyline(n: int, length: float, *, root=(0.0, 0.0, 0.0), direction=(0.0, 0.0, -1.0), style: str = "straight",
                     amplitude: float = 0.01, wavelength: float = 0.05, phase: float = 0.0, side=None) -> np.ndarray:
     """One strand (n, 3): from ``root`` along unit ``direction``, with waves/curls of ``amplitude`` [m]
-    and ``wavelength`` [m] (pitch for curls). The first edge is straight (ramped-in amplitude)."""
+    and ``wavelength`` [m] (pitch for curls), arc length ``length``, vertices at equal arc-length
+    spacing (so edges are equal up to the chord/arc difference). The amplitude ramps in over the
+    first two edges, so the root edge leaves along ``direction``."""
     if n < 3:
         raise ValueError(f"n must be >= 3 vertices (got {n})")
     if not (length > 0 and math.isfinite(length)):
@@ -33,17 +35,23 @@ def strand_polyline(n: int, length: float, *, root=(0.0, 0.0, 0.0), direction=(0
     side = np.asarray(side, dtype=float)
     side = side / np.linalg.norm(side)
     other = np.cross(d, side)
-    # parameter along the axis; arc length is equalised afterwards by resampling a fine curve
+    # parameter along the axis, stretched until the curve's arc length is `length`
     m = 40 * n
-    s = np.linspace(0.0, length, m)
-    ramp = np.clip(s / (2.0 * length / (n - 1)), 0.0, 1.0) ** 2
     k = 2.0 * math.pi / wavelength
-    pts = np.outer(s, d)
-    if style == "wavy":
-        pts += np.outer(ramp * amplitude * np.sin(k * s + phase), side)
-    elif style == "curly":
-        pts += np.outer(ramp * amplitude * (np.cos(k * s + phase) - math.cos(phase)), side)
-        pts += np.outer(ramp * amplitude * np.sin(k * s + phase), other)
+    axial = length
+    for _ in range(8):
+        s = np.linspace(0.0, axial, m)
+        ramp = np.clip(s / (2.0 * length / (n - 1)), 0.0, 1.0) ** 2
+        pts = np.outer(s, d)
+        if style == "wavy":
+            pts += np.outer(ramp * amplitude * np.sin(k * s + phase), side)
+        elif style == "curly":
+            pts += np.outer(ramp * amplitude * (np.cos(k * s + phase) - math.cos(phase)), side)
+            pts += np.outer(ramp * amplitude * np.sin(k * s + phase), other)
+        arc = np.linalg.norm(np.diff(pts, axis=0), axis=1).sum()
+        if abs(arc - length) <= 1e-12 * length:
+            break
+        axial *= length / arc
     pts += np.asarray(root, dtype=float)
     # resample to n vertices of equal arc length, scaled so the strand length is `length`
     seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)

@@ -1,0 +1,182 @@
+"""Sag-free optimization: constraint Jacobian by finite differences, MPRGP against a reference QP
+solution, the active-set Cholesky preconditioner, the scheme outcomes and the scene metrics."""
+import numpy as np
+import pytest
+from scipy.optimize import lsq_linear
+
+from rodlab.inverse.mprgp import PC_ASC, PC_NAMES, apply_filtered_ldlt, ipm, mprgp, pgs, prepare_pc
+from rodlab.inverse.sagfree import (SagFreeOptions, constraint, forward_drift, jacobian_dense, make_problem,
+                                    model_from_params, optimize_strand)
+from rodlab.linalg.banded_ldlt import band_to_dense, dense_to_band, ldlt_factor_band
+from rodlab.scenes.registry import run_scene
+from rodlab.scenes.sagfree_scenes import strand_shape
+
+
+@pytest.fixture(scope="module")
+def problems():
+    out = {}
+    for o in ("vertical", "horizontal"):
+        x = strand_shape(o, 12, 0.1)
+        out[o] = make_problem(x, radius=5e-4, E=5e7, G=5e7 / 3, rho=1000.0)
+    return out
+
+
+@pytest.mark.parametrize("orientation", ["vertical", "horizontal"])
+def test_constraint_jacobian_matches_central_differences(problems, orientation):
+    pb = problems[orientation]
+    rng = np.random.default_rng(1)
+    p = pb.p0 + 0.05 * rng.normal(size=pb.nparams)
+    _, c, J = constraint(pb, p, True)
+    Jd = jacobian_dense(pb, J)
+    h = 1e-6
+    Jfd = np.array([(constraint(pb, p + h * e)[1] - constraint(pb, p - h * e)[1]) / (2 * h) for e in np.eye(pb.nparams)]).T
+    assert np.abs(Jd - Jfd).max() < 1e-7 * np.abs(Jfd).max()
+    # the window layout captures every nonzero: no entry of the FD Jacobian outside it
+    assert np.all(np.abs(Jfd[Jd == 0.0]) < 1e-7 * np.abs(Jfd).max())
+
+
+def test_constraint_equals_net_force_of_the_forward_model(problems):
+    """The optimization's force is exactly minus the gradient of the stepper's energy plus gravity."""
+    from rodlab.der_implicit.energies import der_elastic, update_frames
+
+    pb = problems["vertical"]
+    rng = np.random.default_rng(2)
+    p = pb.p0 + 0.05 * rng.normal(size=pb.nparams)
+    f, _, _ = constraint(pb, p)
+    m = model_from_params(pb, p)
+    st = pb.state
+    ne = pb.nv - 1
+    tan, elen, a1, mref = np.empty((ne, 3)), np.empty(ne), np.empty((ne, 3)), np.empty(ne - 1)
+    update_frames(st.q, st.tan, st.a1, st.mref, tan, elen, a1, mref)
+    g = np.zeros(st.q.size)
+    der_elastic(st.q, tan, elen, a1, mref, m.ks, m.lbar, m.kbend, m.wbar, m.ktwist, m.mbar, m.lvor, False, 1, g, np.zeros((1, 11)))
+    np.testing.assert_allclose(f, -g + m.fext, atol=1e-12 * np.abs(g).max())
+
+
+def _random_box_qp(seed, n=40, p=6):
+    rng = np.random.default_rng(seed)
+    M = np.zeros((n, n))
+    for i in range(n):
+        for j in range(max(0, i - p // 2), i + 1):
+            M[i, j] = rng.normal()
+    A = band_to_dense(dense_to_band(M @ M.T, p)) + 0.05 * np.eye(n)
+    A += np.diag(np.abs(A).sum(1)) * 0.02
+    b = 3 * rng.normal(size=n)
+    lo = -0.4 * np.ones(n)
+    hi = 0.4 * np.ones(n)
+    hi[::4] = np.inf
+    lo[1::5] = -np.inf
+    return A, b, lo, hi
+
+
+def _reference(A, b, lo, hi):
+    R = np.linalg.cholesky(A).T
+    return lsq_linear(R, np.linalg.solve(R.T, b), bounds=(lo, hi), tol=1e-15, method="bvls").x
+
+
+@pytest.mark.parametrize("pc", list(PC_NAMES))
+def test_mprgp_matches_reference_qp_solution(pc):
+    A, b, lo, hi = _random_box_qp(3)
+    ref = _reference(A, b, lo, hi)
+    assert np.sum((ref <= lo + 1e-9) | (ref >= hi - 1e-9)) >= 3  # bounds are active
+    band = dense_to_band(A, 6)
+    L, D = np.empty_like(band), np.empty(len(b))
+    prepare_pc(PC_NAMES[pc], band, L, D)
+    x = np.zeros(len(b))
+    it, res = mprgp(band, b, lo, hi, x, PC_NAMES[pc], L, D, 1e-12, 1e-14, 5000, np.zeros(1))
+    np.testing.assert_allclose(x, ref, atol=1e-8)
+    assert np.all(x >= lo) and np.all(x <= hi)
+
+
+def test_pgs_and_ipm_match_reference():
+    A, b, lo, hi = _random_box_qp(4)
+    ref = _reference(A, b, lo, hi)
+    band = dense_to_band(A, 6)
+    x = np.zeros(len(b))
+    pgs(band, b, lo, hi, x, 1e-11, 1e-14, 20000, np.zeros(1))
+    np.testing.assert_allclose(x, ref, atol=1e-7)
+    x = np.zeros(len(b))
+    ipm(band, b, lo, hi, x, 1e-11, 1e-14, 200, np.zeros(1))
+    np.testing.assert_allclose(x, ref, atol=1e-7)
+
+
+def test_active_set_cholesky_is_symmetric_and_exact_without_active_bounds():
+    A, b, lo, hi = _random_box_qp(5)
+    n = len(b)
+    band = dense_to_band(A, 6)
+    L, D = band.copy(), np.empty(n)
+    ldlt_factor_band(L, D, 1e-14)
+    rng = np.random.default_rng(0)
+    free = rng.random(n) > 0.3
+    M = np.zeros((n, n))
+    z = np.empty(n)
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = 1.0
+        apply_filtered_ldlt(L, D, free, e, z)
+        M[:, k] = z
+    np.testing.assert_allclose(M, M.T, atol=1e-12 * np.abs(M).max())
+    assert np.all(M[~free] == 0) and np.all(M[:, ~free] == 0)
+    # positive definite on the free set
+    assert np.linalg.eigvalsh(M[np.ix_(free, free)]).min() > 0
+    # with nothing active it is A^{-1}, and MPRGP takes one iteration
+    allfree = np.ones(n, dtype=bool)
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = 1.0
+        apply_filtered_ldlt(L, D, allfree, e, z)
+        M[:, k] = z
+    np.testing.assert_allclose(M @ A, np.eye(n), atol=1e-9)
+    x = np.zeros(n)
+    inf = np.full(n, np.inf)
+    it, res = mprgp(band, b, -inf, inf, x, PC_ASC, L, D, 1e-12, 1e-14, 100, np.zeros(1))
+    assert it == 1
+    np.testing.assert_allclose(A @ x, b, atol=1e-9)
+
+
+@pytest.mark.parametrize("orientation", ["vertical", "horizontal"])
+def test_alm_reaches_equilibrium_and_forward_simulation_stays(problems, orientation):
+    pb = problems[orientation]
+    res = optimize_strand(pb, SagFreeOptions(scheme="alm"))
+    assert res.success, res.message
+    assert res.residual <= 1e-8
+    assert res.bounds_ok
+    f, _, _ = constraint(pb, res.params)
+    assert np.all(np.isfinite(f))
+    drift, _ = forward_drift(pb, res.model, 0.5)
+    assert drift <= 1e-6
+    naive, _ = forward_drift(pb, pb.model, 0.5)
+    assert naive > 1e-3
+
+
+def test_rest_only_and_penalty_fail_on_the_horizontal_strand(problems):
+    pb = problems["horizontal"]
+    rest = optimize_strand(pb, SagFreeOptions(scheme="rest"))
+    pen = optimize_strand(pb, SagFreeOptions(scheme="penalty"))
+    assert not rest.success and rest.residual > 1e-3 and rest.stiffness_change_max == 0.0
+    assert not pen.success and pen.residual > 1e-3
+    assert rest.bounds_ok and pen.bounds_ok
+
+
+def test_sagfree_strand_scene_metrics():
+    m = run_scene("sagfree-strand", orientation="horizontal", n=16, scheme="alm", t_end=0.5).metrics
+    for key in ("force_residual", "max_drift", "newton_iters", "mprgp_iters_mean", "opt_wall_s",
+                "stiffness_change_max", "rest_change_max", "bounds_ok"):
+        assert key in m
+    assert m["force_residual"] <= 1e-8 and m["max_drift"] <= 1e-4 and m["bounds_ok"]
+
+
+def test_flipped_frames_2d_curvature_loses_bending():
+    m = run_scene("flipped-frames", n=12, t_end=0.2).metrics
+    assert m["bend_force_ratio_2d_over_4d"] < 1e-10
+    m2 = run_scene("flipped-frames", n=12, t_end=0.2, flipped=False).metrics
+    assert m2["bend_force_ratio_2d_over_4d"] == pytest.approx(1.0, rel=1e-10)
+    assert m2["tip_z_2d"] == pytest.approx(m2["tip_z_4d"], abs=1e-9)
+    assert m["tip_z_4d"] == pytest.approx(m2["tip_z_4d"], abs=1e-6)  # 4D: flipping frames changes nothing
+
+
+def test_options_are_validated():
+    with pytest.raises(ValueError, match="scheme"):
+        SagFreeOptions(scheme="foo")
+    with pytest.raises(ValueError, match="delta"):
+        SagFreeOptions(delta=-1)
