@@ -6,6 +6,7 @@ real Newton matrix. Writes docs/benchmarks-galpha.md (speed section) when run wi
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -24,14 +25,20 @@ def cantilever(n_nodes, E=1e8, damping=0.0):
     return GAlphaSolver(m, Boundary(), GAlphaOptions())
 
 
-def time_steps(n_nodes, dt=1 / 30, steps=60):
-    s = cantilever(n_nodes)
-    st = s.initial_state()
-    s.simulate(st, dt, 3)  # compile + start
-    s.solve_time = 0.0
-    s.total_iterations = s.total_steps = 0
-    s.simulate(st, dt, steps)
-    return s.solve_time / steps * 1e3, s.total_iterations / s.total_steps, s
+def time_steps(n_nodes, dt=1 / 30, steps=60, repeats=3):
+    """Best of ``repeats`` runs (the machine is shared: the minimum is the least disturbed)."""
+    best = None
+    for _ in range(repeats):
+        s = cantilever(n_nodes)
+        st = s.initial_state()
+        s.simulate(st, dt, 3)  # compile + start
+        s.solve_time = 0.0
+        s.total_iterations = s.total_steps = 0
+        s.simulate(st, dt, steps)
+        ms = s.solve_time / steps * 1e3
+        if best is None or ms < best[0]:
+            best = (ms, s.total_iterations / s.total_steps, s)
+    return best
 
 
 def time_lu(s, reps=200):
@@ -50,24 +57,27 @@ def time_lu(s, reps=200):
     b0 = -s._F.reshape(-1).copy()
     ab = ab0.copy(); b = b0.copy(); ipiv = np.zeros(n, np.int64)
     gbtrf(ab, kl, ku, ipiv); gbtrs(ab, kl, ku, ipiv, b)
-    t = time.perf_counter()
+    t_own = math.inf
     for _ in range(reps):
+        t = time.perf_counter()
         ab[:] = ab0; b[:] = b0
         gbtrf(ab, kl, ku, ipiv); gbtrs(ab, kl, ku, ipiv, b)
-    t_own = (time.perf_counter() - t) / reps * 1e3
+        t_own = min(t_own, (time.perf_counter() - t) * 1e3)
     sab = np.ascontiguousarray(ab0[:, kl:].T)
     x_sp = solve_banded((kl, ku), sab, b0)
-    t = time.perf_counter()
+    t_sp = math.inf
     for _ in range(reps):
+        t = time.perf_counter()
         solve_banded((kl, ku), sab, b0)
-    t_sp = (time.perf_counter() - t) / reps * 1e3
+        t_sp = min(t_sp, (time.perf_counter() - t) * 1e3)
     return n, kl, ku, t_own, t_sp, float(np.max(np.abs(x_sp - b)) / max(1e-300, np.max(np.abs(x_sp))))
 
 
 def main():
     lines = ["## Speed (bench/bench_galpha_speed.py)", "",
              "Cantilever under gravity (E = 1e8 Pa, r = 1 cm, L = 1 m, no damping), dt = 1/30 s, "
-             "rho_inf = 0.5 in time, released from straight; 60 steps after 3 warm-up steps; one core.", "",
+             "rho_inf = 0.5 in time, released from straight; 60 steps after 3 warm-up steps; one core; "
+             "best of 3 runs (shared 2-core machine: the spread between runs is up to 2-3x). LU timings: best of 200.", "",
              "| segments | unknowns | ms / step | Newton iterations / step |", "| --- | --- | --- | --- |"]
     solver100 = None
     for n_nodes in (11, 51, 101, 201):
@@ -80,7 +90,7 @@ def main():
     lines += ["", f"Banded solve of the Newton matrix at 100 segments (n = {n}, kl = {kl}, ku = {ku}), factor + solve:", "",
               "| solver | ms |", "| --- | --- |",
               f"| rodlab.linalg.banded_lu (numba, partial pivoting in the band) | {t_own:.3f} |",
-              f"| scipy.linalg.solve_banded (LAPACK gbsv) | {t_sp:.3f} |", "",
+              f"| scipy.linalg.solve_banded (LAPACK gbsv, includes its input checks and copy) | {t_sp:.3f} |", "",
               f"Max relative difference of the solutions: {diff:.1e}. Paper: 135 ms per step at 100 segments "
               "(Pentium M 1.86 GHz, ~14 Newton iterations)."]
     print("\n".join(lines[-8:]))

@@ -170,6 +170,26 @@ def _mass(rhoA, J, r):
 
 
 @njit(**JIT)
+def _node_parts(x, xprev, xdotprev, khat, K, J, rhoA, inv_gdt, cgt, with_mass, Q, Md):
+    """Per node: ``Q[j] = Khat-part S x_j`` (rows a..d: -n, -m, -omega, -u) and
+    ``Md[j] = M xdot_j`` with ``xdot`` from Eq. 19 (``inv_gdt = 1/(gamma dt)``,
+    ``cgt = (1 - gamma)/gamma``)."""
+    N = x.shape[0]
+    for j in range(N):
+        for q in range(3):
+            Q[j, q] = -x[j, 9 + q]
+            Q[j, 3 + q] = -K[q] * (x[j, 6 + q] - khat[j, q])
+            Q[j, 6 + q] = -x[j, 3 + q]
+            Q[j, 9 + q] = -x[j, q]
+        if with_mass:
+            for q in range(3):
+                Md[j, q] = rhoA * ((x[j, q] - xprev[j, q]) * inv_gdt - cgt * xdotprev[j, q])
+                Md[j, 3 + q] = J[q] * ((x[j, 3 + q] - xprev[j, 3 + q]) * inv_gdt - cgt * xdotprev[j, 3 + q])
+                Md[j, 6 + q] = (x[j, 6 + q] - xprev[j, 6 + q]) * inv_gdt - cgt * xdotprev[j, 6 + q]
+                Md[j, 9 + q] = 0.0
+
+
+@njit(**JIT)
 def old_terms(xprev, xdotprev, khat, K, J, prm, Pwork, out):
     """``Old`` part of Eq. 18 (previous-step terms weighted by alpha_t, beta_t), (N-1, 15)."""
     N = xprev.shape[0]
@@ -179,13 +199,21 @@ def old_terms(xprev, xdotprev, khat, K, J, prm, Pwork, out):
     rhoA = prm[P_RHOA]
     dummy = np.zeros((1, 1, 1))
     node_terms(xprev, khat, K, J, prm, Pwork, dummy, False)
+    Q = np.empty((N, NP))
+    Md = np.empty((N, NP))
+    for j in range(N):  # M xdot at the old step is M xdotprev
+        for q in range(3):
+            Md[j, q] = rhoA * xdotprev[j, q]
+            Md[j, 3 + q] = J[q] * xdotprev[j, 3 + q]
+            Md[j, 6 + q] = xdotprev[j, 6 + q]
+            Md[j, 9 + q] = 0.0
+    _node_parts(xprev, xprev, xdotprev, khat, K, J, rhoA, 0.0, 0.0, False, Q, Md)
+    inv_ds = 1.0 / ds
     for s in range(N - 1):
         j = s + 1
         for r in range(NP):
-            M = _mass(rhoA, J, r)
-            v = at * M * ((1.0 - a_s) * xdotprev[j, r] + a_s * xdotprev[j - 1, r])
-            v += bt * (_khat_diff(xprev, khat, K, j, r) / ds + (1.0 - b_s) * Pwork[j, r] + b_s * Pwork[j - 1, r])
-            out[s, r] = v
+            out[s, r] = (at * ((1.0 - a_s) * Md[j, r] + a_s * Md[j - 1, r])
+                         + bt * ((Q[j, r] - Q[j - 1, r]) * inv_ds + (1.0 - b_s) * Pwork[j, r] + b_s * Pwork[j - 1, r]))
         for r in range(NP, NV):
             out[s, r] = 0.0
 
@@ -217,6 +245,11 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
         cb = 1.0 - bt
     inv_gdt = 0.0 if static else 1.0 / (gt * dt)
     node_terms(x, khat, K, J, prm, P, dP, want_jac)
+    Q = np.empty((N, NP))
+    Md = np.zeros((N, NP))
+    _node_parts(x, xprev, xdotprev, khat, K, J, rhoA, inv_gdt, 0.0 if static else (1.0 - gt) / gt, not static, Q, Md)
+    inv_ds = 1.0 / ds
+    blk = np.empty((NV, 2 * NV))
     if want_jac:
         ab[:, :] = 0.0
     d = kl + ku
@@ -225,14 +258,9 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
         j = s + 1
         # rows a..d
         for r in range(NP):
-            v = cb * (_khat_diff(x, khat, K, j, r) / ds + (1.0 - b_s) * P[j, r] + b_s * P[j - 1, r])
+            v = cb * ((Q[j, r] - Q[j - 1, r]) * inv_ds + (1.0 - b_s) * P[j, r] + b_s * P[j - 1, r])
             if not static:
-                M = _mass(rhoA, J, r)
-                if M != 0.0:
-                    xd1 = (x[j, r] - xprev[j, r]) * inv_gdt - (1.0 - gt) / gt * xdotprev[j, r]
-                    xd0 = (x[j - 1, r] - xprev[j - 1, r]) * inv_gdt - (1.0 - gt) / gt * xdotprev[j - 1, r]
-                    v += ca * M * ((1.0 - a_s) * xd1 + a_s * xd0)
-                v += old[s, r]
+                v += ca * ((1.0 - a_s) * Md[j, r] + a_s * Md[j - 1, r]) + old[s, r]
             F[s, r] = v * rowscale[r]
         # g rows: (g_j - g_{j-1})/ds + kmid x gmid
         km0 = 0.5 * (x[j, 6] + x[j - 1, 6])
@@ -252,68 +280,60 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
         if want_jac:
             for side in range(2):
                 node = j - 1 + side
+                off = side * NV
                 sgn = 1.0 if side == 1 else -1.0
-                wP = (1.0 - b_s) if side == 1 else b_s
-                wA = (1.0 - a_s) if side == 1 else a_s
-                base = node * NV
+                wP = cb * ((1.0 - b_s) if side == 1 else b_s)
+                wA = ca * ((1.0 - a_s) if side == 1 else a_s) * inv_gdt
+                for r in range(NP):
+                    for v in range(NV):
+                        blk[r, off + v] = wP * dP[node, r, v]
+                if not static:
+                    for q in range(3):
+                        blk[q, off + q] += wA * rhoA
+                        blk[3 + q, off + 3 + q] += wA * J[q]
+                        blk[6 + q, off + 6 + q] += wA
+                c = cb * sgn * inv_ds
+                for q in range(3):
+                    blk[q, off + 9 + q] -= c
+                    blk[3 + q, off + 6 + q] -= c * K[q]
+                    blk[6 + q, off + 3 + q] -= c
+                    blk[9 + q, off + q] -= c
+                # g rows: d/dg = sgn/ds I + 0.5 [kmid]x ; d/dkappa = -0.5 [gmid]x
+                for r in range(NP, NV):
+                    for v in range(NV):
+                        blk[r, off + v] = 0.0
+                for q in range(3):
+                    blk[12 + q, off + 12 + q] = sgn * inv_ds
+                blk[12, off + 13] = -0.5 * km2
+                blk[12, off + 14] = 0.5 * km1
+                blk[13, off + 12] = 0.5 * km2
+                blk[13, off + 14] = -0.5 * km0
+                blk[14, off + 12] = -0.5 * km1
+                blk[14, off + 13] = 0.5 * km0
+                blk[12, off + 7] = 0.5 * gm2
+                blk[12, off + 8] = -0.5 * gm1
+                blk[13, off + 6] = -0.5 * gm2
+                blk[13, off + 8] = 0.5 * gm0
+                blk[14, off + 6] = 0.5 * gm1
+                blk[14, off + 7] = -0.5 * gm0
+            for r in range(NV):
+                sc = rowscale[r]
+                for v in range(2 * NV):
+                    blk[r, v] *= sc
+            row0 = s * NV
+            for side in range(2):
+                base = (j - 1 + side) * NV
+                off = side * NV
+                for v in range(NV):
+                    col = colmap[base + v]
+                    if col >= 0:
+                        o = d + row0 - col
+                        for r in range(NV):
+                            ab[col, o + r] = blk[r, off + v]
+            if s == N - 2:
                 for r in range(NV):
-                    row = s * NV + r
-                    sc = rowscale[r]
-                    if r < NP:
-                        for v in range(NV):
-                            col = colmap[base + v]
-                            tip = side == 1 and s == N - 2
-                            if col < 0 and not tip:
-                                continue
-                            val = cb * wP * dP[node, r, v]
-                            if v == r and not static:
-                                val += ca * wA * _mass(rhoA, J, r) * inv_gdt
-                            # Khat / ds part
-                            if r < 3 and v == 9 + r:
-                                val -= cb * sgn / ds
-                            elif 3 <= r < 6 and v == 6 + r - 3:
-                                val -= cb * sgn * K[r - 3] / ds
-                            elif 6 <= r < 9 and v == r - 3:
-                                val -= cb * sgn / ds
-                            elif 9 <= r < 12 and v == r - 9:
-                                val -= cb * sgn / ds
-                            if tip:
-                                tipblock[r, v] = val * sc
-                            if col >= 0 and val != 0.0:
-                                ab[col, d + row - col] += val * sc
-                    else:
-                        q = r - 12
-                        # d/dg (own node): I/ds*sgn + 0.5 [kmid]x ; d/dkappa: -0.5 [gmid]x
-                        tip = side == 1 and s == N - 2
-                        for v in range(3):
-                            colg = colmap[base + 12 + v]
-                            if colg >= 0 or tip:
-                                val = (sgn / ds if v == q else 0.0)
-                                # 0.5 [kmid]x (row q, col v)
-                                if q == 0:
-                                    val += 0.5 * (-km2 if v == 1 else (km1 if v == 2 else 0.0))
-                                elif q == 1:
-                                    val += 0.5 * (km2 if v == 0 else (-km0 if v == 2 else 0.0))
-                                else:
-                                    val += 0.5 * (-km1 if v == 0 else (km0 if v == 1 else 0.0))
-                                if tip:
-                                    tipblock[r, 12 + v] = val * sc
-                                if colg >= 0 and val != 0.0:
-                                    ab[colg, d + row - colg] += val * sc
-                            colk = colmap[base + 6 + v]
-                            if colk >= 0 or tip:
-                                # -0.5 [gmid]x
-                                val = 0.0
-                                if q == 0:
-                                    val = -0.5 * (-gm2 if v == 1 else (gm1 if v == 2 else 0.0))
-                                elif q == 1:
-                                    val = -0.5 * (gm2 if v == 0 else (-gm0 if v == 2 else 0.0))
-                                else:
-                                    val = -0.5 * (-gm1 if v == 0 else (gm0 if v == 1 else 0.0))
-                                if tip:
-                                    tipblock[r, 6 + v] = val * sc
-                                if colk >= 0 and val != 0.0:
-                                    ab[colk, d + row - colk] += val * sc
+                    for v in range(NV):
+                        tipblock[r, v] = blk[r, NV + v]
     return fnorm
 
 
