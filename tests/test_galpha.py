@@ -271,3 +271,16 @@ def test_first_mode_damping_per_step_matches_scheme_theory(rho_inf, z):
     measured = math.exp(np.polyfit(k[sel], np.log(e[sel]), 1)[0] / 2)
     theory = abs(Coefficients.from_rho_inf(rho_inf).amplification(1j * z))
     assert measured == pytest.approx(theory, abs=2e-4)
+
+
+def test_paper_initialization_agrees_with_backward_euler_start():
+    """Algorithm 1 lines 2-6 (xdot^0 from Eq. 15, n_t = 0) vs a backward-Euler first step."""
+    m = GAlphaRod.from_material(21, 0.5, radius=0.005, E=1e8, G=1e8 / 3, rho=1000.0, gravity=(0, 0, -9.81), root_R=ROOT_R)
+    tips = {}
+    for init in ("euler", "paper"):
+        s = GAlphaSolver(m, Boundary(), GAlphaOptions(time=Coefficients.from_rho_inf(0.5), init=init))
+        st = s.initial_state()
+        s.simulate(st, 1e-3, 100)
+        tips[init] = st.r[-1].copy()
+    assert tips["euler"][2] < -0.01
+    assert np.abs(tips["euler"] - tips["paper"]).max() < 1e-4
