@@ -1,50 +1,19 @@
 """The planar cantilever elastica reference (rodlab.analytic.elastica) against closed forms,
 equilibrium (moment balance), energy (stationarity and the envelope theorem) and an independent
-single-shooting solution with solve_ivp + brentq."""
+single-shooting solution with solve_ivp + brentq (rodlab.analytic.elastica_shooting)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.integrate import simpson, solve_ivp
-from scipy.optimize import brentq
+from scipy.integrate import simpson
 
+from rodlab.analytic.elastica_shooting import shooting_cantilever_tip as shooting_tip
 from rodlab.analytic.elastica import (
     cantilever_elastica_shape,
     cantilever_elastica_tip,
     small_deflection_tip,
     solve_cantilever_elastica,
 )
-
-
-def shooting_tip(length, EI, w, tip_force=(0.0, 0.0)):
-    """Independent reference: integrate from the clamp with an unknown root curvature k0 and solve
-    the free-end condition theta'(L) = 0 with brentq (dimensional variables, DOP853 at
-    rtol 1e-12), following the stable branch by its own continuation in the load factor (for large
-    loads the shooting map has several roots; the unstable ones loop upwards)."""
-
-    def end(k0, lam):
-        px, pz, wl = lam * tip_force[0], lam * tip_force[1], lam * w
-
-        def rhs(s, y):
-            th, k, _, _ = y
-            nz = pz - wl * (length - s)
-            return [k, (px * np.sin(th) - nz * np.cos(th)) / EI, np.cos(th), np.sin(th)]
-
-        return solve_ivp(rhs, (0.0, length), [0.0, k0, 0.0, 0.0], method="DOP853", rtol=1e-12, atol=1e-14).y[:, -1]
-
-    k0 = 0.0
-    lams = np.geomspace(1e-3, 1.0, 30)
-    prev_lam = 0.0
-    for lam in lams:
-        # linear guess at the first level, then extrapolate proportionally to the load
-        guess = k0 * lam / prev_lam if prev_lam else lam * (-w * length**2 / 2 + tip_force[1] * length) / EI
-        f = lambda k: end(k, lam)[1]  # noqa: E731
-        d = 0.01 * abs(guess) + 1e-9
-        while f(guess - d) * f(guess + d) > 0:  # smallest symmetric bracket around the guess
-            d *= 1.5
-        k0 = brentq(f, guess - d, guess + d, xtol=1e-15, rtol=1e-15)
-        prev_lam = lam
-    return end(k0, 1.0)[2:]
 
 
 def test_small_distributed_load_matches_linear_theory():
