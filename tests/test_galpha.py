@@ -22,10 +22,11 @@ def random_model(rng, n=5, **kw):
 # ---------------------------------------------------------------------------------- Jacobian
 @pytest.mark.parametrize("static", [False, True])
 @pytest.mark.parametrize("tip_kind", [0, 1])
-@pytest.mark.parametrize("seed", [1, 2])
-def test_jacobian_matches_central_differences(static, tip_kind, seed):
+@pytest.mark.parametrize("seed, cnew", [(1, False), (2, True)])
+def test_jacobian_matches_central_differences(static, tip_kind, seed, cnew):
     rng = np.random.default_rng(seed)
-    solver = GAlphaSolver(random_model(rng), options=GAlphaOptions(space=Coefficients.from_rho_inf(0.6)))
+    solver = GAlphaSolver(random_model(rng), options=GAlphaOptions(space=Coefficients.from_rho_inf(0.6),
+                                                                   constraints_at_new_time=cnew))
     x, xp, xd = (rng.normal(size=(5, 15)) for _ in range(3))
     coeffs = Coefficients(0.3, 0.2, 0.7)
     A, _ = dense_jacobian(solver, x, xp, xd, 0.37, coeffs, static=static, tip_kind=tip_kind)

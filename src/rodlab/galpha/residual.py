@@ -44,8 +44,9 @@ from ..linalg.banded_lu import JIT
 NV = 15  # unknowns per node
 NP = 12  # pointwise rows (Eq. 14a-d)
 
-PRM_NAMES = ("ds", "dt", "rhoA", "damping", "alpha_t", "beta_t", "gamma_t", "alpha_s", "beta_s", "static")
-P_DS, P_DT, P_RHOA, P_DAMP, P_AT, P_BT, P_GT, P_AS, P_BS, P_STATIC = range(10)
+PRM_NAMES = ("ds", "dt", "rhoA", "damping", "alpha_t", "beta_t", "gamma_t", "alpha_s", "beta_s", "static",
+             "constraint_new")
+P_DS, P_DT, P_RHOA, P_DAMP, P_AT, P_BT, P_GT, P_AS, P_BS, P_STATIC, P_CNEW = range(11)
 
 
 @njit(inline="always", **JIT)
@@ -216,6 +217,9 @@ def old_terms(xprev, xdotprev, khat, K, J, prm, Pwork, out):
                          + bt * ((Q[j, r] - Q[j - 1, r]) * inv_ds + (1.0 - b_s) * Pwork[j, r] + b_s * Pwork[j - 1, r]))
         for r in range(NP, NV):
             out[s, r] = 0.0
+        if prm[P_CNEW] != 0.0:  # Eq. 14d enforced at the new time only
+            for r in range(9, 12):
+                out[s, r] = 0.0
 
 
 @njit(**JIT)
@@ -249,6 +253,7 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
     Md = np.zeros((N, NP))
     _node_parts(x, xprev, xdotprev, khat, K, J, rhoA, inv_gdt, 0.0 if static else (1.0 - gt) / gt, not static, Q, Md)
     inv_ds = 1.0 / ds
+    cnew = prm[P_CNEW] != 0.0 and not static
     blk = np.empty((NV, 2 * NV))
     if want_jac:
         ab[:, :] = 0.0
@@ -258,7 +263,8 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
         j = s + 1
         # rows a..d
         for r in range(NP):
-            v = cb * ((Q[j, r] - Q[j - 1, r]) * inv_ds + (1.0 - b_s) * P[j, r] + b_s * P[j - 1, r])
+            cbr = 1.0 if (cnew and r >= 9) else cb
+            v = cbr * ((Q[j, r] - Q[j - 1, r]) * inv_ds + (1.0 - b_s) * P[j, r] + b_s * P[j - 1, r])
             if not static:
                 v += ca * ((1.0 - a_s) * Md[j, r] + a_s * Md[j - 1, r]) + old[s, r]
             F[s, r] = v * rowscale[r]
@@ -318,6 +324,8 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
                 blk[14, off + 7] = -0.5 * gm0
             for r in range(NV):
                 sc = rowscale[r]
+                if cnew and 9 <= r < 12:
+                    sc /= cb
                 for v in range(2 * NV):
                     blk[r, v] *= sc
             row0 = s * NV

@@ -44,11 +44,13 @@ class GAlphaOptions:
     tol: Newton stops when the row-scaled residual (inf-norm) is below ``tol``.
     relaxation: under-relaxation factor mu in (0, 1] (Sec. 4.3); adaptive: halve mu on a residual
     increase (down to ``min_relaxation``), double it back after an accepted iterate.
+    constraints_at_new_time: enforce the inextensibility constraint Eq. 14d at t_i only instead
+    of its (1 - beta_t, beta_t) time average (the paper averages every row).
     exact_end_loads: differentiate the tip values (end force/torque or end velocities given in
     world coordinates) through the tip frame (Woodbury update); False lags them by one iterate
     as Algorithm 1 does.
     reuse_jacobian: keep the LU factors across iterations and steps while each iterate still
-    reduces the residual by ``reuse_ratio`` (chord Newton); refactor otherwise.
+    reduces the residual by the factor ``reuse_ratio`` (chord Newton); refactor otherwise.
     init: "euler" (first step by backward Euler, which needs no initial xdot -- default) or
     "paper" (xdot^0 from Eq. 15 at the nodes with x_s from Eq. 20 and n_t = 0, Algorithm 1 lines 2-6).
     orientation: "cayley" (default; consistent with the g field, 10x smaller error in the
@@ -66,7 +68,8 @@ class GAlphaOptions:
     orientation: str = "cayley"
     reuse_jacobian: bool = True
     exact_end_loads: bool = True
-    reuse_ratio: float = 0.25
+    constraints_at_new_time: bool = False
+    reuse_ratio: float = 0.1
 
     def __post_init__(self):
         require(abs(self.space.gamma - (1.0 - self.space.beta)) < 1e-12,
@@ -187,7 +190,8 @@ class GAlphaSolver:
         m = self.model
         sp = self.options.space
         return np.array([m.ds, dt, m.rhoA, m.damping if damping is None else damping, coeffs.alpha, coeffs.beta,
-                         coeffs.gamma, sp.alpha, sp.beta, 1.0 if static else 0.0])
+                         coeffs.gamma, sp.alpha, sp.beta, 1.0 if static else 0.0,
+                         1.0 if self.options.constraints_at_new_time else 0.0])
 
     def initial_state(self, kappa=None, n=None) -> GAlphaState:
         """Rod at rest in its rest shape (or with Darboux vector ``kappa`` (N, 3)), root at the
