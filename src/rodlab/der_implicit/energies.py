@@ -47,7 +47,6 @@ import math
 import numpy as np
 from numba import njit
 
-from ..geometry.curves import orthonormalize_against, parallel_transport_into, signed_angle, unwrap_near
 
 JIT = dict(cache=True, error_model="numpy")
 
@@ -97,6 +96,21 @@ def edge_geometry(q, tan, elen):
         tan[j, 2] = e2 / ln
 
 
+@njit(inline="always", **JIT)
+def _transport(t1x, t1y, t1z, t2x, t2y, t2z, ux, uy, uz):
+    """Parallel transport of ``u`` from unit ``t1`` to unit ``t2`` (rotation about ``t1 x t2``)."""
+    c = t1x * t2x + t1y * t2y + t1z * t2z
+    if not 1.0 + c > 1e-12:
+        raise ValueError("parallel transport between anti-parallel tangents is undefined")
+    bx = t1y * t2z - t1z * t2y
+    by = t1z * t2x - t1x * t2z
+    bz = t1x * t2y - t1y * t2x
+    bu = (bx * ux + by * uy + bz * uz) / (1.0 + c)
+    return (c * ux + (by * uz - bz * uy) + bx * bu,
+            c * uy + (bz * ux - bx * uz) + by * bu,
+            c * uz + (bx * uy - by * ux) + bz * bu)
+
+
 @njit(**JIT)
 def update_frames(q, tan_old, a1_old, mref_old, tan, elen, a1, mref):
     """Time-parallel reference frames and reference twist at configuration ``q``.
@@ -104,17 +118,33 @@ def update_frames(q, tan_old, a1_old, mref_old, tan, elen, a1, mref):
     ``a1[j]`` = parallel transport of ``a1_old[j]`` from ``tan_old[j]`` to the current tangent
     (re-orthonormalised); ``mref[k]`` = signed angle about ``t[k+1]`` from the transport of
     ``a1[k]`` along the rod to ``a1[k+1]``, unwrapped against ``mref_old`` (no 2 pi jumps).
-    Anti-parallel old/new tangents (undefined transport) raise ValueError.
+    Anti-parallel old/new tangents (undefined transport) raise ValueError. Same operations as
+    :func:`rodlab.geometry.curves.time_parallel_update` and ``reference_twist``, written with
+    scalars so the loop allocates nothing.
     """
     edge_geometry(q, tan, elen)
-    tmp = np.empty(3)
     for j in range(tan.shape[0]):
-        parallel_transport_into(tan_old[j], tan[j], a1_old[j], tmp)
-        orthonormalize_against(tan[j], tmp, a1[j])
+        tx, ty, tz = tan[j, 0], tan[j, 1], tan[j, 2]
+        ux, uy, uz = _transport(tan_old[j, 0], tan_old[j, 1], tan_old[j, 2], tx, ty, tz, a1_old[j, 0], a1_old[j, 1], a1_old[j, 2])
+        d = ux * tx + uy * ty + uz * tz
+        ux -= d * tx
+        uy -= d * ty
+        uz -= d * tz
+        nrm = math.sqrt(ux * ux + uy * uy + uz * uz)
+        a1[j, 0] = ux / nrm
+        a1[j, 1] = uy / nrm
+        a1[j, 2] = uz / nrm
+    two_pi = 2.0 * math.pi
     for k in range(mref.shape[0]):
-        parallel_transport_into(tan[k], tan[k + 1], a1[k], tmp)
-        ang = signed_angle(tmp, a1[k + 1], tan[k + 1])
-        mref[k] = unwrap_near(ang, mref_old[k])
+        fx, fy, fz = tan[k + 1, 0], tan[k + 1, 1], tan[k + 1, 2]
+        ux, uy, uz = _transport(tan[k, 0], tan[k, 1], tan[k, 2], fx, fy, fz, a1[k, 0], a1[k, 1], a1[k, 2])
+        vx, vy, vz = a1[k + 1, 0], a1[k + 1, 1], a1[k + 1, 2]
+        cx = uy * vz - uz * vy
+        cy = uz * vx - ux * vz
+        cz = ux * vy - uy * vx
+        ang = math.atan2(cx * fx + cy * fy + cz * fz, ux * vx + uy * vy + uz * vz)
+        ref = mref_old[k]
+        mref[k] = ang + two_pi * math.floor((ref - ang) / two_pi + 0.5)
 
 
 @njit(**JIT)
@@ -214,6 +244,61 @@ def vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm):
 
 
 @njit(**JIT)
+def _add_gn_hessian(band, base, Jw, nr, cb, gm, ct, H, B3):
+    """Add ``cb sum_r J_r J_r^T + ct gm gm^T`` over the 11 local unknowns into the lower band.
+
+    Every row has the form ``[-u, th0, u - v, th1, v]`` (positions enter through the two edges,
+    ``u = d/de0``, ``v = d/de1``), so the 9x9 position block follows from the 3x3 edge blocks
+    ``UU = sum u u^T``, ``UV = sum u v^T``, ``VV = sum v v^T`` (about 100 products instead of 330)."""
+    for a in range(3):
+        for b in range(3):
+            uu = 0.0
+            uv = 0.0
+            vv = 0.0
+            for r in range(nr):
+                ua = Jw[r, a]
+                ub = Jw[r, b]
+                va = Jw[r, 8 + a]
+                vb = Jw[r, 8 + b]
+                uu += ua * ub
+                uv -= ua * vb
+                vv += va * vb
+            B3[0, a, b] = cb * uu + ct * gm[a] * gm[b]
+            B3[1, a, b] = cb * uv - ct * gm[a] * gm[8 + b]
+            B3[2, a, b] = cb * vv + ct * gm[8 + a] * gm[8 + b]
+    for a in range(3):
+        for b in range(3):
+            UU = B3[0, a, b]
+            UVab = B3[1, a, b]
+            UVba = B3[1, b, a]
+            VV = B3[2, a, b]
+            H[a, b] = UU
+            H[4 + a, b] = -UU + UVba
+            H[8 + a, b] = -UVba
+            H[4 + a, 4 + b] = UU - UVab - UVba + VV
+            H[8 + a, 4 + b] = UVba - VV
+            H[8 + a, 8 + b] = VV
+    for c in range(11):
+        s3 = 0.0
+        s7 = 0.0
+        for r in range(nr):
+            s3 += Jw[r, 3] * Jw[r, c]
+            s7 += Jw[r, 7] * Jw[r, c]
+        H[3, c] = cb * s3 + ct * gm[3] * gm[c]
+        H[7, c] = cb * s7 + ct * gm[7] * gm[c]
+    for r in range(11):
+        rt = r == 3 or r == 7
+        for c in range(r + 1):
+            if rt:
+                v = H[r, c]
+            elif c == 3 or c == 7:
+                v = H[c, r]
+            else:
+                v = H[r, c]
+            band[base + r, r - c] += v
+
+
+@njit(**JIT)
 def der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, want, grad, band):
     """Elastic energy of the rod at ``q`` with frames ``a1``/``mref`` (see :func:`update_frames`).
 
@@ -262,6 +347,8 @@ def der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvo
     Jw = np.empty((4, 11))
     gm = np.empty(11)
     dw = np.empty(4)
+    H = np.empty((11, 11))
+    B3 = np.empty((3, 3, 3))
     for i in range(1, nv - 1):
         mt = vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm)
         base = 4 * (i - 1)
@@ -292,22 +379,7 @@ def der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvo
                     s += cb * dw[r] * Jw[r, c]
                 grad[base + c] += s
         if want >= 2:
-            if nr == 4:
-                for r in range(11):
-                    j0 = cb * Jw[0, r]
-                    j1 = cb * Jw[1, r]
-                    j2 = cb * Jw[2, r]
-                    j3 = cb * Jw[3, r]
-                    gt = ct * gm[r]
-                    for c in range(r + 1):
-                        band[base + r, r - c] += j0 * Jw[0, c] + j1 * Jw[1, c] + j2 * Jw[2, c] + j3 * Jw[3, c] + gt * gm[c]
-            else:
-                for r in range(11):
-                    j0 = cb * Jw[0, r]
-                    j1 = cb * Jw[1, r]
-                    gt = ct * gm[r]
-                    for c in range(r + 1):
-                        band[base + r, r - c] += j0 * Jw[0, c] + j1 * Jw[1, c] + gt * gm[c]
+            _add_gn_hessian(band, base, Jw, nr, cb, gm, ct, H, B3)
     return E
 
 
