@@ -7,6 +7,7 @@
    (Coefficients.amplification) (figure galpha_damping_theory.png).
 3. Scene galpha-tress-gravity: kinetic energy of a hair guide for several (alpha, gamma)
    (figure galpha_tress_gravity_kinetic.png; GA paper, Fig. 1).
+4. Scene galpha-tress: guide and 180 interpolated fibers (figure galpha_tress.png).
 
     python bench/bench_galpha_energy.py
 """
@@ -86,6 +87,9 @@ def main():
     from rodlab.scenes.registry import run_scene
     res = run_scene("galpha-tress-gravity")
     paths = res.plot(res, FIG)
+    # 4. the tress (guide + 180 fibers) before the pull, at the release, at the end
+    tress = run_scene("galpha-tress")
+    paths += tress.plot(tress, FIG)
     print("wrote", [str(p) for p in paths])
 
 

@@ -412,13 +412,13 @@ class GAlphaSolver:
     def simulate(self, state: GAlphaState, dt: float, n_steps: int, *, record_every: int = 1, progress=None,
                  raise_on_failure: bool = True, robust: bool = False) -> dict:
         """Run ``n_steps`` steps; returns a trajectory dict (t, x, energy, kinetic, elastic,
-        newton_iters, residual) sampled every ``record_every`` steps (plus the initial state)."""
-        ts, xs, ek, ee, eg, its, rs = [], [], [], [], [], [], []
+        newton_iters, residual, frames = director matrices (F, N, 3, 3)) sampled every ``record_every`` steps (plus the initial state)."""
+        ts, xs, ek, ee, eg, its, rs, Rs = [], [], [], [], [], [], [], []
 
         def record(it, r):
             k, e, gr = self.energy(state)
             ts.append(state.t); xs.append(state.r.copy()); ek.append(k); ee.append(e); eg.append(gr)
-            its.append(it); rs.append(r)
+            its.append(it); rs.append(r); Rs.append(state.R.copy())
 
         record(0, 0.0)
         for i in range(n_steps):
@@ -433,7 +433,8 @@ class GAlphaSolver:
                 progress.update(i + 1, n_steps)
         ek = np.array(ek); ee = np.array(ee); eg = np.array(eg)
         return {"t": np.array(ts), "x": np.array(xs), "energy": ek + ee + eg, "kinetic": ek, "elastic": ee,
-                "gravitational": eg, "newton_iters": np.array(its), "residual": np.array(rs)}
+                "gravitational": eg, "newton_iters": np.array(its), "residual": np.array(rs),
+                "frames": np.array(Rs)}
 
     # ------------------------------------------------------------------------------------------
     def solve_static(self, state: GAlphaState | None = None, *, load_steps: int = 8, max_load_steps: int = 256) -> tuple[GAlphaState, StepResult]:

@@ -51,12 +51,12 @@ def _helix_root(k, tau, axis_world):
     return W @ L.T
 
 
-def _run(p, model, boundary, progress, *, options=None, extra_metrics=None, on_frame=None):
+def _run(p, model, boundary, progress, *, options=None, extra_metrics=None, initial=None):
     from ..galpha import GAlphaOptions, GAlphaSolver
     opts = options or GAlphaOptions(time=_coeffs(p))
     _warm_up()
     solver = GAlphaSolver(model, boundary, opts)
-    state = solver.initial_state()
+    state = solver.initial_state() if initial is None else initial
     dt = p["dt"]
     n_steps = max(1, int(math.ceil(p["t_end"] / dt - 1e-9)))
     every = max(1, n_steps // max(1, p["frames"] - 1))
@@ -224,27 +224,41 @@ def interpolate_fibers(r, R, offsets) -> np.ndarray:
 
 
 @register("galpha-tress", "25 cm keratin guide + 180 interpolated fibers: end pulled along the vertical, then released (GA paper, Sec. 5 case 6)",
-          _common(t_end=3.0) + [
+          _common(t_end=5.0) + [
               Param("speed", 0.02, "extension speed of the end along -z [m/s] (paper: lambda = -2 cm/s)", low=0.0, low_open=True),
               Param("extension", 0.3, "release after this extension, fraction of the bounding-box length", low=0.0, high=2.0),
               Param("fibers", 180, "interpolated fibers", low=0, high=10000),
           ], paper=PAPER)
 def tress(p, progress):
-    from ..galpha import Boundary, GAlphaOptions, TipLoad, line_constraint
+    from ..galpha import Boundary, GAlphaSolver, TipLoad, line_constraint
     model = _hair_guide(p["n"], damping=0.5)
-    from ..galpha import GAlphaSolver
-    r0 = GAlphaSolver(model).initial_state().r
+    # start from the static equilibrium under gravity (free end)
+    hanging, res0 = GAlphaSolver(model, Boundary()).solve_static()
+    if not res0.success:
+        raise RuntimeError(f"galpha-tress: static start failed: {res0.message}")
+    r0 = hanging.r
     bbox = float(np.ptp(r0[:, 2]))
     t_release = p["extension"] * bbox / p["speed"]
     pull = line_constraint((0, 0, -1), p["speed"])
     free = TipLoad()
     b = Boundary(tip=lambda t: pull if t <= t_release + 1e-12 else free)
     offsets = fiber_offsets(p["fibers"], 0.005)
-    snaps = []
-
-    res, solver, state = _run(p, model, b, progress)
-    # fibers at the last frame (and the guide trajectory for all frames)
+    res, solver, state = _run(p, model, b, progress, initial=hanging)
+    res.metrics.update({"bbox_length": bbox, "t_release": t_release, "fibers": p["fibers"],
+                        "tip_drop_max": float(r0[-1, 2] - res.trajectory["x"][:, -1, 2].min()),
+                        "tip_rebound": float(res.trajectory["x"][:, -1, 2][res.trajectory["t"] > t_release].max()
+                                             - res.trajectory["x"][:, -1, 2].min()) if t_release < res.trajectory["t"][-1] else 0.0})
+    # fibers at the last frame (any frame: interpolate_fibers(x[f], frames[f], fiber_offsets))
     res.trajectory["fibers_end"] = interpolate_fibers(state.r, state.R, offsets).astype(np.float32)
+    res.trajectory["fiber_offsets"] = offsets
+
+    def plot(result, out_dir):
+        from pathlib import Path
+        path = Path(out_dir) / "galpha_tress.png"
+        draw_tress(result, path)
+        return [path]
+
+    res.plot = plot
     res.metrics.update({"bbox_length": bbox, "t_release": t_release, "fibers": p["fibers"],
                         "tip_drop_max": float(r0[-1, 2] - res.trajectory["x"][:, -1, 2].min())})
     return res
@@ -295,6 +309,26 @@ def tress_gravity(p, progress):
 
     out.plot = plot
     return out
+
+
+def draw_tress(result, path, n_panels=3):
+    """Guide (black) and interpolated fibers at the start, at the release and at the end."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    tr = result.trajectory
+    t = tr["t"]
+    t_rel = result.metrics.get("t_release", t[-1] / 2)
+    picks = [0, int(np.searchsorted(t, t_rel + 1e-9)) - 1, len(t) - 1]
+    fig = plt.figure(figsize=(4 * n_panels, 5))
+    for k, f in enumerate(picks):
+        ax = fig.add_subplot(1, n_panels, k + 1)
+        fib = interpolate_fibers(tr["x"][f], tr["frames"][f], tr["fiber_offsets"])
+        for c in fib:
+            ax.plot(c[:, 0], c[:, 2], color="tab:brown", lw=0.3, alpha=0.5)
+        ax.plot(tr["x"][f][:, 0], tr["x"][f][:, 2], "k", lw=1.5)
+        ax.set_aspect("equal"); ax.set_title(f"t = {t[f]:.2f} s"); ax.set_xlabel("x [m]"); ax.set_ylabel("z [m]")
+    fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
 
 
 def _tress_free():
