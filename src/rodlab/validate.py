@@ -274,26 +274,30 @@ def case_cantilever(ctx: Context) -> list[Row]:
                 tol = CANTILEVER_TOL[n]
                 rows.append(Row(name, item, _pair(ref), _pair(tip), err, tol, PASS if err <= tol else FAIL))
                 x = np.asarray(result.trajectory.get("x", []))
-                if E == min(loads) and n == ns[-1] and x.ndim == 3:
-                    shapes[method] = x[-1]
+                if n == ns[-1] and x.ndim == 3:
+                    shapes[(method, E)] = x[-1]
             else:
                 continue
             break
     if shapes:
         plt = _pyplot()
-        values = _resolve("cantilever", dict(E=min(loads)))
-        EI = values["E"] * math.pi * values["radius"] ** 4 / 4.0
-        w = values["rho"] * math.pi * values["radius"] ** 2 * values["g"]
-        ref = cantilever_elastica_shape(values["length"], EI, w, n=400)
-        fig, ax = plt.subplots(figsize=(5, 4.5))
-        ax.plot(ref["x"], ref["z"], "k-", lw=3, alpha=0.3, label="elastica")
-        for method, x in shapes.items():
-            ax.plot(x[:, 0], x[:, 2], ".-", ms=3, lw=0.8, label=method)
-        ax.set_aspect("equal")
-        ax.set_xlabel("x [m]")
-        ax.set_ylabel("z [m]")
-        ax.set_title(f"cantilever, E = {min(loads):.0e} Pa, n = {ns[-1]}")
-        ax.legend(fontsize=8)
+        fig, axes = plt.subplots(1, len(loads), figsize=(4.2 * len(loads), 4.2), squeeze=False)
+        for ax, E in zip(axes[0], loads):
+            values = _resolve("cantilever", dict(E=E))
+            EI = values["E"] * math.pi * values["radius"] ** 4 / 4.0
+            w = values["rho"] * math.pi * values["radius"] ** 2 * values["g"]
+            ref = cantilever_elastica_shape(values["length"], EI, w, n=400)
+            ax.plot(ref["x"], ref["z"], "k-", lw=4, alpha=0.25, label="elastica")
+            for (method, E_m), x in shapes.items():
+                if E_m == E:
+                    ax.plot(x[:, 0], x[:, 2], ".-", ms=2.5, lw=0.8, label=method)
+            ax.set_xlim(-0.05, 1.05)
+            ax.set_ylim(-1.05, 0.1)
+            ax.set_aspect("equal")
+            ax.set_xlabel("x [m]")
+            ax.set_title(f"E = {E:.0e} Pa (wL^3/EI = {w / EI:.3g}), n = {ns[-1]}", fontsize=9)
+        axes[0][0].set_ylabel("z [m]")
+        axes[0][0].legend(fontsize=8, loc="lower left")
         _savefig(ctx, fig, "cantilever-shapes.png")
     return rows
 
