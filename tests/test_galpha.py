@@ -285,3 +285,28 @@ def test_paper_initialization_agrees_with_backward_euler_start():
         tips[init] = st.r[-1].copy()
     assert tips["euler"][2] < -0.01
     assert np.abs(tips["euler"] - tips["paper"]).max() < 1e-4
+
+
+def test_fixed_under_relaxation_converges_to_the_same_step():
+    m = GAlphaRod.from_material(21, 0.5, radius=0.005, E=1e8, G=1e8 / 3, rho=1000.0, gravity=(0, 0, -9.81), root_R=ROOT_R)
+    out = {}
+    for mu, adaptive in ((1.0, True), (0.5, False)):
+        s = GAlphaSolver(m, Boundary(), GAlphaOptions(relaxation=mu, adaptive=adaptive, min_relaxation=mu, max_iter=200))
+        st = s.initial_state()
+        res = s.step(st, 0.05)
+        assert res.success, res.message
+        out[mu] = (st.x.copy(), res.iterations)
+    assert np.allclose(out[1.0][0], out[0.5][0], atol=1e-7)
+    assert out[0.5][1] > out[1.0][1]  # mu = 1/2 converges linearly: more iterations
+
+
+def test_failed_step_reports_and_keeps_state():
+    m = GAlphaRod.from_material(21, 0.5, radius=0.005, E=1e7, G=1e7 / 3, rho=1000.0, gravity=(0, 0, -9.81), root_R=ROOT_R)
+    s = GAlphaSolver(m, Boundary(), GAlphaOptions(max_iter=1))
+    st = s.initial_state()
+    before = st.copy()
+    res = s.step(st, 0.5)
+    assert not res.success and "did not converge" in res.message and res.iterations == 1
+    assert st.t == 0.0 and np.array_equal(st.x, before.x) and np.array_equal(st.r, before.r)
+    with pytest.raises(ModelError, match="dt must be > 0"):
+        s.step(st, 0.0)
