@@ -9,7 +9,7 @@ from rodlab.galpha import (Boundary, Coefficients, GAlphaOptions, GAlphaRod, GAl
                            TipMotion, line_constraint)
 from rodlab.galpha.cantilever import ROOT_R
 from rodlab.galpha.jacobian import dense_jacobian, fd_jacobian
-from rodlab.linalg.banded_lu import dense_to_band, gbsv, solve_banded_lu
+from rodlab.linalg.banded_lu import dense_to_band, gbsv, gbtrf, gbtrs_multi, solve_banded_lu
 from rodlab.model import ModelError
 
 
@@ -49,6 +49,13 @@ def test_banded_lu_pivots_and_matches_dense():
     b = rng.normal(size=n)
     x = solve_banded_lu(A, b, kl, ku)
     assert np.allclose(x, np.linalg.solve(A, b), rtol=1e-10, atol=1e-10)
+    ab = dense_to_band(A, kl, ku)
+    ipiv = np.zeros(n, np.int64)
+    assert gbtrf(ab, kl, ku, ipiv) == 0
+    Bm = rng.normal(size=(n, 3))
+    X = Bm.copy()
+    gbtrs_multi(ab, kl, ku, ipiv, X)
+    assert np.allclose(A @ X, Bm, atol=1e-10)
     ab = dense_to_band(np.zeros((n, n)), kl, ku)
     assert gbsv(ab, kl, ku, np.zeros(n, np.int64), b.copy()) == 1  # singular reported, not raised
 

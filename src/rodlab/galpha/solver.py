@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..linalg.banded_lu import gbtrf, gbtrs
+from ..linalg.banded_lu import gbtrf, gbtrs, gbtrs_multi
 from ..model import ModelError, require
 from .boundary import Boundary, TipLoad, column_map, free_mask
 from .model import BACKWARD_EULER, Coefficients, GAlphaRod
@@ -343,11 +343,9 @@ class GAlphaSolver:
         else:
             C[r0:r0 + NV, 0:3] = tb[:, 0:3]
             C[r0:r0 + NV, 3:6] = tb[:, 3:6]
-        for c in range(6):
-            col = np.ascontiguousarray(C[:, c])
-            gbtrs(self._ab, kl, ku, self._ipiv, col)
-            self._Z[c] = col
-        S = np.eye(6) + self._D @ self._Z.T
+        gbtrs_multi(self._ab, kl, ku, self._ipiv, C)
+        self._Z[...] = C.T
+        S = np.eye(6) + self._D @ C
         try:
             self._Sinv = np.linalg.inv(S)
         except np.linalg.LinAlgError:

@@ -8,7 +8,8 @@ bandwidth ``kl + ku``). Cost: about ``2 n kl (kl + ku)`` flops for the factoriza
 ``2 n (2 kl + ku)`` per solve.
 
 Kernels: :func:`band_index` (where A[i, j] lives), :func:`gbtrf` (factor in place),
-:func:`gbtrs` (solve with the factors, in place), :func:`gbsv` (both). The result of a singular
+:func:`gbtrs` (solve with the factors, in place), :func:`gbtrs_multi` (several right-hand
+sides), :func:`gbsv` (both). The result of a singular
 factorization is reported by the return value (index of the first zero pivot + 1, 0 if fine),
 never by an exception, so compiled callers can react.
 """
@@ -116,6 +117,43 @@ def gbtrs(ab, kl, ku, ipiv, b):
         first = max(0, j - kv)
         for i in range(first, j):
             b[i] -= ab[j, d + i - j] * bj
+
+
+@njit(**JIT)
+def gbtrs_multi(ab, kl, ku, ipiv, B):
+    """Solve ``A X = B`` in place for several right-hand sides, ``B`` (n, m) row-major (each
+    band entry is loaded once for all m columns)."""
+    n = ab.shape[0]
+    m = B.shape[1]
+    d = kl + ku
+    kv = kl + ku
+    for k in range(n):
+        p = ipiv[k]
+        if p != k:
+            for c in range(m):
+                t = B[k, c]
+                B[k, c] = B[p, c]
+                B[p, c] = t
+        nz = False
+        for c in range(m):
+            if B[k, c] != 0.0:
+                nz = True
+                break
+        if nz:
+            last = min(n - 1, k + kl)
+            for i in range(k + 1, last + 1):
+                lik = ab[k, d + i - k]
+                for c in range(m):
+                    B[i, c] -= lik * B[k, c]
+    for j in range(n - 1, -1, -1):
+        inv = 1.0 / ab[j, d]
+        for c in range(m):
+            B[j, c] *= inv
+        first = max(0, j - kv)
+        for i in range(first, j):
+            uij = ab[j, d + i - j]
+            for c in range(m):
+                B[i, c] -= uij * B[j, c]
 
 
 @njit(**JIT)
