@@ -278,13 +278,17 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
             capb[:] = bq
             caplo[:] = ld
             caphi[:] = hd
+        # inexact Newton: the QP's relative tolerance tightens with the force residual
+        rt = min(qp_rtol, 0.1 * res)
+        if rt < 1e-12:
+            rt = 1e-12
         if qp_mode == QP_MPRGP:
             stats[5] += prepare_pc(pc, H, Lf, Dp)
-            qit, qres = mprgp(H, bq, ld, hd, d, pc, Lf, Dp, qp_rtol, qp_atol, qp_maxit, qhist)
+            qit, qres = mprgp(H, bq, ld, hd, d, pc, Lf, Dp, rt, qp_atol, qp_maxit, qhist)
         elif qp_mode == QP_PGS:
-            qit, qres = pgs(H, bq, ld, hd, d, qp_rtol, qp_atol, qp_maxit, qhist)
+            qit, qres = pgs(H, bq, ld, hd, d, rt, qp_atol, qp_maxit, qhist)
         elif qp_mode == QP_IPM:
-            qit, qres = ipm(H, bq, ld, hd, d, qp_rtol, qp_atol, qp_maxit, qhist)
+            qit, qres = ipm(H, bq, ld, hd, d, rt, qp_atol, qp_maxit, qhist)
         else:
             # box constraints as a quadratic penalty box_mu/2 * violation^2 (Takahashi and Batty [5])
             for k in range(P):

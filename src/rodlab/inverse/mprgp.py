@@ -483,7 +483,15 @@ def ipm(A, b, lo, hi, x, rtol, atol, maxit, hist):
     zu = np.zeros(n)
     hasl = np.empty(n, dtype=np.bool_)
     hasu = np.empty(n, dtype=np.bool_)
+    pinned = np.zeros(n, dtype=np.bool_)
     for i in range(n):
+        if lo[i] >= hi[i]:
+            # a variable pinned by its bounds is fixed, not a barrier term (its slack would be zero)
+            pinned[i] = True
+            x[i] = lo[i]
+            hasl[i] = False
+            hasu[i] = False
+            continue
         hasl[i] = math.isfinite(lo[i])
         hasu[i] = math.isfinite(hi[i])
         # strictly interior start
@@ -509,7 +517,6 @@ def ipm(A, b, lo, hi, x, rtol, atol, maxit, hist):
     res0 = -1.0
     it = 0
     res = 0.0
-    scale = norm_bound(A)
     while it <= maxit:
         band_matvec(A, x, g)
         for i in range(n):
@@ -521,7 +528,8 @@ def ipm(A, b, lo, hi, x, rtol, atol, maxit, hist):
         rd = 0.0
         for i in range(n):
             ri = g[i] - zl[i] + zu[i]
-            rd += ri * ri
+            if not pinned[i]:
+                rd += ri * ri
             if hasl[i]:
                 mu += (x[i] - lo[i]) * zl[i]
                 m += 1
@@ -534,7 +542,7 @@ def ipm(A, b, lo, hi, x, rtol, atol, maxit, hist):
             res0 = math.sqrt(r2) if r2 > 0 else res
         if it < hist.shape[0]:
             hist[it] = res
-        if res <= max(atol, rtol * res0) and mu <= max(atol, rtol * res0) / max(scale, 1.0) * 1e3:
+        if res <= max(atol, rtol * res0):
             break
         if it == maxit:
             break
@@ -551,9 +559,17 @@ def ipm(A, b, lo, hi, x, rtol, atol, maxit, hist):
                 s = hi[i] - x[i]
                 K[i, 0] += zu[i] / s
                 rhs[i] += -sigma * mu / s + zu[i]
+        for i in range(n):
+            if pinned[i]:
+                rhs[i] = 0.0
+                for k in range(p + 1):
+                    K[i, k] = 0.0
+                for k in range(1, p + 1):
+                    if i + k < n:
+                        K[i + k, k] = 0.0
+                K[i, 0] = 1.0
         ldlt_factor_band(K, D, 1e-14)
-        from_rhs = rhs
-        dx[:] = from_rhs
+        dx[:] = rhs
         # solve
         for j in range(n):
             bj = dx[j]

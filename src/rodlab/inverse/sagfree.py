@@ -48,9 +48,9 @@ class SagFreeOptions:
 
     scheme: str = "alm"
     delta: float = 0.4
-    rho: float = 1e3
+    rho: float = 1e4
     rho_growth: float = 10.0
-    rho_max: float = 1e10
+    rho_max: float = 1e7
     w_stiff: float = 1.0
     w_rest: float = 1e-2
     eps: float = 1e-3
@@ -58,7 +58,7 @@ class SagFreeOptions:
     max_iters: int = 200
     qp: str = "mprgp"
     precond: str = "asc"
-    qp_rtol: float = 1e-2
+    qp_rtol: float = 1e-4
     qp_atol: float = 1e-14
     qp_maxit: int = 500
     warm_start: bool = False
