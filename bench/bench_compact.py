@@ -90,12 +90,12 @@ def solve_stats(system, prec, atol=1e-7):
     ws = Workspace(n, direct=kind == 4)
 
     def build():
-        prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, ws.diag, ws.off, ws.sinv, ws.suffix, ws.A, ws.L)
+        prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, ws.diag, ws.off, ws.sinv, ws.W, ws.suffix, ws.A, ws.L)
 
     out = {}
 
     def solve():
-        out["r"] = pcg_solve(Dj, Hp, Bd, Bo, free, kind, ws.sinv, ws.off, ws.L, rhs, ws.ds, 0.0, atol, 20000,
+        out["r"] = pcg_solve(Dj, Hp, Bd, Bo, free, kind, ws.sinv, ws.W, ws.L, rhs, ws.ds, 0.0, atol, 20000,
                              ws.r, ws.zz, ws.d, ws.Ad, ws.tv, ws.tp, ws.y)
 
     build()

@@ -222,7 +222,8 @@ def test_preconditioners_match_definition(kind):
         build_dense_a(Dj, Hp, Bd, Bo, free, Ab, np.empty(n))
     else:
         build_block_preconditioner(Dj, Hp, Bd, Bo, free, k, diag, off, np.empty(n))
-    assert factor_preconditioner(k, diag, off, sinv, Ab, L)
+    W = np.zeros((n - 1, 3, 3))
+    assert factor_preconditioner(k, diag, off, sinv, W, Ab, L)
     # the expected matrix P from the dense A
     if k == 4:
         P = A
@@ -244,7 +245,7 @@ def test_preconditioners_match_definition(kind):
         assert np.min(np.linalg.eigvalsh(P)) > 0  # SPD (Eq. 26)
     r = RNG.normal(size=(n, 3))
     z = np.empty_like(r)
-    apply_preconditioner(k, sinv, off, r, z, np.empty_like(r), L)
+    apply_preconditioner(k, sinv, W, r, z, np.empty_like(r), L)
     assert np.allclose(z.ravel(), np.linalg.solve(P, r.ravel()), rtol=1e-9, atol=1e-12 * np.abs(z).max())
 
 
@@ -291,16 +292,16 @@ def test_block_thomas_3x3_matches_generic():
     A = M @ M.T + 3 * nb * np.eye(3 * nb)
     diag = np.stack([A[3 * i:3 * i + 3, 3 * i:3 * i + 3] for i in range(nb)])
     off = np.stack([A[3 * i:3 * i + 3, 3 * i + 3:3 * i + 6] for i in range(nb - 1)])
-    s1, s2 = np.empty_like(diag), np.empty_like(diag)
-    assert block_tridiagonal3_factor(diag, off, s1) == -1
+    s1, s2, W = np.empty_like(diag), np.empty_like(diag), np.empty_like(off)
+    assert block_tridiagonal3_factor(diag, off, s1, W) == -1
     assert block_tridiagonal_factor(diag, off, s2, np.empty((3, 3))) == -1
     assert np.allclose(s1, s2, rtol=1e-12)
     rhs = RNG.normal(size=(nb, 3))
     o1, o2 = np.empty_like(rhs), np.empty_like(rhs)
-    block_tridiagonal3_solve(s1, off, rhs, o1, np.empty_like(rhs))
+    block_tridiagonal3_solve(s1, W, rhs, o1, np.empty_like(rhs))
     block_tridiagonal_solve(s2, off, rhs, o2, np.empty_like(rhs))
     assert np.allclose(o1, o2, rtol=1e-12)
-    assert block_tridiagonal3_factor(-diag, off, s1) == 0
+    assert block_tridiagonal3_factor(-diag, off, s1, W) == 0
 
 
 def test_tension_stiffness_is_the_pendulum_term():

@@ -159,7 +159,7 @@ class ConstrainedSolver:
     def _solve_a(self, rhs, ctx):
         ws, o = self.ws, self.options
         x = np.zeros_like(rhs)
-        it, res, ok = pcg_solve(ws.Dj, ws.Hp, ws.Bd, ws.Bo, self.free, self.kind, ws.sinv, ws.off, ws.L,
+        it, res, ok = pcg_solve(ws.Dj, ws.Hp, ws.Bd, ws.Bo, self.free, self.kind, ws.sinv, ws.W, ws.L,
                                 np.ascontiguousarray(rhs), x, o.pcg_rtol, o.pcg_atol, o.pcg_maxiter,
                                 ws.r, ws.zz, ws.d, ws.Ad, ws.y, ws.tp, ws.s_try)
         ctx["pcg"] += it
@@ -309,7 +309,7 @@ class ConstrainedSolver:
             if o.tension_stiffness:
                 tension_stiffness(s, md.lengths, ws.q, ws.gp, ws.Bd)
             ok = prepare_preconditioner(self.kind, ws.Dj, ws.Hp, ws.Bd, ws.Bo, self.free, ws.diag, ws.off, ws.sinv,
-                                        ws.suffix, ws.A, ws.L)
+                                        ws.W, ws.suffix, ws.A, ws.L)
             if not ok:
                 ctx["pcg_fail"] = True
                 break

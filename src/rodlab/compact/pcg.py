@@ -247,9 +247,9 @@ def build_dense_a(Dj, Hp, Bd, Bo, free, A, suffix):
 
 
 @njit(**JIT)
-def factor_preconditioner(kind, diag, off, sinv, A, L):
-    """Factor the preconditioner (3x3 inverses, block Thomas, or dense Cholesky);
-    returns False if it is not positive definite."""
+def factor_preconditioner(kind, diag, off, sinv, W, A, L):
+    """Factor the preconditioner (3x3 inverses, block Thomas with ``W_i = S_i^-1 off_i``, or
+    dense Cholesky); returns False if it is not positive definite."""
     n = diag.shape[0]
     if kind == 0:
         return True
@@ -257,7 +257,7 @@ def factor_preconditioner(kind, diag, off, sinv, A, L):
         L[:, :] = np.linalg.cholesky(A)
         return True
     if kind == 3:
-        return block_tridiagonal3_factor(diag, off, sinv) < 0
+        return block_tridiagonal3_factor(diag, off, sinv, W) < 0
     ok = True
     for j in range(n):
         if not _inv3_into(diag[j, 0, 0], diag[j, 0, 1], diag[j, 0, 2], diag[j, 1, 1], diag[j, 1, 2], diag[j, 2, 2], sinv[j]):
@@ -266,8 +266,8 @@ def factor_preconditioner(kind, diag, off, sinv, A, L):
 
 
 @njit(**JIT)
-def apply_preconditioner(kind, sinv, off, r, z, y, L):
-    """``z = P^{-1} r``."""
+def apply_preconditioner(kind, sinv, W, r, z, y, L):
+    """``z = P^{-1} r`` (``W`` from :func:`factor_preconditioner`, hybrid only)."""
     n = r.shape[0]
     if kind == 0:
         z[:, :] = r
@@ -280,7 +280,7 @@ def apply_preconditioner(kind, sinv, off, r, z, y, L):
             z[j, 1] = sinv[j, 1, 0] * r0 + sinv[j, 1, 1] * r1 + sinv[j, 1, 2] * r2
             z[j, 2] = sinv[j, 2, 0] * r0 + sinv[j, 2, 1] * r1 + sinv[j, 2, 2] * r2
     elif kind == 3:
-        block_tridiagonal3_solve(sinv, off, r, z, y)
+        block_tridiagonal3_solve(sinv, W, r, z, y)
     else:
         N = 3 * n
         yf = y.reshape(N)
@@ -298,7 +298,7 @@ def apply_preconditioner(kind, sinv, off, r, z, y, L):
             zf[i] = acc / L[i, i]
 
 
-@njit(cache=True, error_model="numpy", fastmath=True)
+@njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract", "nsz"})
 def _dot(a, b):
     """Dot product of two flat arrays; fastmath lets LLVM split the sum over SIMD lanes."""
     acc = 0.0
@@ -307,8 +307,20 @@ def _dot(a, b):
     return acc
 
 
+@njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract", "nsz"})
+def _update_xr(alpha, d, Ad, x, r):
+    """x += alpha d, r -= alpha Ad; returns |r|^2 (one pass)."""
+    acc = 0.0
+    for i in range(d.shape[0]):
+        x[i] += alpha * d[i]
+        ri = r[i] - alpha * Ad[i]
+        r[i] = ri
+        acc += ri * ri
+    return acc
+
+
 @njit(**JIT)
-def pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, off, L, rhs, x, rtol, atol, maxiter, r, z, d, Ad, tv, tp, y):
+def pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, W, L, rhs, x, rtol, atol, maxiter, r, z, d, Ad, tv, tp, y):
     """PCG on ``A_F x = rhs`` from ``x = 0`` (Zhao et al., Sec. 3.1/4: stop when |r|_2 <= max(atol, rtol |rhs|)).
     Returns (iterations, final residual norm, success)."""
     n = rhs.shape[0]
@@ -326,7 +338,7 @@ def pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, off, L, rhs, x, rtol, atol, maxi
     stop = max(atol, rtol * bn)
     if bn <= stop:
         return 0, bn, True
-    apply_preconditioner(kind, sinv, off, r, z, y, L)
+    apply_preconditioner(kind, sinv, W, r, z, y, L)
     for i in range(N):
         df[i] = zf[i]
     rz = _dot(rf, zf)
@@ -337,13 +349,10 @@ def pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, off, L, rhs, x, rtol, atol, maxi
         if not dAd > 0.0:
             return it, rn, False
         alpha = rz / dAd
-        for i in range(N):
-            xf[i] += alpha * df[i]
-            rf[i] -= alpha * Af[i]
-        rn = np.sqrt(_dot(rf, rf))
+        rn = np.sqrt(_update_xr(alpha, df, Af, xf, rf))
         if rn <= stop:
             return it, rn, True
-        apply_preconditioner(kind, sinv, off, r, z, y, L)
+        apply_preconditioner(kind, sinv, W, r, z, y, L)
         rz_new = _dot(rf, zf)
         beta = rz_new / rz
         rz = rz_new

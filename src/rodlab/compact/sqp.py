@@ -173,7 +173,7 @@ class Workspace:
         self.gp, self.gq = z((n, 3)), z((m, 4))
         self.Hp, self.Hqd, self.Hqo = z(n), z((m, 4, 4)), z((max(m - 1, 0), 4, 4))
         self.b, self.ds, self.s_try = z((n, 3)), z((n, 3)), z((n, 3))
-        self.diag, self.off, self.sinv = z((n, 3, 3)), z((n - 1, 3, 3)), z((n, 3, 3))
+        self.diag, self.off, self.sinv, self.W = z((n, 3, 3)), z((n - 1, 3, 3)), z((n, 3, 3)), z((n - 1, 3, 3))
         self.suffix, self.work = z(n), z((3, 3))
         N = 3 * n if direct else 1
         self.A, self.L = z((N, N)), z((N, N))
@@ -243,20 +243,20 @@ def tension_stiffness(s, lengths, q, gp, G):
 
 
 @njit(**JIT)
-def prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, diag, off, sinv, suffix, A, L):
+def prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, diag, off, sinv, W, suffix, A, L):
     """Build and factor preconditioner ``kind`` from ``Hp`` and the reduced blocks ``Bd``/``Bo``
     of ``B_q`` (see :func:`rodlab.compact.energies.reduced_hessian`); False if not positive definite."""
     if kind == 4:
         build_dense_a(Dj, Hp, Bd, Bo, free, A, suffix)
     elif kind >= 1:
         build_block_preconditioner(Dj, Hp, Bd, Bo, free, kind, diag, off, suffix)
-    return factor_preconditioner(kind, diag, off, sinv, A, L)
+    return factor_preconditioner(kind, diag, off, sinv, W, A, L)
 
 
 @njit(**JIT)
 def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
               a_in, a_d, kind, max_newton, tol, pcg_rtol, pcg_atol, pcg_maxiter, ls_steps, G, use_g, recenter_each,
-              p, q, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, suffix, Bd, Bo, A, L,
+              p, q, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, W, suffix, Bd, Bo, A, L,
               r, zz, d, Ad, tv, tp, y, comps, stats):
     """Alg. 1 for Dirichlet-only constraints, entirely compiled. Updates ``s`` in place and leaves
     ``p, q = T(s)``. ``stats`` = (newton iterations, PCG iterations, linear solves, |b| at the last
@@ -292,14 +292,14 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
         reduced_hessian(q, q_t, Qj, masses, Jr, lbar, Kh, a_in, a_d, Hp, Bd, Bo)
         if use_g:
             tension_stiffness(s, lengths, q, gp, Bd)
-        ok = prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, diag, off, sinv, suffix, A, L)
+        ok = prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, diag, off, sinv, W, suffix, A, L)
         if not ok:
             pcg_fail = True
             break
         for j in range(n):
             for c in range(3):
                 tv[j, c] = -b[j, c]
-        iters, res, good = pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, off, L, tv, ds,
+        iters, res, good = pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, W, L, tv, ds,
                                      pcg_rtol, pcg_atol, pcg_maxiter, r, zz, d, Ad, y, tp, s_try)
         total_pcg += iters
         n_solves += 1
@@ -424,7 +424,7 @@ class CompactSolver:
                   md.Jr, md.lbar, md.Kh, md.ubar, self.gravity, a_in, a_d, self.kind, o.max_newton, o.tol,
                   o.pcg_rtol, o.pcg_atol, o.pcg_maxiter, o.line_search_steps, ws.G, o.tension_stiffness, o.recenter_every_iteration,
                   ws.p, ws.q, ws.Dj, ws.Qj, ws.gp, ws.gq, ws.Hp, ws.Hqd, ws.Hqo, ws.b, ws.ds, ws.s_try,
-                  ws.diag, ws.off, ws.sinv, ws.suffix, ws.Bd, ws.Bo, ws.A, ws.L,
+                  ws.diag, ws.off, ws.sinv, ws.W, ws.suffix, ws.Bd, ws.Bo, ws.A, ws.L,
                   ws.r, ws.zz, ws.d, ws.Ad, ws.tv, ws.tp, ws.y, ws.comps, ws.stats)
         st = ws.stats
         if not np.all(np.isfinite(ws.p)):

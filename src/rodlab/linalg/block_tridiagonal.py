@@ -141,62 +141,63 @@ def _inv3_into(a00, a01, a02, a11, a12, a22, out):
 
 
 @njit(**JIT)
-def block_tridiagonal3_factor(diag, off, sinv):
-    """:func:`block_tridiagonal_factor` unrolled for 3x3 blocks (symmetric ``diag``)."""
+def block_tridiagonal3_factor(diag, off, sinv, W):
+    """:func:`block_tridiagonal_factor` unrolled for 3x3 blocks (symmetric ``diag``), also storing
+    ``W_i = S_i^{-1} off_i`` so that the solve sweeps are ``y_i = r_i - W_{i-1}^T y_{i-1}`` and
+    ``x_i = S_i^{-1} y_i - W_i x_{i+1}`` (27 instead of 36 multiply-adds per block, and only 9 on
+    each sweep's dependency chain). Returns the first non-positive-definite block or -1."""
     nb = diag.shape[0]
     for i in range(nb):
         a00, a01, a02 = diag[i, 0, 0], diag[i, 0, 1], diag[i, 0, 2]
         a11, a12, a22 = diag[i, 1, 1], diag[i, 1, 2], diag[i, 2, 2]
         if i > 0:
-            # W = S^{-1} off ; a -= off^T W
-            S = sinv[i - 1]
+            # a -= off^T S^{-1} off = off^T W
             O = off[i - 1]
-            w00 = S[0, 0] * O[0, 0] + S[0, 1] * O[1, 0] + S[0, 2] * O[2, 0]
-            w10 = S[1, 0] * O[0, 0] + S[1, 1] * O[1, 0] + S[1, 2] * O[2, 0]
-            w20 = S[2, 0] * O[0, 0] + S[2, 1] * O[1, 0] + S[2, 2] * O[2, 0]
-            w01 = S[0, 0] * O[0, 1] + S[0, 1] * O[1, 1] + S[0, 2] * O[2, 1]
-            w11 = S[1, 0] * O[0, 1] + S[1, 1] * O[1, 1] + S[1, 2] * O[2, 1]
-            w21 = S[2, 0] * O[0, 1] + S[2, 1] * O[1, 1] + S[2, 2] * O[2, 1]
-            w02 = S[0, 0] * O[0, 2] + S[0, 1] * O[1, 2] + S[0, 2] * O[2, 2]
-            w12 = S[1, 0] * O[0, 2] + S[1, 1] * O[1, 2] + S[1, 2] * O[2, 2]
-            w22 = S[2, 0] * O[0, 2] + S[2, 1] * O[1, 2] + S[2, 2] * O[2, 2]
-            a00 -= O[0, 0] * w00 + O[1, 0] * w10 + O[2, 0] * w20
-            a01 -= O[0, 0] * w01 + O[1, 0] * w11 + O[2, 0] * w21
-            a02 -= O[0, 0] * w02 + O[1, 0] * w12 + O[2, 0] * w22
-            a11 -= O[0, 1] * w01 + O[1, 1] * w11 + O[2, 1] * w21
-            a12 -= O[0, 1] * w02 + O[1, 1] * w12 + O[2, 1] * w22
-            a22 -= O[0, 2] * w02 + O[1, 2] * w12 + O[2, 2] * w22
+            w = W[i - 1]
+            a00 -= O[0, 0] * w[0, 0] + O[1, 0] * w[1, 0] + O[2, 0] * w[2, 0]
+            a01 -= O[0, 0] * w[0, 1] + O[1, 0] * w[1, 1] + O[2, 0] * w[2, 1]
+            a02 -= O[0, 0] * w[0, 2] + O[1, 0] * w[1, 2] + O[2, 0] * w[2, 2]
+            a11 -= O[0, 1] * w[0, 1] + O[1, 1] * w[1, 1] + O[2, 1] * w[2, 1]
+            a12 -= O[0, 1] * w[0, 2] + O[1, 1] * w[1, 2] + O[2, 1] * w[2, 2]
+            a22 -= O[0, 2] * w[0, 2] + O[1, 2] * w[1, 2] + O[2, 2] * w[2, 2]
         if not _inv3_into(a00, a01, a02, a11, a12, a22, sinv[i]):
             return i
+        if i < nb - 1:
+            S = sinv[i]
+            O = off[i]
+            for c in range(3):
+                W[i, 0, c] = S[0, 0] * O[0, c] + S[0, 1] * O[1, c] + S[0, 2] * O[2, c]
+                W[i, 1, c] = S[1, 0] * O[0, c] + S[1, 1] * O[1, c] + S[1, 2] * O[2, c]
+                W[i, 2, c] = S[2, 0] * O[0, c] + S[2, 1] * O[1, c] + S[2, 2] * O[2, c]
     return -1
 
 
 @njit(**JIT)
-def block_tridiagonal3_solve(sinv, off, rhs, out, y):
-    """:func:`block_tridiagonal_solve` unrolled for 3x3 blocks."""
+def block_tridiagonal3_solve(sinv, W, rhs, out, y):
+    """Solve with the factor of :func:`block_tridiagonal3_factor` (``sinv``, ``W``)."""
     nb = sinv.shape[0]
-    y[0, 0] = rhs[0, 0]
-    y[0, 1] = rhs[0, 1]
-    y[0, 2] = rhs[0, 2]
-    for i in range(1, nb):
-        S = sinv[i - 1]
-        O = off[i - 1]
-        t0 = S[0, 0] * y[i - 1, 0] + S[0, 1] * y[i - 1, 1] + S[0, 2] * y[i - 1, 2]
-        t1 = S[1, 0] * y[i - 1, 0] + S[1, 1] * y[i - 1, 1] + S[1, 2] * y[i - 1, 2]
-        t2 = S[2, 0] * y[i - 1, 0] + S[2, 1] * y[i - 1, 1] + S[2, 2] * y[i - 1, 2]
-        y[i, 0] = rhs[i, 0] - (O[0, 0] * t0 + O[1, 0] * t1 + O[2, 0] * t2)
-        y[i, 1] = rhs[i, 1] - (O[0, 1] * t0 + O[1, 1] * t1 + O[2, 1] * t2)
-        y[i, 2] = rhs[i, 2] - (O[0, 2] * t0 + O[1, 2] * t1 + O[2, 2] * t2)
-    k = nb - 1
-    out[k, 0] = sinv[k, 0, 0] * y[k, 0] + sinv[k, 0, 1] * y[k, 1] + sinv[k, 0, 2] * y[k, 2]
-    out[k, 1] = sinv[k, 1, 0] * y[k, 0] + sinv[k, 1, 1] * y[k, 1] + sinv[k, 1, 2] * y[k, 2]
-    out[k, 2] = sinv[k, 2, 0] * y[k, 0] + sinv[k, 2, 1] * y[k, 1] + sinv[k, 2, 2] * y[k, 2]
-    for i in range(nb - 2, -1, -1):
-        O = off[i]
-        u0 = y[i, 0] - (O[0, 0] * out[i + 1, 0] + O[0, 1] * out[i + 1, 1] + O[0, 2] * out[i + 1, 2])
-        u1 = y[i, 1] - (O[1, 0] * out[i + 1, 0] + O[1, 1] * out[i + 1, 1] + O[1, 2] * out[i + 1, 2])
-        u2 = y[i, 2] - (O[2, 0] * out[i + 1, 0] + O[2, 1] * out[i + 1, 1] + O[2, 2] * out[i + 1, 2])
+    y0 = rhs[0, 0]
+    y1 = rhs[0, 1]
+    y2 = rhs[0, 2]
+    for i in range(nb):
+        if i > 0:
+            w = W[i - 1]
+            t0 = rhs[i, 0] - (w[0, 0] * y0 + w[1, 0] * y1 + w[2, 0] * y2)
+            t1 = rhs[i, 1] - (w[0, 1] * y0 + w[1, 1] * y1 + w[2, 1] * y2)
+            t2 = rhs[i, 2] - (w[0, 2] * y0 + w[1, 2] * y1 + w[2, 2] * y2)
+            y0, y1, y2 = t0, t1, t2
         S = sinv[i]
-        out[i, 0] = S[0, 0] * u0 + S[0, 1] * u1 + S[0, 2] * u2
-        out[i, 1] = S[1, 0] * u0 + S[1, 1] * u1 + S[1, 2] * u2
-        out[i, 2] = S[2, 0] * u0 + S[2, 1] * u1 + S[2, 2] * u2
+        out[i, 0] = S[0, 0] * y0 + S[0, 1] * y1 + S[0, 2] * y2
+        out[i, 1] = S[1, 0] * y0 + S[1, 1] * y1 + S[1, 2] * y2
+        out[i, 2] = S[2, 0] * y0 + S[2, 1] * y1 + S[2, 2] * y2
+    x0 = out[nb - 1, 0]
+    x1 = out[nb - 1, 1]
+    x2 = out[nb - 1, 2]
+    for i in range(nb - 2, -1, -1):
+        w = W[i]
+        x0, x1, x2 = (out[i, 0] - (w[0, 0] * x0 + w[0, 1] * x1 + w[0, 2] * x2),
+                      out[i, 1] - (w[1, 0] * x0 + w[1, 1] * x1 + w[1, 2] * x2),
+                      out[i, 2] - (w[2, 0] * x0 + w[2, 1] * x1 + w[2, 2] * x2))
+        out[i, 0] = x0
+        out[i, 1] = x1
+        out[i, 2] = x2
