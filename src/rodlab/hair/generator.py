@@ -67,12 +67,17 @@ def synthetic_hairstyle(n_strands: int = 50, n_vertices: int = 30, *, length: fl
                         scalp_radius: float = 0.1, patch_angle: float = 1.0, seed: int = 0,
                         amplitude: float = 0.01, wavelength: float = 0.06) -> list[np.ndarray]:
     """``n_strands`` strands rooted on a spherical-cap scalp patch (radius ``scalp_radius``, polar half-angle
-    ``patch_angle`` [rad] about +z), leaving the scalp along its normal and sweeping down and outward;
+    ``patch_angle`` [rad] about +z). Each strand leaves the scalp along its normal, turns smoothly (over about
+    10 % of its length) towards a direction that points outward and down, and carries waves or curls;
     lengths vary by +-10 %, phases at random (``seed``)."""
     if n_strands < 1:
         raise ValueError(f"n_strands must be >= 1 (got {n_strands})")
+    if n_vertices < 3:
+        raise ValueError(f"n_vertices must be >= 3 (got {n_vertices})")
     if not (0 < patch_angle <= math.pi):
         raise ValueError(f"patch_angle must be in (0, pi] (got {patch_angle})")
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {', '.join(STYLES)} (got {style!r})")
     rng = np.random.default_rng(seed)
     strands = []
     golden = math.pi * (3.0 - math.sqrt(5.0))
@@ -83,17 +88,37 @@ def synthetic_hairstyle(n_strands: int = 50, n_vertices: int = 30, *, length: fl
         phi = golden * k
         normal = np.array([r * math.cos(phi), r * math.sin(phi), z])
         root = scalp_radius * normal
-        # leave along the normal, then bend towards -z: direction blends normal and gravity
-        direction = normal + np.array([0.0, 0.0, -1.2])
-        if np.linalg.norm(direction) < 1e-6:
-            direction = np.array([0.0, 0.0, -1.0])
+        outward = np.array([math.cos(phi), math.sin(phi), 0.0])
+        direction = 0.6 * outward + np.array([0.0, 0.0, -1.0])
+        direction /= np.linalg.norm(direction)
+        side = np.cross(direction, outward)
+        side /= np.linalg.norm(side)
+        other = np.cross(direction, side)
         ln = length * (1.0 + 0.1 * (2.0 * rng.random() - 1.0))
-        strand = strand_polyline(n_vertices, ln, root=root, direction=direction, style=style, amplitude=amplitude,
-                                 wavelength=wavelength, phase=2.0 * math.pi * rng.random())
-        # first edge along the scalp normal (clamped root edge)
+        ph = 2.0 * math.pi * rng.random()
+        m = 40 * n_vertices
+        sgrid = np.linspace(0.0, ln, m)
+        w = np.exp(-sgrid / (0.1 * ln))
+        tang = w[:, None] * normal + (1.0 - w[:, None]) * direction
+        tang /= np.linalg.norm(tang, axis=1)[:, None]
+        ds = ln / (m - 1)
+        center = root + np.vstack([np.zeros(3), np.cumsum(0.5 * (tang[1:] + tang[:-1]) * ds, axis=0)])
+        ramp = (1.0 - w) ** 2
+        kk = 2.0 * math.pi / wavelength
+        pts = center.copy()
+        if style == "wavy":
+            pts += (ramp * amplitude * np.sin(kk * sgrid + ph))[:, None] * side
+        elif style == "curly":
+            pts += (ramp * amplitude * np.cos(kk * sgrid + ph))[:, None] * side
+            pts += (ramp * amplitude * np.sin(kk * sgrid + ph))[:, None] * other
+        seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
+        cum = np.r_[0.0, np.cumsum(seg)]
+        target = np.linspace(0.0, cum[-1], n_vertices)
+        strand = np.empty((n_vertices, 3))
+        for c in range(3):
+            strand[:, c] = np.interp(target, cum, pts[:, c])
+        # first edge exactly along the scalp normal (the clamped root edge)
         e0 = np.linalg.norm(strand[1] - strand[0])
-        strand = strand - strand[0] + root
-        shift = root + normal * e0 - strand[1]
-        strand[1:] += shift
+        strand[1:] += root + normal * e0 - strand[1]
         strands.append(strand)
     return strands
