@@ -49,6 +49,27 @@ def _half_angle_terms(t2):
 
 
 @njit(inline="always", **JIT)
+def _all_angle_terms(t2):
+    """cos(t/2), sin(t/2)/t, its derivative over t, (1 - cos t)/t^2 and (t - sin t)/t^3 with one
+    cos/sin pair (double-angle identities); series near zero."""
+    if t2 < _SMALL2:
+        c = 1.0 - t2 / 8.0 + t2 * t2 / 384.0
+        f = 0.5 - t2 / 48.0 + t2 * t2 / 3840.0
+        g = -1.0 / 24.0 + t2 / 960.0
+        bl = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
+        cl = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+    else:
+        t = math.sqrt(t2)
+        c = math.cos(0.5 * t)
+        sh = math.sin(0.5 * t)
+        f = sh / t
+        g = (0.5 * t * c - sh) / (t2 * t)
+        bl = 2.0 * sh * sh / t2
+        cl = (t - 2.0 * sh * c) / (t2 * t)
+    return c, f, g, bl, cl
+
+
+@njit(inline="always", **JIT)
 def _left_jacobian_terms(t2):
     """(1 - cos t)/t^2 and (t - sin t)/t^3 (series near zero)."""
     if t2 < _SMALL2:
@@ -79,7 +100,7 @@ def chain_forward(s, lengths, qref, p, q, Dj, Qj, with_jacobian):
         w1 = s[i + 1, 1]
         w2 = s[i + 1, 2]
         t2 = w0 * w0 + w1 * w1 + w2 * w2
-        c, f, g = _half_angle_terms(t2)
+        c, f, g, bl, cl = _all_angle_terms(t2)
         # B(w) = (c, f w)   (Eq. 4; Eq. 5 is the small-angle limit)
         b0 = c
         b1 = f * w0
@@ -127,7 +148,6 @@ def chain_forward(s, lengths, qref, p, q, Dj, Qj, with_jacobian):
                 Qj[i, 2, bb] = r2 * x0 - r3 * x1 + r0 * x2 + r1 * x3
                 Qj[i, 3, bb] = r3 * x0 + r2 * x1 - r1 * x2 + r0 * x3
             # J_l(w) = I + bl [w]x + cl [w]x^2 ;  Dj = -l [d]x J_l
-            bl, cl = _left_jacobian_terms(t2)
             # [w]x^2 = w w^T - t2 I
             Jl[0, 0] = 1.0 + cl * (w0 * w0 - t2)
             Jl[1, 1] = 1.0 + cl * (w1 * w1 - t2)

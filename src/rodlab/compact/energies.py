@@ -204,44 +204,77 @@ def reduced_hessian(q, q_t, Qj, masses, Jr, lbar, Kh, a_in, a_d, Hp, Bd, Bo):
     ``B_q = J_q^T H_q J_q`` (Eq. 21) -- ``Bd[i+1]``, ``Bo[i+1]`` -- without forming the 4x4 ``H_q``.
     Every 4x4 term of ``H_q`` is a sum of rank-one ``c g g^T`` (Eq. 29/31), so ``Q^T g`` is
     projected first (3-vectors) and the 3x3 blocks are rank-one updates. Same result as
-    ``reduce_q_blocks`` applied to :func:`eval_energy`'s mode-2 Hessian; about half the work."""
+    ``reduce_q_blocks`` applied to :func:`eval_energy`'s mode-2 Hessian; one pass over segments."""
     n = masses.shape[0]
     m = q.shape[0]
     V = np.empty((3, 4))
-    W = np.empty((3, 4))
-    PA = np.empty((3, 3))
-    PB = np.empty((3, 3))
+    P = np.empty((3, 3))
+    acc = np.empty((3, 3))
+    ain = a_in + a_d
     for j in range(n):
-        Hp[j] = masses[j] * (a_in + a_d)
-    Bd[:, :, :] = 0.0
-    Bo[:, :, :] = 0.0
-    # rotational inertia: 4 Jr_k (a_in + a_d) (Q^T C_k q_t)(Q^T C_k q_t)^T
-    if a_in > 0.0 or a_d > 0.0:
-        for i in range(m):
+        Hp[j] = masses[j] * ain
+    for a in range(3):
+        for b in range(3):
+            Bd[0, a, b] = 0.0
+            Bo[0, a, b] = 0.0
+    for i in range(m):
+        # block (i+1, i+1): inertia of segment i, hinge i-1 (as its second segment), hinge i (first)
+        for a in range(3):
+            for b in range(3):
+                acc[a, b] = 0.0
+        if ain > 0.0:
             _c_vectors(q_t[i, 0], q_t[i, 1], q_t[i, 2], q_t[i, 3], V)
             for k in range(3):
                 for c in range(3):
-                    PA[k, c] = Qj[i, 0, c] * V[k, 0] + Qj[i, 1, c] * V[k, 1] + Qj[i, 2, c] * V[k, 2] + Qj[i, 3, c] * V[k, 3]
-            c0 = 4.0 * Jr[i, 0] * (a_in + a_d)
-            c1 = 4.0 * Jr[i, 1] * (a_in + a_d)
-            c2 = 4.0 * Jr[i, 2] * (a_in + a_d)
+                    P[k, c] = Qj[i, 0, c] * V[k, 0] + Qj[i, 1, c] * V[k, 1] + Qj[i, 2, c] * V[k, 2] + Qj[i, 3, c] * V[k, 3]
+            c0 = 4.0 * Jr[i, 0] * ain
+            c1 = 4.0 * Jr[i, 1] * ain
+            c2 = 4.0 * Jr[i, 2] * ain
             for a in range(3):
+                for b in range(a, 3):
+                    acc[a, b] += c0 * P[0, a] * P[0, b] + c1 * P[1, a] * P[1, b] + c2 * P[2, a] * P[2, b]
+        if i > 0:
+            # hinge h = i-1: g_k on q_i is -C_k q_{i-1}
+            h = i - 1
+            _c_vectors(q[h, 0], q[h, 1], q[h, 2], q[h, 3], V)
+            for k in range(3):
+                for c in range(3):
+                    P[k, c] = -(Qj[i, 0, c] * V[k, 0] + Qj[i, 1, c] * V[k, 1] + Qj[i, 2, c] * V[k, 2] + Qj[i, 3, c] * V[k, 3])
+            lb = lbar[h]
+            c0 = 4.0 * Kh[h, 0] / lb
+            c1 = 4.0 * Kh[h, 1] / lb
+            c2 = 4.0 * Kh[h, 2] / lb
+            for a in range(3):
+                for b in range(a, 3):
+                    acc[a, b] += c0 * P[0, a] * P[0, b] + c1 * P[1, a] * P[1, b] + c2 * P[2, a] * P[2, b]
+            # off-diagonal block Bo[i] = sum_k c_k PA_k PB_k^T: c_k PA_k was stashed in Bo[i] by the
+            # previous segment, PB_k = this P
+            for a in range(3):
+                s0 = Bo[i, a, 0]
+                s1 = Bo[i, a, 1]
+                s2 = Bo[i, a, 2]
                 for b in range(3):
-                    Bd[i + 1, a, b] += c0 * PA[0, a] * PA[0, b] + c1 * PA[1, a] * PA[1, b] + c2 * PA[2, a] * PA[2, b]
-    # bending and twisting, Gauss-Newton: (4 K_k / lbar) g_k g_k^T with g_k = (C_k q_{h+1}, -C_k q_h)
-    for h in range(m - 1):
-        _c_vectors(q[h + 1, 0], q[h + 1, 1], q[h + 1, 2], q[h + 1, 3], V)  # d/dq_h
-        _c_vectors(q[h, 0], q[h, 1], q[h, 2], q[h, 3], W)  # -d/dq_{h+1}
-        for k in range(3):
-            for c in range(3):
-                PA[k, c] = Qj[h, 0, c] * V[k, 0] + Qj[h, 1, c] * V[k, 1] + Qj[h, 2, c] * V[k, 2] + Qj[h, 3, c] * V[k, 3]
-                PB[k, c] = -(Qj[h + 1, 0, c] * W[k, 0] + Qj[h + 1, 1, c] * W[k, 1] + Qj[h + 1, 2, c] * W[k, 2] + Qj[h + 1, 3, c] * W[k, 3])
-        lb = lbar[h]
-        c0 = 4.0 * Kh[h, 0] / lb
-        c1 = 4.0 * Kh[h, 1] / lb
-        c2 = 4.0 * Kh[h, 2] / lb
+                    Bo[i, a, b] = s0 * P[0, b] + s1 * P[1, b] + s2 * P[2, b]
+        if i < m - 1:
+            # hinge h = i: g_k on q_i is C_k q_{i+1}
+            h = i
+            _c_vectors(q[h + 1, 0], q[h + 1, 1], q[h + 1, 2], q[h + 1, 3], V)
+            for k in range(3):
+                for c in range(3):
+                    P[k, c] = Qj[i, 0, c] * V[k, 0] + Qj[i, 1, c] * V[k, 1] + Qj[i, 2, c] * V[k, 2] + Qj[i, 3, c] * V[k, 3]
+            lb = lbar[h]
+            c0 = 4.0 * Kh[h, 0] / lb
+            c1 = 4.0 * Kh[h, 1] / lb
+            c2 = 4.0 * Kh[h, 2] / lb
+            for a in range(3):
+                for b in range(a, 3):
+                    acc[a, b] += c0 * P[0, a] * P[0, b] + c1 * P[1, a] * P[1, b] + c2 * P[2, a] * P[2, b]
+                # stash c_k * PA[k, a] for the off-diagonal block, finished at the next segment
+                Bo[i + 1, a, 0] = c0 * P[0, a]
+                Bo[i + 1, a, 1] = c1 * P[1, a]
+                Bo[i + 1, a, 2] = c2 * P[2, a]
         for a in range(3):
-            for b in range(3):
-                Bd[h + 1, a, b] += c0 * PA[0, a] * PA[0, b] + c1 * PA[1, a] * PA[1, b] + c2 * PA[2, a] * PA[2, b]
-                Bd[h + 2, a, b] += c0 * PB[0, a] * PB[0, b] + c1 * PB[1, a] * PB[1, b] + c2 * PB[2, a] * PB[2, b]
-                Bo[h + 1, a, b] += c0 * PA[0, a] * PB[0, b] + c1 * PA[1, a] * PB[1, b] + c2 * PA[2, a] * PB[2, b]
+            Bd[i + 1, a, a] = acc[a, a]
+            for b in range(a + 1, 3):
+                Bd[i + 1, a, b] = acc[a, b]
+                Bd[i + 1, b, a] = acc[a, b]
