@@ -99,7 +99,7 @@ def test_implicit_euler_dissipates_energy_without_forcing():
     from rodlab.compact.chain import chain_forward, recenter
     chain_forward(st.s, md.lengths, st.qref, st.p, st.q, np.empty((md.m, 3, 3)), np.empty((md.m, 4, 3)), False)
     recenter(st.q, st.qref, st.s)
-    solver = CompactSolver(md, SolverOptions(max_newton=50, tol=1e-12, pcg_rtol=1e-12, pcg_atol=0.0))
+    solver = CompactSolver(md, SolverOptions(max_newton=50, tol=1e-9, pcg_rtol=1e-12, pcg_atol=0.0))
     from rodlab.compact.energies import darboux
     def total(st):
         u = np.empty((md.m - 1, 3))
