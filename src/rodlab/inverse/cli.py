@@ -38,7 +38,7 @@ def add_subcommand(subparsers) -> None:
     p.add_argument("--scheme", default="alm", choices=("alm", "penalty", "rest"))
     p.add_argument("--delta", type=float, default=0.4, help="allowed change of rest curvature and twist (default 0.4)")
     p.add_argument("--radius", type=float, default=5e-4, help="strand radius [m] (default 5e-4)")
-    p.add_argument("--E", type=float, default=5e7, help="Young's modulus [Pa] (default 5e7)")
+    p.add_argument("--E", type=float, default=5e8, help="Young's modulus [Pa] (default 5e8)")
     p.add_argument("--rho", type=float, default=1000.0, help="density [kg/m^3] (default 1000)")
     p.add_argument("--scale", type=float, default=1.0, help="multiply input coordinates by this to get metres")
     p.add_argument("--max-iters", type=int, default=200, help="outer iteration cap per strand (default 200)")
