@@ -187,14 +187,14 @@ class Workspace:
 
 @njit(**JIT)
 def tension_stiffness(s, lengths, q, gp, G):
-    # G (n, 3, 3): the blocks are ADDED to G (pass Bd to fold them into B_q's diagonal)
     """PSD part of the term ``dJ/ds : dE/dx`` that Eq. 12 drops (block diagonal in ``w``).
 
     Rotating segment ``i`` by a world rotation vector ``v = J_l(w_i) dw`` moves every later vertex
     by ``l_i (v x d + 1/2 v x (v x d))``; against the force sum ``F = sum_{j>i} dE/dp_j`` the
     second-order energy is ``l_i v^T (sym(F d^T) - (F.d) I) v``. We keep its tension part
     ``T l_i (I - d d^T)`` with ``T = max(-F.d, 0)`` (always PSD, exact for a rod in pure tension:
-    the pendulum stiffness of a hanging rod) and write ``G_i = J_l^T T l_i (I - d d^T) J_l``."""
+    the pendulum stiffness of a hanging rod) and ADD ``G_i = J_l^T T l_i (I - d d^T) J_l`` to
+    ``G[i + 1]`` (pass ``Bd`` to fold it into the diagonal blocks of ``B_q``)."""
     m = q.shape[0]
     F0 = 0.0
     F1 = 0.0
@@ -268,6 +268,8 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
     ls_fail = False
     pcg_fail = False
     rn = 0.0
+    rn0 = 0.0
+    dirty = False
     E = 0.0
     it = 0
     chain_forward(s, lengths, qref, p, q, Dj, Qj, True)
@@ -283,6 +285,8 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
                 b[j, c] *= free[j, c]
                 rn2 += b[j, c] * b[j, c]
         rn = math.sqrt(rn2)
+        if it == 0:
+            rn0 = rn
         if rn < tol:
             converged = True
             break
@@ -330,7 +334,11 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
             alpha *= 0.5
         it += 1
         if not accepted:
-            ls_fail = True
+            dirty = True
+            if rn <= 1e-8 * rn0:
+                converged = True  # at the round-off floor of E: no decrease is measurable any more
+            else:
+                ls_fail = True
             break
         E = E_try
         for j in range(n):
@@ -339,8 +347,8 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
         if recenter_each:
             recenter(q, qref, s)  # q = T(s_try) becomes the reference, w = 0: rebuild the Jacobian there
             chain_forward(s, lengths, qref, p, q, Dj, Qj, True)
-    if ls_fail:
-        chain_forward(s, lengths, qref, p, q, Dj, Qj, False)  # p, q hold a rejected trial
+    if dirty or pcg_fail or ls_fail:
+        chain_forward(s, lengths, qref, p, q, Dj, Qj, False)  # p, q may hold a rejected trial
     stats[0] = it
     stats[1] = total_pcg
     stats[2] = n_solves
