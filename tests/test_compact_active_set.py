@@ -93,3 +93,24 @@ def test_clamp_frame_of_last_segment():
         assert solver.step(st, 0.02).success
     assert abs(abs(st.q[-1] @ q_end) - 1.0) < 1e-10
     assert st.p[5, 2] < 0
+
+
+def test_drop_cylinders_scene_small():
+    from rodlab.scenes import run_scene
+
+    r = run_scene("drop-cylinders", n=30, t_end=0.4)
+    m = r.metrics
+    assert m["success"], m["message"]
+    assert m["max_contacts"] >= 3  # rests on all three cylinders
+    assert m["min_clearance"] > -1e-6
+    assert m["inextensibility"] < 1e-12 and m["alignment"] < 1e-12
+    assert "kinetic_energy" in r.trajectory
+
+
+def test_cylinder_distance():
+    from rodlab.compact.active_set import Cylinder
+
+    c = Cylinder((0.0, 0.0, 0.0), (0.0, 2.0, 0.0), 0.5)
+    vals, grads = c.values(np.array([[1.0, 3.0, 0.0], [0.0, -1.0, 2.0]]), 0.1)
+    assert np.allclose(vals, [0.4, 1.4])
+    assert np.allclose(grads, [[1, 0, 0], [0, 0, 1]])

@@ -8,7 +8,8 @@ they block, removed when their multiplier turns negative) on ``x = T(s)``:
 * :class:`ClampFrame` -- a segment's material frame held at (or moved along) a quaternion (3 rows:
   ``vec(conj(q_target) q_i) = 0``);
 * :class:`Floor` -- half-space ``n . p_j - offset - radius >= 0`` for every vertex;
-* :class:`Sphere` -- ``|p_j - c| - R - radius >= 0`` for every vertex.
+* :class:`Sphere` -- ``|p_j - c| - R - radius >= 0`` for every vertex;
+* :class:`Cylinder` -- distance to an axis minus ``R + radius >= 0`` for every vertex.
 
 Coordinate Dirichlet conditions on ``s`` (root position, segment-0 rotation) are eliminated as in
 :mod:`rodlab.compact.sqp`. Each Newton iteration solves the QP of Eq. 12 by a primal active-set
@@ -28,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from .chain import chain_forward, jac_t_mul
+from .chain import chain_forward, jac_mul, jac_t_mul
 from .energies import eval_energy, reduced_hessian
 from .pcg import PRECONDITIONERS, pcg_solve
 from .sqp import (CompactModel, CompactState, SolverOptions, StepStats, Workspace, finish_step,
@@ -120,6 +121,23 @@ class Sphere:
         d = p - np.asarray(self.center, dtype=float)
         r = np.linalg.norm(d, axis=1)
         return r - self.radius - radius, d / np.maximum(r, 1e-300)[:, None]
+
+
+@dataclass(frozen=True)
+class Cylinder:
+    """Solid infinite cylinder of ``radius`` [m] around the line through ``point`` along ``axis``."""
+
+    point: np.ndarray
+    axis: np.ndarray
+    radius: float
+
+    def values(self, p, radius):
+        a = np.asarray(self.axis, dtype=float)
+        a = a / np.linalg.norm(a)
+        rel = p - np.asarray(self.point, dtype=float)
+        radial = rel - np.outer(rel @ a, a)
+        r = np.linalg.norm(radial, axis=1)
+        return r - self.radius - radius, radial / np.maximum(r, 1e-300)[:, None]
 
 
 @dataclass(frozen=True)
@@ -231,8 +249,16 @@ class ConstrainedSolver:
         rows.update(ineq)
         eq_keys = [k for k, _ in eq]
         ineq_keys = [k for k, _ in ineq]
+        # vectorised linearised inequality rows: c + g . (J d)_vertex  (one prefix sum per check)
+        n, m = self.model.n, self.model.m
+        cand_v = np.array([rows[k][1] for k in ineq_keys], dtype=np.int64)
+        cand_g = np.array([rows[k][2] for k in ineq_keys]).reshape(-1, 3)
+        cand_c = np.array([rows[k][3] for k in ineq_keys])
+        dp, dq = np.empty((n, 3)), np.empty((m, 4))
         # start: previously active, violated or touching inequality rows
         W = [k for k in ineq_keys if k in self._active_prev or rows[k][3] <= 0.0]
+        inW = np.array([k in set(W) for k in ineq_keys], dtype=bool)
+        index = {k: i for i, k in enumerate(ineq_keys)}
         d = z
         lam = {}
         for qp_it in range(self.max_qp):
@@ -255,21 +281,21 @@ class ConstrainedSolver:
                 d = z
                 lam = {}
             # feasibility of the inactive inequality rows at d
-            worst, worst_key = -1e-12, None
-            for k in ineq_keys:
-                if k in W:
+            if len(ineq_keys):
+                jac_mul(self.ws.Dj, self.ws.Qj, np.ascontiguousarray(d), dp, dq)
+                vals = cand_c + np.einsum("ij,ij->i", cand_g, dp[cand_v])
+                vals[inW] = np.inf
+                j = int(np.argmin(vals))
+                if vals[j] < -1e-12:
+                    W.append(ineq_keys[j])  # add the tightest blocking constraint (Alg. 2)
+                    inW[j] = True
                     continue
-                g = gradient(k, rows[k])
-                val = rows[k][3] + float(np.sum(g * d))
-                if val < worst:
-                    worst, worst_key = val, k
-            if worst_key is not None:
-                W.append(worst_key)  # add the tightest blocking constraint (Alg. 2)
-                continue
             # all feasible: drop the loosest constraint with a negative multiplier (sign: -b + G^T lam = A d)
             neg = [(lam[k], k) for k in W if lam[k] < -1e-12 * (1.0 + max(abs(v) for v in lam.values()))]
             if neg:
-                W.remove(min(neg)[1])
+                k = min(neg)[1]
+                W.remove(k)
+                inW[index[k]] = False
                 continue
             break
         return d, lam, W
