@@ -458,6 +458,8 @@ class CompactSolver:
             msg = "line search made no progress"
         else:
             msg = "newton iteration limit reached"
+        if st[6] or st[7]:
+            log.debug("compact step t=%.6g: %s (%d Newton iterations, |b| = %.3e)", state.t, msg, int(st[0]), float(st[3]))
         return StepStats(bool(st[4]) or (not st[6] and not st[7]), msg, int(st[0]), int(st[1]), int(st[2]), float(st[3]), float(st[5]))
 
 
