@@ -9,7 +9,6 @@ clamped at ``x = 0``; the tip vertex ``n-1`` lies at ``x = length`` and the free
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
