@@ -156,6 +156,9 @@ def part_precond():
     for prec, v in res["step_ms"].items():
         ax.loglog(ns, v, "o-", color=COLORS[prec], label=prec)
     ax.loglog(ns, np.array(ns) * res["step_ms"]["hybrid"][-1] / ns[-1], "k:", label="O(n)")
+    ax.set_xticks(ns)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set(xlabel="segments", ylabel="CPU ms per time step", title="Fig. 4: time per step (helix, dt = 10 ms)")
     ax.legend()
     fig.tight_layout()
