@@ -23,6 +23,11 @@ intermediate load levels at collocation tolerance 1e-3 (they only provide the ne
 full load at 1e-8 (relative residual). Measured against a multiple-shooting solution with DOP853
 at rtol 1e-13 the tip is then accurate to <= 1e-11 L for q = 0.04 ... 1300 (docs/validation.md);
 tests/test_analytic_elastica.py checks it against an independent single-shooting solution.
+
+Limit: the continuation scales all loads together, so a compressive tip force above the Euler load
+``pi^2 EI/(4 L^2)`` (with at most a small lateral component) stays on the straight or near-straight
+(unstable) branch instead of the buckled one. Gravity-dominated loads, the validation range, are
+unaffected.
 """
 from __future__ import annotations
 
