@@ -141,3 +141,20 @@ def test_bad_input_is_rejected():
         CompactSolver(md).step(CompactState.at_rest(md), -1.0)
     with pytest.raises(ValueError, match="E"):
         CompactModel.from_polyline(md.rest_p, E=-1.0, G=1.0, rho=1.0, radius=0.01)
+
+
+def test_time_convergence_is_first_order():
+    """Implicit Euler: successive differences of the state at t = 0.16 s halve with dt."""
+    from rodlab.scenes.compact_scenes import HELIX_PARAMS, build_helix
+    params = {p.name: p.default for p in HELIX_PARAMS}
+    params.update(n=12, E=1e8, G=1e8 / 3)
+    res = []
+    for dt in (0.005, 0.0025, 0.00125, 0.000625):
+        md, solver, st = build_helix(params)
+        solver.options = SolverOptions(max_newton=50, tol=1e-10, pcg_rtol=1e-12, pcg_atol=0.0)
+        for _ in range(int(round(0.16 / dt))):
+            assert solver.step(st, dt).success
+        res.append(st.p.copy())
+    diffs = [np.abs(res[i] - res[i + 1]).max() for i in range(3)]
+    orders = [math.log2(diffs[i] / diffs[i + 1]) for i in range(2)]
+    assert all(0.85 < o < 1.15 for o in orders), orders
