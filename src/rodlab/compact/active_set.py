@@ -257,7 +257,8 @@ class ConstrainedSolver:
         dp, dq = np.empty((n, 3)), np.empty((m, 4))
         # start: previously active, violated or touching inequality rows
         W = [k for k in ineq_keys if k in self._active_prev or rows[k][3] <= 0.0]
-        inW = np.array([k in set(W) for k in ineq_keys], dtype=bool)
+        W_set = set(W)
+        inW = np.array([k in W_set for k in ineq_keys], dtype=bool)
         index = {k: i for i, k in enumerate(ineq_keys)}
         d = z
         lam = {}
