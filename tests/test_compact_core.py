@@ -318,3 +318,23 @@ def test_tension_stiffness_is_the_pendulum_term():
         T = 9.81 * md.masses[i + 1:].sum()
         assert np.allclose(G[i + 1], T * md.lengths[i] * np.diag([1.0, 1.0, 0.0]), atol=1e-12)
     assert np.all(G[0] == 0)
+
+
+def test_reduced_gradient_b_is_gradient_of_energy_of_transform():
+    """b = J^T dE/dx (Eq. 12) equals the gradient of E(T(s)) by central differences."""
+    md = _rod(8)
+    ch = Chain(md.lengths, md.rest_q)
+    p0, q0, st, a_in, a_d = _energy_setup(md)
+    s = _random_s(md, 0.4)
+
+    def EoT(s_flat):
+        p, q, _, _ = ch.transform(s_flat.reshape(-1, 3))
+        return _E(md, p, q, st, a_in, a_d, 0)[0]
+
+    p, q, Dj, Qj = ch.transform(s)
+    _, g, _, _ = _E(md, p, q, st, a_in, a_d, 1)
+    b = np.empty((md.n, 3))
+    jac_t_mul(Dj, Qj, g[:3 * md.n].reshape(-1, 3), g[3 * md.n:].reshape(-1, 4), b)
+    h = 1e-6
+    bfd = np.array([(EoT(s.ravel() + h * e) - EoT(s.ravel() - h * e)) / (2 * h) for e in np.eye(s.size)])
+    assert np.allclose(b.ravel(), bfd, rtol=1e-6, atol=1e-6 * np.abs(bfd).max())
