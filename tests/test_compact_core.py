@@ -338,3 +338,34 @@ def test_reduced_gradient_b_is_gradient_of_energy_of_transform():
     h = 1e-6
     bfd = np.array([(EoT(s.ravel() + h * e) - EoT(s.ravel() - h * e)) / (2 * h) for e in np.eye(s.size)])
     assert np.allclose(b.ravel(), bfd, rtol=1e-6, atol=1e-6 * np.abs(bfd).max())
+
+
+def test_gauss_newton_matrix_is_the_hessian_at_a_stationary_point():
+    """Where dE/dx = 0 the dropped term dJ/ds : dE/dx vanishes, so A = J^T H J must equal the
+    Hessian of E(T(s)) (central differences of the energy)."""
+    md = _rod(7)
+    ch = Chain(md.lengths, md.rest_q)
+    s0 = np.zeros((md.n, 3))
+    s0[0] = md.rest_p[0]
+    st = dict(p_pred=md.rest_p.copy(), p_t=md.rest_p.copy(), q_t=md.rest_q.copy(), th_pred=np.zeros((md.m, 3)))
+    a_in, a_d = 1e2, 3.0
+    g0 = np.zeros(3)
+
+    def EoT(x):
+        p, q, _, _ = ch.transform(x.reshape(-1, 3))
+        return _E(md, p, q, st, a_in, a_d, 0, g=g0)[0]
+
+    p, q, Dj, Qj = ch.transform(s0)
+    _, g, (Hp, Hd, Ho), _ = _E(md, p, q, st, a_in, a_d, 2, g=g0)
+    assert np.abs(g).max() < 1e-9
+    J = ch.jacobian_dense(s0)
+    A = J.T @ dense_hessian(Hp, Hd, Ho) @ J
+    x0 = s0.ravel()
+    h = 1e-4
+    N = x0.size
+    Hfd = np.zeros((N, N))
+    I = np.eye(N) * h
+    for i in range(N):
+        for j in range(i, N):
+            Hfd[i, j] = Hfd[j, i] = (EoT(x0 + I[i] + I[j]) - EoT(x0 + I[i] - I[j]) - EoT(x0 - I[i] + I[j]) + EoT(x0 - I[i] - I[j])) / (4 * h * h)
+    assert np.allclose(A, Hfd, rtol=1e-5, atol=1e-5 * np.abs(A).max())
