@@ -287,10 +287,12 @@ def _qp_value(A, b, x, tmp):
 
 
 @njit(**JIT)
-def mprgp(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts=np.zeros(4), gamma=1.0):
+def mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, gamma):
     """MPRGP (module docstring) from ``x`` (projected first), in place. ``L``, ``D``: the factor from
     :func:`prepare_pc` (ignored by non-Cholesky preconditioners). Returns ``(iterations, residual)``
-    with residual the norm of the projected gradient ``phi + beta``."""
+    with residual the norm of the projected gradient ``phi + beta``. ``counts`` (4,) accumulates CG,
+    expansion, proportioning and accepted preconditioned-expansion steps; ``gamma`` is the
+    proportioning constant Gamma."""
     n = x.shape[0]
     abar = 1.9 / norm_bound(A)
     for i in range(n):
@@ -424,6 +426,13 @@ def mprgp(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts=np.zeros(4)
             apply_pc(pc, A, L, D, free, phi, z, tmp)
             pdir[:] = z
     return it, math.sqrt(r2) if it > 0 else res
+
+
+@njit(**JIT)
+def mprgp(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist):
+    """:func:`mprgp_core` with ``Gamma = 1`` and no step counters."""
+    counts = np.zeros(4)
+    return mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, 1.0)
 
 
 @njit(**JIT)
