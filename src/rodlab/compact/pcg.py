@@ -247,15 +247,8 @@ def build_dense_a(Dj, Hp, Bd, Bo, free, A, suffix):
 
 
 @njit(**JIT)
-def factor_preconditioner(kind, diag, off, sinv, W, A, L):
-    """Factor the preconditioner (3x3 inverses, block Thomas with ``W_i = S_i^-1 off_i``, or
-    dense Cholesky); returns False if it is not positive definite."""
+def _factor_once(kind, diag, off, sinv, W):
     n = diag.shape[0]
-    if kind == 0:
-        return True
-    if kind == 4:
-        L[:, :] = np.linalg.cholesky(A)
-        return True
     if kind == 3:
         return block_tridiagonal3_factor(diag, off, sinv, W) < 0
     ok = True
@@ -263,6 +256,40 @@ def factor_preconditioner(kind, diag, off, sinv, W, A, L):
         if not _inv3_into(diag[j, 0, 0], diag[j, 0, 1], diag[j, 0, 2], diag[j, 1, 1], diag[j, 1, 2], diag[j, 2, 2], sinv[j]):
             ok = False
     return ok
+
+
+@njit(**JIT)
+def factor_preconditioner(kind, diag, off, sinv, W, A, L):
+    """Factor the preconditioner (3x3 inverses, block Thomas with ``W_i = S_i^-1 off_i``, or
+    dense Cholesky); returns False if it is not positive definite.
+
+    A preconditioner that is SPD in exact arithmetic can fail to factor in floating point when
+    its blocks are very ill-conditioned (soft rods at large dt: eigenvalues 1e-12 .. 1e-3 inside
+    one 3x3 block). Then ``alpha I`` is added to its diagonal blocks (the paper's remedy in the
+    proof of Eq. 26), ``alpha = 1e-12 max|diag|``, growing 100x per retry (at most 5)."""
+    n = diag.shape[0]
+    if kind == 0:
+        return True
+    if kind == 4:
+        L[:, :] = np.linalg.cholesky(A)
+        return True
+    if _factor_once(kind, diag, off, sinv, W):
+        return True
+    scale = 0.0
+    for j in range(n):
+        for a in range(3):
+            scale = max(scale, abs(diag[j, a, a]))
+    alpha = 1e-12 * scale
+    added = 0.0
+    for _ in range(5):
+        for j in range(n):
+            for a in range(3):
+                diag[j, a, a] += alpha - added
+        added = alpha
+        if _factor_once(kind, diag, off, sinv, W):
+            return True
+        alpha *= 100.0
+    return False
 
 
 @njit(**JIT)
