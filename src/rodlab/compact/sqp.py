@@ -127,7 +127,9 @@ class SolverOptions:
     tension_stiffness: add back the PSD tension part of the dropped term ``dJ/ds : dE/dx``
     (our addition, off by default as in the paper; see :func:`tension_stiffness`).
     recenter_every_iteration: fold ``w`` into the reference rotations after every Newton step
-    (not only after every time step), so each quadratic model is built at ``w = 0``."""
+    (not only after every time step), so each quadratic model is built at ``w = 0``.
+    warm_start: start Newton from the constant-velocity prediction (:func:`predict_start`)
+    rather than from the previous configuration (our addition)."""
 
     precond: str = "hybrid"
     max_newton: int = 5
@@ -138,6 +140,7 @@ class SolverOptions:
     line_search_steps: int = 30
     tension_stiffness: bool = False
     recenter_every_iteration: bool = False
+    warm_start: bool = True
 
     def __post_init__(self):
         if self.precond not in PRECONDITIONERS:
@@ -360,6 +363,32 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
 
 
 @njit(**JIT)
+def predict_start(s, q, v, omega, dt, free):
+    """Start Newton from the constant-velocity prediction instead of the last state: free
+    coordinates get ``p_c += dt v_0`` and ``w_i = dt R(q_i) omega_i`` (the body-frame angular
+    velocity turned into a world rotation vector, as ``q = B(w) (x) qref`` is a left update)."""
+    for c in range(3):
+        if free[0, c] != 0.0:
+            s[0, c] += dt * v[0, c]
+    for i in range(q.shape[0]):
+        q0, q1, q2, q3 = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+        o0, o1, o2 = omega[i, 0] * dt, omega[i, 1] * dt, omega[i, 2] * dt
+        # R(q) o = o + 2 q0 (qv x o) + 2 qv x (qv x o)
+        c0 = q2 * o2 - q3 * o1
+        c1 = q3 * o0 - q1 * o2
+        c2 = q1 * o1 - q2 * o0
+        r0 = o0 + 2.0 * (q0 * c0 + q2 * c2 - q3 * c1)
+        r1 = o1 + 2.0 * (q0 * c1 + q3 * c0 - q1 * c2)
+        r2 = o2 + 2.0 * (q0 * c2 + q1 * c1 - q2 * c0)
+        if free[i + 1, 0] != 0.0:
+            s[i + 1, 0] = r0
+        if free[i + 1, 1] != 0.0:
+            s[i + 1, 1] = r1
+        if free[i + 1, 2] != 0.0:
+            s[i + 1, 2] = r2
+
+
+@njit(**JIT)
 def finish_step(s, qref, p, q, p_t, q_t, v, omega, dt):
     """Velocities from the step (v = (p - p_t)/dt, omega = 2 vec(conj(q_t) q)/dt) and re-centering."""
     n = p.shape[0]
@@ -427,6 +456,8 @@ class CompactSolver:
         np.multiply(state.omega, dt, out=self._th_pred)
         a_in = 0.0 if static else 1.0 / dt**2
         a_d = 0.0 if static else self.damping / dt
+        if o.warm_start and not static:
+            predict_start(state.s, state.q, state.v, state.omega, dt, self.free)
         self.apply_prescribed(state, state.t + dt)
         sqp_solve(state.s, md.lengths, state.qref, self.free, self._p_pred, p_t, q_t, self._th_pred, md.masses,
                   md.Jr, md.lbar, md.Kh, md.ubar, self.gravity, a_in, a_d, self.kind, o.max_newton, o.tol,
