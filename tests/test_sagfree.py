@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy.optimize import lsq_linear
 
-from rodlab.inverse.mprgp import PC_ASC, PC_NAMES, apply_filtered_ldlt, ipm, mprgp, pgs, prepare_pc
+from rodlab.inverse.mprgp import (PC_ASC, PC_NAMES, SCHUR_CAP, apply_filtered_ldlt, ipm, mprgp, pgs, prepare_pc,
+                                  schur_apply)
 from rodlab.inverse.sagfree import (SagFreeOptions, constraint, forward_drift, jacobian_dense, make_problem,
                                     model_from_params, optimize_strand)
 from rodlab.linalg.banded_ldlt import band_to_dense, dense_to_band, ldlt_factor_band
@@ -180,3 +181,22 @@ def test_options_are_validated():
         SagFreeOptions(scheme="foo")
     with pytest.raises(ValueError, match="delta"):
         SagFreeOptions(delta=-1)
+
+
+def test_schur_corrected_asc_is_the_exact_free_set_inverse():
+    A, b, lo, hi = _random_box_qp(6)
+    n = len(b)
+    band = dense_to_band(A, 6)
+    L, D = band.copy(), np.empty(n)
+    ldlt_factor_band(L, D, 1e-14)
+    rng = np.random.default_rng(1)
+    Y, slot = np.empty((SCHUR_CAP, n)), np.full(n, -1)
+    act, st, C, w = np.full(SCHUR_CAP, -1), np.zeros(2, dtype=np.int64), np.empty((SCHUR_CAP, SCHUR_CAP)), np.empty(SCHUR_CAP)
+    for trial in range(3):  # the active set changes between calls: cached columns are reused
+        free = rng.random(n) > 0.25
+        r = rng.normal(size=n) * free
+        z = np.empty(n)
+        schur_apply(L, D, free, lo, hi, r, z, Y, slot, act, st, C, w)
+        F = np.flatnonzero(free)
+        np.testing.assert_allclose(z[F], np.linalg.solve(A[np.ix_(F, F)], r[F]), rtol=1e-9, atol=1e-12)
+        assert np.all(z[~free] == 0.0)

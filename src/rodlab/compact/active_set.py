@@ -165,6 +165,12 @@ class ConstrainedSolver:
         self.equalities = tuple(equalities)
         self.obstacles = tuple(obstacles)
         self.gravity = np.asarray(gravity, dtype=float).reshape(3)
+        if not (math.isfinite(damping) and damping >= 0):
+            raise ValueError(f"damping must be >= 0 1/s (got {damping})")
+        if proximity is not None and not proximity >= 0:
+            raise ValueError(f"proximity must be >= 0 m (got {proximity})")
+        if max_qp_iterations < 1:
+            raise ValueError(f"max_qp_iterations must be >= 1 (got {max_qp_iterations})")
         self.damping = float(damping)
         self.root_motion = root_motion
         self.proximity = proximity
