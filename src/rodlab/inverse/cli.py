@@ -42,6 +42,8 @@ def add_subcommand(subparsers) -> None:
     p.add_argument("--rho", type=float, default=1000.0, help="density [kg/m^3] (default 1000)")
     p.add_argument("--scale", type=float, default=1.0, help="multiply input coordinates by this to get metres")
     p.add_argument("--max-iters", type=int, default=200, help="outer iteration cap per strand (default 200)")
+    p.add_argument("--precond", default="asc", choices=("asc", "asc-schur", "ic", "mic", "ssor", "diag", "none"),
+                   help="MPRGP preconditioner (default asc, the paper's active-set Cholesky)")
     p.add_argument("--t-end", type=float, default=1.0, help="forward simulation for the drift report [s]; 0 skips it")
     p.add_argument("--workers", type=int, default=0, help="processes (default: all cores)")
     p.add_argument("--max-strands", type=int, default=0, help="only the first N strands (0: all)")
@@ -78,7 +80,8 @@ def _work(args):
         if not np.all(e > 1e-9 * max(e.max(), 1e-300)):
             raise ValueError("strand has a zero-length edge")
         problem = make_problem(x, radius=opts["radius"], E=opts["E"], G=opts["E"] / 3.0, rho=opts["rho"])
-        res = optimize_strand(problem, SagFreeOptions(scheme=opts["scheme"], delta=opts["delta"], max_iters=opts["max_iters"]))
+        res = optimize_strand(problem, SagFreeOptions(scheme=opts["scheme"], delta=opts["delta"], max_iters=opts["max_iters"],
+                                                      precond=opts["precond"]))
         m = res.model
         out.update(success=res.success, message=res.message, residual=res.residual, residual_initial=res.initial_residual,
                    iterations=res.iterations, mprgp_iters_mean=res.qp_iterations_mean, wall_s=res.wall_s,
@@ -121,7 +124,7 @@ def run_sagfree(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     opts = dict(radius=args.radius, E=args.E, rho=args.rho, scheme=args.scheme, delta=args.delta,
-                max_iters=args.max_iters, t_end=args.t_end)
+                max_iters=args.max_iters, t_end=args.t_end, precond=args.precond)
     workers = args.workers or os.cpu_count() or 1
     jobs = [(k, np.ascontiguousarray(s, dtype=float), opts) for k, s in enumerate(strands)]
     # compile once in this process so workers load the numba cache instead of compiling in parallel
