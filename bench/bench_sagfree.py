@@ -61,6 +61,11 @@ def schemes_figure(rows):
             ax.plot(g[:, 0], g[:, 2], "k--", lw=2, label="groomed")
             for k, xx in enumerate(xs):
                 ax.plot(xx[:, 0], xx[:, 2], color=plt.cm.viridis(k / max(len(xs) - 1, 1)), lw=1)
+            if c == 0:
+                lims = (ax.get_xlim(), ax.get_ylim())
+            else:
+                ax.set_xlim(*lims[0])
+                ax.set_ylim(*lims[1])
             ax.set_aspect("equal")
             ax.set_title(f"{orientation}: {name}\ndrift {drift:.2e} L")
             if res is not None:

@@ -166,7 +166,7 @@ def material_frames_q(q, tan, a1, m1, m2):
         m2[j, 2] = -s * u2 + c * v2
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm):
     """4D material curvature ``w`` (4,), its Jacobian ``Jw`` (4, 11) and the twist gradient ``gm`` (11,)
     of interior vertex ``i`` over the local unknowns ``q[4(i-1) : 4(i-1) + 11]``. Returns the twist ``m_i``
@@ -243,7 +243,7 @@ def vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm):
     return q[4 * i + 3] - q[4 * i - 1] + mref[a]
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def _add_gn_hessian(band, base, Jw, nr, cb, gm, ct, H, B3):
     """Add ``cb sum_r J_r J_r^T + ct gm gm^T`` over the 11 local unknowns into the lower band.
 
@@ -251,21 +251,21 @@ def _add_gn_hessian(band, base, Jw, nr, cb, gm, ct, H, B3):
     ``u = d/de0``, ``v = d/de1``), so the 9x9 position block follows from the 3x3 edge blocks
     ``UU = sum u u^T``, ``UV = sum u v^T``, ``VV = sum v v^T`` (about 100 products instead of 330)."""
     for a in range(3):
+        ga = gm[a]
+        gva = gm[8 + a]
         for b in range(3):
             uu = 0.0
             uv = 0.0
             vv = 0.0
             for r in range(nr):
                 ua = Jw[r, a]
-                ub = Jw[r, b]
                 va = Jw[r, 8 + a]
-                vb = Jw[r, 8 + b]
-                uu += ua * ub
-                uv -= ua * vb
-                vv += va * vb
-            B3[0, a, b] = cb * uu + ct * gm[a] * gm[b]
-            B3[1, a, b] = cb * uv - ct * gm[a] * gm[8 + b]
-            B3[2, a, b] = cb * vv + ct * gm[8 + a] * gm[8 + b]
+                uu += ua * Jw[r, b]
+                uv -= ua * Jw[r, 8 + b]
+                vv += va * Jw[r, 8 + b]
+            B3[0, a, b] = cb * uu + ct * ga * gm[b]
+            B3[1, a, b] = cb * uv - ct * ga * gm[8 + b]
+            B3[2, a, b] = cb * vv + ct * gva * gm[8 + b]
     for a in range(3):
         for b in range(3):
             UU = B3[0, a, b]
@@ -282,20 +282,19 @@ def _add_gn_hessian(band, base, Jw, nr, cb, gm, ct, H, B3):
         s3 = 0.0
         s7 = 0.0
         for r in range(nr):
-            s3 += Jw[r, 3] * Jw[r, c]
-            s7 += Jw[r, 7] * Jw[r, c]
-        H[3, c] = cb * s3 + ct * gm[3] * gm[c]
-        H[7, c] = cb * s7 + ct * gm[7] * gm[c]
+            jc = Jw[r, c]
+            s3 += Jw[r, 3] * jc
+            s7 += Jw[r, 7] * jc
+        v3 = cb * s3 + ct * gm[3] * gm[c]
+        v7 = cb * s7 + ct * gm[7] * gm[c]
+        H[3, c] = v3
+        H[c, 3] = v3
+        H[7, c] = v7
+        H[c, 7] = v7
     for r in range(11):
-        rt = r == 3 or r == 7
+        row = base + r
         for c in range(r + 1):
-            if rt:
-                v = H[r, c]
-            elif c == 3 or c == 7:
-                v = H[c, r]
-            else:
-                v = H[r, c]
-            band[base + r, r - c] += v
+            band[row, r - c] += H[r, c]
 
 
 @njit(**JIT)

@@ -82,6 +82,9 @@ def _plot_strand(result, out_dir):
         for k, xx in enumerate(tr[key][:: max(len(tr[key]) // 6, 1)]):
             ax.plot(xx[:, 0], xx[:, 2], color=plt.cm.viridis(k / 7), lw=1)
         ax.set_title(title)
+        if key == "x":
+            ax.set_xlim(axes[0].get_xlim())
+            ax.set_ylim(axes[0].get_ylim())
         ax.set_aspect("equal")
         ax.set_xlabel("x [m]")
         ax.set_ylabel("z [m]")
