@@ -107,3 +107,16 @@ def test_twist_relaxes_to_uniform():
     theta = unpack_dofs(state.q)[1]
     np.testing.assert_allclose(np.diff(theta), 1.0 / (n - 2), atol=1e-9)
     assert res.success
+
+
+def test_frame_rate_stepper_runs_the_papers_setting():
+    x = np.zeros((8, 3))
+    x[:, 0] = np.linspace(0, 0.2, 8)
+    model, state = build_rod(x, radius=1e-3, E=1e8, G=1e8 / 3, rho=1000)
+    st = DERImplicitStepper.from_frame_rate(model)  # 60 fps x 4 substeps x 1 Newton iteration
+    assert st.h == pytest.approx(1 / 240) and st.newton_iters == 1
+    stats = st.advance_frames(state, 3)
+    assert stats.steps == 12 and stats.newton_iters == 12 and stats.success
+    assert state.t == pytest.approx(3 / 60)
+    with pytest.raises(ValueError, match="substeps"):
+        DERImplicitStepper.from_frame_rate(model, substeps=0)

@@ -292,6 +292,23 @@ class DERImplicitStepper:
         self.line_search = int(line_search)
         self._fixed = _fixed_idx(model)
 
+    @classmethod
+    def from_frame_rate(cls, model: DERImplicitModel, *, fps: float = 60.0, substeps: int = 4, newton_iters: int = 1,
+                        **kwargs) -> "DERImplicitStepper":
+        """The paper's setting by default: 60 frames per second, four substeps per frame, one Newton
+        iteration per substep (``h = 1 / (fps * substeps)``)."""
+        if not (fps > 0 and math.isfinite(fps)):
+            raise ValueError(f"fps must be > 0 (got {fps})")
+        if substeps < 1:
+            raise ValueError(f"substeps must be >= 1 (got {substeps})")
+        st = cls(model, h=1.0 / (fps * substeps), newton_iters=newton_iters, **kwargs)
+        st.substeps = int(substeps)
+        return st
+
+    def advance_frames(self, state: DERImplicitState, nframes: int) -> StepStats:
+        """Advance by ``nframes`` frames of ``substeps`` steps each (see :meth:`from_frame_rate`)."""
+        return self.advance(state, int(nframes) * getattr(self, "substeps", 1))
+
     def advance(self, state: DERImplicitState, nsteps: int) -> StepStats:
         """Advance ``state`` in place by ``nsteps`` steps (one compiled call)."""
         m = self.model

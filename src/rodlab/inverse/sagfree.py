@@ -340,13 +340,13 @@ def forward_drift(problem: SagFreeProblem, model: DERImplicitModel, t_end: float
     iteration); returns ``(max vertex displacement over time / strand length, frames (t, x))``."""
     state = problem.state.copy()
     x0 = unpack_dofs(state.q)[0]
-    st = DERImplicitStepper(model, h=1.0 / (fps * substeps), newton_iters=newton_iters)
+    st = DERImplicitStepper.from_frame_rate(model, fps=fps, substeps=substeps, newton_iters=newton_iters)
     nframes = int(round(t_end * fps))
     drift = 0.0
     ts = [0.0]
     xs = [x0]
     for k in range(nframes):
-        st.advance(state, substeps)
+        st.advance_frames(state, 1)
         x = unpack_dofs(state.q)[0]
         drift = max(drift, float(np.linalg.norm(x - x0, axis=1).max()))
         if record and (k % max(nframes // record, 1) == 0 or k == nframes - 1):
