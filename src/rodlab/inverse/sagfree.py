@@ -137,6 +137,7 @@ class SagFreeResult:
     rest_change_max: float
     bounds_ok: bool
     clamped_pivots: int = 0
+    cpu_s: float = 0.0
 
     @property
     def qp_iterations_mean(self) -> float:
@@ -304,6 +305,7 @@ def optimize_strand(problem: SagFreeProblem, options: SagFreeOptions = SagFreeOp
     update_dual = options.scheme == "alm"
     tol = max(options.tol, problem.residual_floor)
     t0 = time.perf_counter()
+    c0 = time.process_time()
     K.sf_optimize(p, problem.p0, lo, hi, W, lam, float(options.rho), float(options.rho_growth), float(options.rho_max), update_dual, int(options.max_iters), float(tol),
                   QP_SOLVERS[options.qp], PC_NAMES[options.precond], float(options.qp_rtol), float(options.qp_atol),
                   int(options.qp_maxit), bool(options.warm_start), float(options.box_mu), problem.tan, problem.elen,
@@ -311,6 +313,7 @@ def optimize_strand(problem: SagFreeProblem, options: SagFreeOptions = SagFreeOp
                   problem.GM, problem.MT, problem.dW, problem.model.fext, problem.S, problem.inv_cw, hist, stats,
                   int(capture_at), capH, capb, caplo, caphi)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     if capture is not None and capture_at >= 0:
         capture.update(H=capH, b=capb, lo=caplo, hi=caphi)
     its = int(stats[0])
@@ -331,7 +334,7 @@ def optimize_strand(problem: SagFreeProblem, options: SagFreeOptions = SagFreeOp
         msg = f"stopped after {its} iterations: stationary point of the subproblem with the force constraint violated (residual {res:.3e})"
     return SagFreeResult(success, msg, status, its, int(stats[1]), int(stats[4]), res, float(hist[0]), hist[: its + 1].copy(),
                          p, problem.p0.copy(), lam, model_from_params(problem, p), wall, float(np.abs(stiff).max(initial=0.0)),
-                         float(np.abs(rest).max(initial=0.0)), bounds_ok, int(stats[5]))
+                         float(np.abs(rest).max(initial=0.0)), bounds_ok, int(stats[5]), cpu)
 
 
 def forward_drift(problem: SagFreeProblem, model: DERImplicitModel, t_end: float, *, fps: float = 60.0, substeps: int = 4,
