@@ -43,7 +43,9 @@ class SagFreeOptions:
     diagonal of ``W`` for stiffness scales and for rest-shape values (stiffness changes cost more, so
     rest shape moves first); ``tol``: target of the weight-scaled force residual (net force over the
     vertex weight, torques over weight times edge length); ``qp``: ``mprgp`` | ``pgs`` | ``ipm`` |
-    ``penalty-box``; ``precond`` (MPRGP): ``none`` | ``diag`` | ``wj`` | ``ssor`` | ``ic`` | ``mic`` | ``asc``.
+    ``penalty-box``; ``precond`` (MPRGP): ``none`` | ``diag`` | ``wj`` | ``ssor`` | ``ic`` | ``mic`` | ``asc`` (the
+    paper's active-set Cholesky) | ``asc-schur`` (default: the same factor applied exactly on the free set
+    through a Schur-complement correction, see :mod:`.mprgp`).
     """
 
     scheme: str = "alm"
@@ -57,7 +59,7 @@ class SagFreeOptions:
     tol: float = 1e-9
     max_iters: int = 200
     qp: str = "mprgp"
-    precond: str = "asc"
+    precond: str = "asc-schur"
     qp_rtol: float = 1e-4
     qp_atol: float = 1e-14
     qp_maxit: int = 500
