@@ -120,3 +120,13 @@ def test_frame_rate_stepper_runs_the_papers_setting():
     assert state.t == pytest.approx(3 / 60)
     with pytest.raises(ValueError, match="substeps"):
         DERImplicitStepper.from_frame_rate(model, substeps=0)
+
+
+def test_cantilever_scene_dispatches_to_der_implicit():
+    from rodlab.scenes.registry import run_scene
+
+    m = run_scene("cantilever", method="der-implicit", n=30, static=True, E=1e8, G=1e8 / 3).metrics
+    assert m["method"] == "der-implicit"
+    assert m["tip_error_over_length"] < 0.01
+    for key in ("tip_x", "tip_y", "tip_z", "inextensibility", "steps", "us_per_step"):
+        assert key in m
