@@ -92,7 +92,7 @@ def test_undamped_free_fall_keeps_shape_and_momentum():
 
 def test_twist_relaxes_to_uniform():
     """Straight rod, both ends' frames held at a relative twist: equilibrium twist is uniform (DER Eq. 5)."""
-    from rodlab.der_implicit.stepper import solve_static, DERImplicitModel
+    from rodlab.der_implicit.stepper import solve_static
     from dataclasses import replace
     n = 8
     x = np.zeros((n, 3))

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from rodlab.der_implicit.energies import (der_elastic, edge_geometry, material_curvature_all, pack_dofs,
+from rodlab.der_implicit.energies import (der_elastic, material_curvature_all, pack_dofs,
                                           unpack_dofs, update_frames, vertex_jacobians, material_frames_q)
 from rodlab.der_implicit.stepper import bishop_reference
 from rodlab.linalg.banded_ldlt import (band_matvec, band_to_dense, dense_to_band, ldlt_factor_band,
