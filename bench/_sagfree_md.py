@@ -10,7 +10,8 @@ DOC = ROOT / "docs" / "benchmarks-sagfree.md"
 FIG = ROOT / "docs" / "figures"
 HEADER = """# Benchmarks: implicit DER and sag-free optimization
 
-Tables written by `bench/bench_der_implicit.py`, `bench/bench_sagfree.py` and `bench/bench_sagfree_hair.py`
+Tables written by `bench/bench_der_implicit.py`, `bench/bench_sagfree.py`, `bench/bench_sagfree_fig4.py` and
+`bench/bench_sagfree_hair.py`
 (each owns the section between its markers; rerun a script to refresh its section). Per-call timings
 are the best of several repeats of the **CPU time** of the benchmark process (`time.process_time`):
 the 2-core x86_64 development machine is shared with other jobs (load average ~5), so wall-clock
