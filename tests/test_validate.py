@@ -162,3 +162,21 @@ def test_cantilever_case_marks_missing_methods_not_available(tmp_path, monkeypat
     assert ("cantilever/galpha", "not available") in status
     assert calls.count("galpha") == 1
     assert sum(s == "pass" for _, s in status) == 3 * len(V.CANTILEVER_LOADS_QUICK)
+
+
+def test_only_case_slash_method_restricts_the_methods(tmp_path, monkeypatch):
+    import numpy as np
+
+    seen = []
+
+    def fake_error(ctx, method, n, E):
+        seen.append(method)
+        return 1e-4, np.array([0.9, -0.4]), np.array([0.9, -0.4001]), type("R", (), {"trajectory": {}})()
+
+    monkeypatch.setattr(V, "_cantilever_error", fake_error)
+    out = []
+    assert V.run_validation(tmp_path, ["cantilever/compact"], True, echo=out.append) is True
+    assert set(seen) == {"compact"}
+    data = json.loads((tmp_path / "validation.json").read_text())
+    assert data["summary"]["cases"] == ["cantilever"]
+    assert {r["case"] for r in data["rows"]} == {"cantilever/compact"}

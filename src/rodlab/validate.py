@@ -65,6 +65,11 @@ class Context:
     quick: bool
     plots: list[Path] = field(default_factory=list)
     cache: dict = field(default_factory=dict)
+    methods: tuple[str, ...] | None = None  # from --only CASE/METHOD: restrict the per-method cases
+    echo: Callable[[str], None] = lambda s: None
+
+    def methods_to_run(self) -> tuple[str, ...]:
+        return tuple(m for m in CANTILEVER_METHODS if self.methods is None or m in self.methods)
 
 
 @dataclass(frozen=True)
@@ -141,7 +146,7 @@ def _run(ctx: Context, scene: str, **params):
         raise
     except NotImplementedError as exc:
         raise Unavailable(f"{scene} {params}: not implemented: {exc}") from None
-    log.info("validate: %s %s in %.1f s", scene, params, time.perf_counter() - t0)
+    ctx.echo(f"  {scene} {' '.join(f'{k}={v}' for k, v in params.items())}: {time.perf_counter() - t0:.1f} s")
     ctx.cache[key] = result
     return result
 
@@ -258,7 +263,7 @@ def case_cantilever(ctx: Context) -> list[Row]:
     ns = (50,) if ctx.quick else (50, 200)
     loads = CANTILEVER_LOADS_QUICK if ctx.quick else CANTILEVER_LOADS
     shapes = {}
-    for method in CANTILEVER_METHODS:
+    for method in ctx.methods_to_run():
         name = f"cantilever/{method}"
         for n in ns:
             for E in loads:
@@ -314,7 +319,7 @@ def case_convergence(ctx: Context) -> list[Row]:
     rows = []
     ns = CONVERGENCE_N_QUICK if ctx.quick else CONVERGENCE_N
     curves = {}
-    for method in CANTILEVER_METHODS:
+    for method in ctx.methods_to_run():
         name = f"convergence/{method}"
         errs = []
         try:
@@ -514,16 +519,28 @@ def run_validation(out_dir: Path, only: list[str] | None = None, quick: bool = F
     """Run the registered cases (those whose name contains one of ``only``), print the table and
     write ``validation.md``, ``validation.json`` and plots to ``out_dir``.
 
+    ``only`` items of the form ``CASE/METHOD`` (e.g. ``cantilever/galpha``) select case ``CASE``
+    restricted to that method (for the per-method cases ``cantilever`` and ``convergence``).
+
     Returns True when no row failed or errored ("not available" rows do not count). ``cases``
     replaces the registry (tests); ``echo`` receives the printed text.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     registry = CASES if cases is None else cases
-    selected = [c for c in registry.values() if not only or any(o in c.name for o in only)]
+    methods = None
+    if only:
+        subs = [o.split("/", 1) for o in only if "/" in o]
+        if subs:
+            methods = tuple(m for _, m in subs)
+
+    def matches(c):
+        return not only or any(o in c.name or o.split("/", 1)[0] == c.name for o in only)
+
+    selected = [c for c in registry.values() if matches(c)]
     if not selected:
         raise SystemExit(f"rodlab validate: no case matches --only {only}; cases: {', '.join(registry)}")
-    ctx = Context(out_dir=out_dir, quick=quick)
+    ctx = Context(out_dir=out_dir, quick=quick, methods=methods, echo=echo)
     rows: list[Row] = []
     t0 = time.perf_counter()
     for c in selected:
