@@ -173,7 +173,8 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
     fails to halve the residual (Nocedal and Wright, Framework 17.3); the penalty schemes keep it fixed.
     Stops when the weight-scaled residual ``max |c_a| inv_cw_a <= tol``, after ``maxit`` iterations, or
     when the line search fails. ``stats``: [iterations, total QP iterations, status (1 converged,
-    0 iteration cap, -1 line search failed, -2 stationary with the constraint violated), final residual, max QP iterations, clamped pivots].
+    0 iteration cap, -1 line search failed, -2 stationary with the constraint violated), final residual, max QP iterations, clamped pivots,
+    final rho].
     ``capture_at >= 0`` copies that iteration's QP (``H``, ``b = -g``, bounds) into ``cap*``.
     """
     P = p.shape[0]
