@@ -180,3 +180,23 @@ def test_only_case_slash_method_restricts_the_methods(tmp_path, monkeypatch):
     data = json.loads((tmp_path / "validation.json").read_text())
     assert data["summary"]["cases"] == ["cantilever"]
     assert {r["case"] for r in data["rows"]} == {"cantilever/compact"}
+
+
+def test_helical_refinement_study_in_full_mode(tmp_path, monkeypatch):
+    from rodlab.analytic.helical_buckling import helical_buckling_theory, theoretical_centerline
+    from rodlab.scenes.registry import SceneResult
+
+    th = helical_buckling_theory(9.29, 1.345, 0.789, 27, 0.3)
+    x = theoretical_centerline(th, n=300)[None]
+    ran = []
+
+    def run(scene, params):
+        n = params.get("n", 320)
+        ran.append(n)
+        return SceneResult({"phi0": th.phi0 * (1 - 200.0 / n**2), "envelope_error": 0.01}, {"t": [0.0], "x": x})
+
+    _FakeScenes({"helical-buckling": dict(L=9.29, alpha=1.345, beta=0.789, turns=27.0, shortening=0.3, n=320)}, run).install(monkeypatch)
+    rows = V.case_helical(V.Context(tmp_path, quick=False))
+    order = [r for r in rows if r.item == "phi0 convergence order"][0]
+    assert order.status == "pass" and order.measured == pytest.approx(2.0, abs=1e-6)
+    assert sorted(set(ran)) == [80, 160, 320]

@@ -359,7 +359,7 @@ def case_convergence(ctx: Context) -> list[Row]:
 
 @case("helical-buckling", "localized helical buckling (Bergou et al. 2008 Fig. 7): phi0 and the tanh^2 envelope")
 def case_helical(ctx: Context) -> list[Row]:
-    from .analytic.helical_buckling import envelope_from_centerline, helical_buckling_theory, helical_envelope
+    from .analytic.helical_buckling import helical_buckling_theory
 
     name = "helical-buckling"
     try:
@@ -390,26 +390,61 @@ def case_helical(ctx: Context) -> list[Row]:
     except KeyError as exc:
         rows.append(Row(name, "metrics", status=ERROR, note=str(exc)))
     x = np.asarray(result.trajectory.get("x", []))
+    curves = []  # (n, s/s*, f) for the plot
     if theory is not None and x.ndim == 3:
-        xc = x[-1]
-        axis = xc[-1] - xc[0]
-        env = envelope_from_centerline(xc, axis)
-        mask = np.abs(env["s"]) <= 3.0 * theory.s_star
-        if np.any(mask):
-            err = float(np.max(np.abs(env["f"][mask] - helical_envelope(env["s"][mask], theory))))
+        err, sc, fc = _helical_envelope_error(x[-1], theory)
+        if err is not None:
             rows.append(compare(name, "envelope error from the final centerline (computed here)", 0.0, err, 0.05,
                                 note=f"max |f - tanh^2| over |s| <= 3 s*, s* = {theory.s_star:.4g}"))
-            plt = _pyplot()
-            fig, ax = plt.subplots(figsize=(5, 3.5))
-            ss = np.linspace(-3, 3, 301)
-            ax.plot(ss, helical_envelope(ss * theory.s_star, theory), "k-", label="analytical")
-            ax.plot(env["s"][mask] / theory.s_star, env["f"][mask], ".", ms=4, label=f"simulated, n = {xc.shape[0]}")
-            ax.set_xlabel("s / s*")
-            ax.set_ylabel("f(phi)")
-            ax.set_title(f"localized helical buckling, phi0 theory {theory.phi0:.3f}")
-            ax.legend(fontsize=8)
-            _savefig(ctx, fig, "helical-buckling.png")
+            curves.append((x.shape[1], sc, fc))
+    # full mode: refinement study as in Fig. 7 (phi0 and the envelope at coarser n)
+    if not ctx.quick and theory is not None and "n" in values:
+        ns = sorted({max(20, values["n"] // 4), max(20, values["n"] // 2), values["n"]})
+        errs = []
+        try:
+            for n in ns:
+                res_n = result if n == values["n"] else _run(ctx, name, n=n)
+                errs.append(abs(float(_metric(res_n, "phi0")) - theory.phi0) / theory.phi0)
+                xn = np.asarray(res_n.trajectory.get("x", []))
+                if n != values["n"] and xn.ndim == 3:
+                    _, sc, fc = _helical_envelope_error(xn[-1], theory)
+                    if sc is not None:
+                        curves.append((xn.shape[1], sc, fc))
+        except KeyError as exc:
+            rows.append(Row(name, "refinement", status=ERROR, note=str(exc)))
+        else:
+            if min(errs) > 0:
+                p = observed_order(ns, errs)
+                rows.append(Row(name, "phi0 convergence order", f">= {CONVERGENCE_MIN_ORDER}", p, None, CONVERGENCE_MIN_ORDER,
+                                PASS if p >= CONVERGENCE_MIN_ORDER else FAIL,
+                                "n=" + ",".join(map(str, ns)) + " rel err=" + ",".join(f"{e:.2e}" for e in errs)))
+    if curves:
+        from .analytic.helical_buckling import helical_envelope as _env
+
+        plt = _pyplot()
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ss = np.linspace(-3, 3, 301)
+        ax.plot(ss, _env(ss * theory.s_star, theory), "k-", label="analytical")
+        for n, sc, fc in sorted(curves, key=lambda c: c[0]):
+            ax.plot(sc, fc, ".", ms=3, label=f"n = {n}")
+        ax.set_xlabel("s / s*")
+        ax.set_ylabel("f(phi)")
+        ax.set_title(f"localized helical buckling, phi0 theory {theory.phi0:.3f}")
+        ax.legend(fontsize=8)
+        _savefig(ctx, fig, "helical-buckling.png")
     return rows
+
+
+def _helical_envelope_error(xc: np.ndarray, theory):
+    """(max |f - tanh^2| over |s| <= 3 s*, s/s*, f) of a centerline whose clamps lie on its end axis."""
+    from .analytic.helical_buckling import envelope_from_centerline, helical_envelope
+
+    env = envelope_from_centerline(xc, xc[-1] - xc[0])
+    mask = np.abs(env["s"]) <= 3.0 * theory.s_star
+    if not np.any(mask):
+        return None, None, None
+    err = float(np.max(np.abs(env["f"][mask] - helical_envelope(env["s"][mask], theory))))
+    return err, env["s"][mask] / theory.s_star, env["f"][mask]
 
 
 @case("michell", "Michell's instability of a twisted ring: stable at 0.8x, unstable at 1.25x the critical twist")
