@@ -383,6 +383,13 @@ def der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvo
 
 
 @njit(**JIT)
+def vertex_jacobians_call(q, tan, elen, m1, m2, mref, i, w, Jw, gm):
+    """:func:`vertex_jacobians` as an ordinary (not inlined) call, for the non-critical users, so the
+    large body is compiled once more instead of once per caller."""
+    return vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm)
+
+
+@njit(**JIT)
 def material_curvature_all(q, tan, elen, a1, mref, w_out, m_out):
     """4D material curvature (n, 4) and twist ``m_i`` (n,) of every interior vertex (ends left 0)."""
     ne = tan.shape[0]
@@ -396,6 +403,6 @@ def material_curvature_all(q, tan, elen, a1, mref, w_out, m_out):
     w_out[:, :] = 0.0
     m_out[:] = 0.0
     for i in range(1, nv - 1):
-        m_out[i] = vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm)
+        m_out[i] = vertex_jacobians_call(q, tan, elen, m1, m2, mref, i, w, Jw, gm)
         for r in range(4):
             w_out[i, r] = w[r]

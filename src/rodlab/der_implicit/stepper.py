@@ -240,32 +240,6 @@ def implicit_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, 
             v[r] = (q[r] - q0[r]) / h
 
 
-@njit(**JIT)
-def static_solve_kernel(q, a1, tanr, mref, fext, fixed_idx, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d,
-                        load_steps, max_iters, gtol, stats):
-    """Static equilibrium by Newton with line search, the external force ramped in ``load_steps``."""
-    n = q.shape[0]
-    ne = tanr.shape[0]
-    tan = np.empty((ne, 3))
-    elen = np.empty(ne)
-    a1w = np.empty((ne, 3))
-    mrefw = np.empty(mref.shape[0])
-    g = np.empty(n)
-    band = np.empty((n, BANDWIDTH + 1))
-    D = np.empty(n)
-    dq = np.empty(n)
-    qt = np.empty(n)
-    zeros = np.zeros(n)
-    f = np.empty(n)
-    for ls in range(1, load_steps + 1):
-        for r in range(n):
-            f[r] = fext[r] * ls / load_steps
-        tol = gtol if ls == load_steps else gtol * 1e3
-        newton_minimize(q, zeros, zeros, zeros, 0.0, 0.0, f, fixed_idx, tanr, a1, mref,
-                        ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, max_iters, tol, 30, True,
-                        tan, elen, a1w, mrefw, g, band, D, dq, qt, stats)
-
-
 def _fixed_idx(model: DERImplicitModel) -> np.ndarray:
     return np.flatnonzero(np.asarray(model.fixed, dtype=bool)).astype(np.int64)
 
@@ -342,9 +316,20 @@ def solve_static(model: DERImplicitModel, state: DERImplicitState, *, load_steps
     if gtol is None:
         gtol = max(1e-7 * float(np.abs(model.fext).max()), 1e-13 * float(np.abs(model.ks).max()), 1e-12)
     stats = np.zeros(3)
-    static_solve_kernel(state.q, state.a1, state.tan, state.mref, model.fext, _fixed_idx(model), model.ks, model.lbar,
-                        model.kbend, model.wbar, model.ktwist, model.mbar, model.lvor, bool(model.curv2d),
-                        int(load_steps), int(max_iters), float(gtol), stats)
+    # a Python loop over the load levels around the compiled Newton loop (a compiled driver would be
+    # one more large compilation unit for eight calls)
+    n = state.q.shape[0]
+    ne = state.tan.shape[0]
+    tan, elen, a1w, mrefw = np.empty((ne, 3)), np.empty(ne), np.empty((ne, 3)), np.empty(state.mref.shape[0])
+    g, band, D, dq, qt = np.empty(n), np.empty((n, BANDWIDTH + 1)), np.empty(n), np.empty(n), np.empty(n)
+    zeros = np.zeros(n)
+    fixed = _fixed_idx(model)
+    for ls in range(1, int(load_steps) + 1):
+        f = model.fext * (ls / load_steps)
+        tol = float(gtol) if ls == load_steps else float(gtol) * 1e3
+        newton_minimize(state.q, zeros, zeros, zeros, 0.0, 0.0, f, fixed, state.tan, state.a1, state.mref, model.ks,
+                        model.lbar, model.kbend, model.wbar, model.ktwist, model.mbar, model.lvor, bool(model.curv2d),
+                        int(max_iters), tol, 30, True, tan, elen, a1w, mrefw, g, band, D, dq, qt, stats)
     ok = stats[2] <= gtol
     msg = "converged" if ok else f"not converged after {int(stats[0])} Newton iterations (gradient {stats[2]:.3e} N > {gtol:.3e} N)"
     state.v[:] = 0.0

@@ -30,7 +30,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..der_implicit.energies import material_frames_q, vertex_jacobians
+from ..der_implicit.energies import material_frames_q, vertex_jacobians_call
 from ..linalg.banded_ldlt import ldlt_factor_band, ldlt_solve_band
 from .mprgp import ipm, mprgp, pgs, prepare_pc
 
@@ -375,7 +375,7 @@ def sf_geometry(q, tan, elen, a1, mref, W0, JWv, GM, MT):
     Jw = np.empty((4, 11))
     gm = np.empty(11)
     for i in range(1, ne):
-        MT[i] = vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm)
+        MT[i] = vertex_jacobians_call(q, tan, elen, m1, m2, mref, i, w, Jw, gm)
         for r in range(4):
             W0[i, r] = w[r]
             for cc in range(11):

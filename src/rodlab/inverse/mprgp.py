@@ -42,7 +42,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..linalg.banded_ldlt import band_matvec, ldlt_factor_band, ldlt_factor_band18, ldlt_solve_band
+from ..linalg.banded_ldlt import band_matvec, ldlt_factor_band, ldlt_solve_band
 
 JIT = dict(cache=True, error_model="numpy")
 
@@ -293,8 +293,6 @@ def prepare_pc(pc, A, L, D):
     if pc == PC_ASC or pc == PC_ASCS or pc == PC_IC or pc == PC_MIC:
         L[:, :] = A
         if pc == PC_ASC or pc == PC_ASCS:
-            if L.shape[1] == 19:
-                return ldlt_factor_band18(L, D, 1e-12)
             return ldlt_factor_band(L, D, 1e-12)
         return ic_factor_band(L, D, pc == PC_MIC, 1e-12)
     return 0
