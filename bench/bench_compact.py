@@ -375,7 +375,25 @@ def part_scenes():
         if best is None or r.metrics["cpu_ms_per_step"] < best["cpu_ms_per_step"]:
             best = r.metrics
     res["helix-gravity"] = best
-    res["drag-root"] = run_scene("drag-root").metrics
+    # Fig. 6 / Fig. 11 snapshots
+    h = run_scene("helix-gravity", t_end=2.0)
+    d = run_scene("drag-root")
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4.5))
+    x, t = h.trajectory["x"], h.trajectory["t"]
+    for k in np.linspace(0, len(t) - 1, 6).astype(int):
+        ax[0].plot(x[k, :, 0], x[k, :, 2], lw=1, label=f"t = {t[k]:.2f} s")
+    ax[0].set(xlabel="x [m]", ylabel="z [m]", title="Fig. 6: helix under gravity (200 segments, dt 10 ms)", aspect="equal")
+    ax[0].legend(fontsize=7)
+    ax[0].xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(5))
+    x, t = d.trajectory["x"], d.trajectory["t"]
+    for k in range(0, min(len(t), 9)):
+        ax[1].plot(x[k, :, 0], x[k, :, 2], lw=1, label=f"t = {t[k]:.2f} s")
+    ax[1].set(xlabel="x [m]", ylabel="z [m]", title="Fig. 11: dragging the root (dt = 0.25 s)", aspect="equal")
+    ax[1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(FIG / "compact_fig6_11_scenes.png", dpi=110)
+    plt.close(fig)
+    res["drag-root"] = d.metrics
     res["drop-cylinders"] = run_scene("drop-cylinders").metrics
     cant = []
     for n in (50, 200):
