@@ -165,6 +165,12 @@ class Rod:
     radius: float
     closed: bool = False
     boundary: BoundaryConditions = field(default_factory=BoundaryConditions)
+    rest_curvature: np.ndarray | None = None
+    """optional (nj, 4) rest material curvatures overriding those of the rest polyline: a naturally
+    straight ring (zeros) or a naturally curved rod held in another shape"""
+    rest_twist: np.ndarray | None = None
+    """optional (nj,) rest twist [rad] overriding that of the rest frame (a closed ring's glue
+    angle: an isotropic ring closed after twisting its ends by T has -T at its closing joint)"""
 
     def __post_init__(self):
         x = np.ascontiguousarray(self.rest_positions, dtype=float)
@@ -191,6 +197,14 @@ class Rod:
             object.__setattr__(self, name, a)
         x.setflags(write=False)
         object.__setattr__(self, "rest_positions", x)
+        nj = joint_count(nv, self.closed)
+        for name, shape in (("rest_curvature", (nj, 4)), ("rest_twist", (nj,))):
+            a = getattr(self, name)
+            if a is not None:
+                a = np.array(a, dtype=float)
+                require(a.shape == shape and np.all(np.isfinite(a)), f"{name} must be a finite array of shape {shape} (got {a.shape})")
+                a.setflags(write=False)
+                object.__setattr__(self, name, a)
         require(self.radius > 0, f"radius must be > 0 m (got {self.radius})")
         for c in self.boundary.clamps:
             require(-ne <= c.edge < ne, f"clamp edge must be in [-{ne}, {ne - 1}] (got {c.edge})")
@@ -258,6 +272,8 @@ class Rod:
         closed: bool = False,
         rest_d1=None,
         boundary: BoundaryConditions = BoundaryConditions(),
+        rest_curvature=None,
+        rest_twist=None,
     ) -> "Rod":
         x = np.asarray(rest_positions, dtype=float)
         ne = edge_count(x.shape[0], closed)
@@ -272,6 +288,8 @@ class Rod:
             radius=max(section.a1, section.a2),
             closed=closed,
             boundary=boundary,
+            rest_curvature=rest_curvature,
+            rest_twist=rest_twist,
         )
 
     @classmethod
@@ -287,6 +305,8 @@ class Rod:
         closed: bool = False,
         rest_d1=None,
         boundary: BoundaryConditions = BoundaryConditions(),
+        rest_curvature=None,
+        rest_twist=None,
     ) -> "Rod":
         x = np.asarray(rest_positions, dtype=float)
         ne = edge_count(x.shape[0], closed)
@@ -303,6 +323,8 @@ class Rod:
             radius=radius,
             closed=closed,
             boundary=boundary,
+            rest_curvature=rest_curvature,
+            rest_twist=rest_twist,
         )
 
 

@@ -179,11 +179,20 @@ def solve_tridiagonal_masked(h_diag, h_lower, rhs, free, closed, out):
             rl[i] = h_lower[src]
             rr[i] = rhs[src]
             rf[i] = free[src]
-        solve_tridiagonal_masked(rd, rl, rr, rf, False, ro)
+        _solve_chain_masked(rd, rl, rr, rf, ro)
         for i in range(n):
             out[(p + 1 + i) % n] = ro[i]
         return
-    # open chain: walk the runs of free unknowns
+    _solve_chain_masked(h_diag, h_lower, rhs, free, out)
+
+
+@njit(**JIT)
+def _solve_chain_masked(h_diag, h_lower, rhs, free, out):
+    """Tridiagonal solve over each run of free unknowns (numba caches recursion badly, so the
+    cyclic case calls this rather than itself)."""
+    n = h_diag.shape[0]
+    for i in range(n):
+        out[i] = 0.0
     i = 0
     cp = np.empty(n)
     dp = np.empty(n)
@@ -603,3 +612,62 @@ def run_steps(nsteps, h, closed, inextensible, uniform, x, v, theta, ref_d1, ref
         done += 1
         diag[4] = done
     return done
+
+
+# --------------------------------------------------------------------------------------------
+# reduced-energy gradient at a displaced centerline (static solver, Hessian by differences)
+# --------------------------------------------------------------------------------------------
+@njit(**JIT)
+def displaced_forces(x_new, closed, tangents0, ref_d1_0, ref_twist0, theta0, clamp_edges, clamp_m1,
+                     free_theta, uniform, rest_lengths, lbar, omega_bar, bend_k, twist_bar, twist_k, stretch_k,
+                     twist_tol, twist_max_iter, forces):
+    """``-dE/dx`` at ``x_new`` after carrying the frames of the base state there (time-parallel)
+    and re-solving the quasistatic twist; all in one compiled call."""
+    ne = theta0.shape[0]
+    nj = ref_twist0.shape[0]
+    d1 = ref_d1_0.copy()
+    tw = ref_twist0.copy()
+    theta = theta0.copy()
+    tangents = tangents0.copy()
+    edges = np.empty((ne, 3))
+    lengths = np.empty(ne)
+    kb = np.empty((nj, 3))
+    d2 = np.empty((ne, 3))
+    m1 = np.empty((ne, 3))
+    m2 = np.empty((ne, 3))
+    omega = np.empty((nj, 4))
+    w = np.empty((5, ne))
+    refresh_geometry(x_new, closed, d1, tw, True, edges, lengths, tangents, kb, d2)
+    clamp_material_angles(d1, d2, tangents, theta, clamp_edges, clamp_m1)
+    update_twist(kb, d1, d2, tangents, theta, tw, lengths, rest_lengths, lbar, omega_bar, bend_k, twist_bar,
+                 twist_k, stretch_k, free_theta, closed, uniform, twist_tol, twist_max_iter, m1, m2, omega,
+                 w[0], w[1], w[2], w[3])
+    elastic_forces(kb, tangents, lengths, rest_lengths, d1, d2, theta, tw, lbar, omega_bar, bend_k, twist_bar,
+                   twist_k, stretch_k, m1, m2, omega, forces)
+
+
+@njit(**JIT)
+def fd_reduced_hessian(x, free_idx, h, closed, tangents0, ref_d1_0, ref_twist0, theta0, clamp_edges, clamp_m1,
+                       free_theta, uniform, rest_lengths, lbar, omega_bar, bend_k, twist_bar, twist_k, stretch_k,
+                       twist_tol, twist_max_iter, out):
+    """Central differences of the reduced gradient ``-F`` over the free vertices' coordinates."""
+    nv = x.shape[0]
+    nf = free_idx.shape[0]
+    fp = np.empty((nv, 3))
+    fm = np.empty((nv, 3))
+    xp = x.copy()
+    for col in range(3 * nf):
+        v = free_idx[col // 3]
+        c = col % 3
+        xp[v, c] = x[v, c] + h
+        displaced_forces(xp, closed, tangents0, ref_d1_0, ref_twist0, theta0, clamp_edges, clamp_m1, free_theta,
+                         uniform, rest_lengths, lbar, omega_bar, bend_k, twist_bar, twist_k, stretch_k,
+                         twist_tol, twist_max_iter, fp)
+        xp[v, c] = x[v, c] - h
+        displaced_forces(xp, closed, tangents0, ref_d1_0, ref_twist0, theta0, clamp_edges, clamp_m1, free_theta,
+                         uniform, rest_lengths, lbar, omega_bar, bend_k, twist_bar, twist_k, stretch_k,
+                         twist_tol, twist_max_iter, fm)
+        xp[v, c] = x[v, c]
+        for r in range(nf):
+            for d in range(3):
+                out[3 * r + d, col] = -(fp[free_idx[r], d] - fm[free_idx[r], d]) / (2.0 * h)

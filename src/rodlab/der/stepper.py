@@ -110,7 +110,8 @@ class DERStepper:
         self.free_theta = np.ones(ne, dtype=bool)
         self.free_theta[self.clamp_edges] = False
         self.prescribed_vertices = np.flatnonzero(fixed).astype(np.int64)
-        straight = np.allclose(self.omega_bar, 0.0, atol=1e-12) and np.allclose(self.twist_bar, 0.0, atol=1e-12)
+        # the closed-form twist needs angle-independent bending: isotropic and naturally straight
+        straight = np.allclose(self.omega_bar, 0.0, atol=1e-12)
         isotropic = np.allclose(self.bend_k[:, 0], self.bend_k[:, 1], rtol=1e-12)
         if self.options.twist_solver == "auto":
             self.uniform_twist = bool(straight and isotropic)
@@ -136,8 +137,10 @@ class DERStepper:
         t_now = _tangents(x0, rod.closed)
         d1 = np.array(rod.rest_d1)
         time_parallel_update(t_rest, t_now, d1)
+        rest_mref = np.zeros(rod.n_joints)
+        reference_twist(t_rest, np.array(rod.rest_d1), rod.closed, np.zeros(rod.n_joints), rest_mref)
         tw = np.zeros(rod.n_joints)
-        reference_twist(t_now, d1, rod.closed, self.twist_bar.copy(), tw)
+        reference_twist(t_now, d1, rod.closed, rest_mref, tw)
         th = np.zeros(ne) if theta is None else np.array(theta, dtype=float)
         require(th.shape == (ne,), f"theta must have shape ({ne},) (got {th.shape})")
         state = RodState(float(t), x0, np.zeros_like(x0) if v is None else np.array(v, dtype=float), th, d1, tw)
@@ -335,4 +338,8 @@ def rest_curvatures_and_twist(rod: Rod) -> tuple[np.ndarray, np.ndarray]:
     material_curvatures(kb, d1, d2, rod.closed, omega)
     tw = np.zeros(rod.n_joints)
     reference_twist(t, d1, rod.closed, np.zeros(rod.n_joints), tw)
+    if rod.rest_curvature is not None:
+        omega = np.array(rod.rest_curvature)
+    if rod.rest_twist is not None:
+        tw = np.array(rod.rest_twist)
     return omega, tw

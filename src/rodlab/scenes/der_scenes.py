@@ -1,0 +1,439 @@
+"""Scenes of Bergou et al. 2008 (Discrete Elastic Rods), run with the explicit DER stepper.
+
+helical-buckling (Fig. 7), michell (Fig. 8), uniform-twist (Eq. 5), twist-asymmetry (Fig. 5),
+perversion (Fig. 2). Each returns metrics checked against theory where theory exists.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..der.static import _move_frames, solve_static
+from ..der.stepper import DERStepper, DEROptions, suggested_time_step
+from ..model import BoundaryConditions, Clamp, CrossSection, Loads, Material, Rod, twist_about_axis
+from .registry import Param, SceneResult, register
+
+
+def _straight(n: int, length: float, grading: float = 1.0) -> np.ndarray:
+    """Vertices along +x over [0, length]; ``grading`` > 1 makes the second half that many times finer."""
+    if grading == 1.0:
+        s = np.linspace(0.0, length, n)
+    else:
+        # edge lengths h (first half) and h / grading (second half), same number of edges in each
+        ne = n - 1
+        n1 = ne // 2
+        n2 = ne - n1
+        h = length / (n1 + n2 / grading)
+        s = np.concatenate([[0.0], np.cumsum([h] * n1 + [h / grading] * n2)])
+    x = np.zeros((n, 3))
+    x[:, 0] = s
+    return x
+
+
+def _frames(stepper, state, times, xs, **extra):
+    traj = {"t": np.asarray(times, dtype=float), "x": np.asarray(xs)}
+    traj.update(extra)
+    return traj
+
+
+# ------------------------------------------------------------------------------------------------
+# helical-buckling (Fig. 7)
+# ------------------------------------------------------------------------------------------------
+@register(
+    "helical-buckling",
+    "localized helical buckling of a clamped twisted rod vs van der Heijden-Thompson (Bergou 2008, Fig. 7)",
+    [
+        Param("n", 320, "number of vertices (the discrete equilibrium converges to the theory at second order: phi0 0.70, 0.84, 0.88, 0.90 at n = 80, 160, 240, 320)", low=20, high=1000),
+        Param("L", 9.29, "rod length between the clamps", low=0.0, low_open=True),
+        Param("alpha", 1.345, "bending stiffness", low=0.0, low_open=True),
+        Param("beta", 0.789, "twisting stiffness", low=0.0, low_open=True),
+        Param("turns", 27.0, "turns of one clamp about the axis", low=0.0, low_open=True),
+        Param("shortening", 0.3, "end shortening (ends pushed together)", low=0.0, low_open=True),
+        Param("grading", 1.0, "1: uniform; 2: one half twice as refined as the other (Fig. 7 right)", low=1.0, high=4.0),
+    ],
+    paper="Bergou et al. 2008, Sec. 9.1, Fig. 7",
+)
+def helical_buckling(p, progress):
+    from ..analytic.helical_buckling import envelope_from_centerline, helical_buckling_theory, theoretical_centerline
+
+    theory = helical_buckling_theory(p["L"], p["alpha"], p["beta"], p["turns"], p["shortening"])
+    if not theory.success:
+        from .registry import SceneError
+
+        raise SceneError(f"helical-buckling: no localized solution for these parameters ({theory.message})")
+    n, L = p["n"], p["L"]
+    x_straight = _straight(n, L, p["grading"])
+    rod = Rod.from_stiffness(x_straight, bending=p["alpha"], twisting=p["beta"], linear_density=1.0,
+                             boundary=BoundaryConditions(clamps=(Clamp(0), Clamp(-1))))
+    stepper = DERStepper(rod, Loads(), DEROptions(dt=1e-3))
+    state = stepper.initial_state()
+    # wind the far clamp: a straight rod's twist is uniform, theta_j = 2 pi N s_j / L
+    s_edge = 0.5 * (x_straight[1:, 0] + x_straight[:-1, 0])
+    state.theta[:] = 2 * math.pi * p["turns"] * (s_edge - s_edge[0]) / (s_edge[-1] - s_edge[0])
+    # first guess: the theory's localized helix, morphed in continuously so the twist is carried
+    guess = _localized_guess(theory, x_straight, p["shortening"], theoretical_centerline)
+    for lam in np.linspace(0.0, 1.0, 41)[1:]:
+        _move_frames(stepper, state, (1 - lam) * x_straight + lam * guess)
+    stepper._refresh(state)
+    stepper._clamp_rest[0] = (state.x[[0, 1]].copy(), stepper.material_frames(state)[0][0].copy())
+    stepper._clamp_rest[rod.n_edges - 1] = (state.x[[-2, -1]].copy(), stepper.material_frames(state)[0][-1].copy())
+    stepper._solve_twist(state)
+    progress.update(0.1, 1)
+    start = time.perf_counter()
+    res = solve_static(stepper, state, tol=1e-9, max_iter=100)
+    wall = time.perf_counter() - start
+    progress.update(1, 1)
+    xs = res.state.x
+    axis = xs[-1] - xs[0]
+    env = envelope_from_centerline(xs, axis, phi0=theory.phi0)
+    window = np.abs(env["s"]) <= 3.0 * theory.s_star
+    f_theory = np.tanh(env["s"] / theory.s_star) ** 2
+    rms = float(np.sqrt(np.mean((env["f"][window] - f_theory[window]) ** 2)))
+    metrics = {
+        "phi0": env["phi_max"],
+        "phi0_theory": float(theory.phi0),
+        "phi0_error": abs(env["phi_max"] - theory.phi0) / theory.phi0,
+        "envelope_error": rms,
+        "s_star_theory": float(theory.s_star),
+        "end_distance": float(np.linalg.norm(axis)),
+        "static_success": res.success,
+        "static_iterations": res.iterations,
+        "static_residual": res.residual,
+        "solve_wall_s": wall,
+    }
+    traj = {"t": np.array([0.0, 1.0]), "x": np.array([guess, xs]), "theta": res.state.theta, "twist": stepper.twist(res.state),
+            "envelope_s": env["s"], "envelope_f": env["f"]}
+
+    def plot(result, out):
+        from ..viz.plots import figure_module
+
+        plt = figure_module()
+        fig = plt.figure(figsize=(11, 4))
+        ax = fig.add_subplot(1, 2, 1, projection="3d")
+        ax.plot(*xs.T, lw=1.5)
+        ax.set_title(f"equilibrium, n = {n}")
+        ax2 = fig.add_subplot(1, 2, 2)
+        u = env["s"] / theory.s_star
+        ss = np.linspace(-3, 3, 400)
+        ax2.plot(ss, np.tanh(ss) ** 2, "k-", label="analytical")
+        ax2.plot(u, env["f"], "o", ms=3, label=f"DER n = {n}")
+        ax2.set_xlim(-3, 3)
+        ax2.set_ylim(-0.05, 1.05)
+        ax2.set_xlabel("s / s*")
+        ax2.set_ylabel("f(phi)")
+        ax2.legend()
+        ax2.set_title(f"phi0 = {env['phi_max']:.4f} (theory {theory.phi0:.4f})")
+        fig.tight_layout()
+        path = out / "helical_buckling.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return [path]
+
+    return SceneResult(metrics, traj, plot)
+
+
+def _localized_guess(theory, x_straight, shortening, theoretical_centerline):
+    """Vertices placed along the theory's localized helix at the rod's own arc lengths, the
+    clamped end edges kept along +x, ends ``shortening`` closer."""
+    s = x_straight[:, 0]
+    L = s[-1]
+    fine = theoretical_centerline(theory, n=20001, half_width=0.5 * L)
+    seg = np.linalg.norm(np.diff(fine, axis=0), axis=1)
+    s_fine = np.concatenate([[0.0], np.cumsum(seg)])
+    tang = np.diff(fine, axis=0) / seg[:, None]
+    mid = 0.5 * (s_fine[1:] + s_fine[:-1])
+    edge_mid = 0.5 * (s[1:] + s[:-1]) * (s_fine[-1] / L)
+    t = np.stack([np.interp(edge_mid, mid, tang[:, c]) for c in range(3)], axis=1)
+    t[0] = t[-1] = (1.0, 0.0, 0.0)
+    t /= np.linalg.norm(t, axis=1)[:, None]
+    x = np.concatenate([[np.zeros(3)], np.cumsum(t * np.diff(s)[:, None], axis=0)])
+    # keep the ends on the x axis at the prescribed distance
+    x[:, 1:] -= np.linspace(0, 1, len(s))[:, None] * (x[-1, 1:] - x[0, 1:])[None, :]
+    x[:, 0] *= (L - shortening) / (x[-1, 0] - x[0, 0])
+    return x
+
+
+# ------------------------------------------------------------------------------------------------
+# michell (Fig. 8)
+# ------------------------------------------------------------------------------------------------
+@register(
+    "michell",
+    "twisted ring: circular shape stable below 2 pi sqrt(3) alpha/beta, buckles above (Bergou 2008, Fig. 8)",
+    [
+        Param("n", 50, "number of vertices", low=12, high=2000),
+        Param("alpha", 1.0, "bending stiffness", low=0.0, low_open=True),
+        Param("beta", 1.0, "twisting stiffness", low=0.0, low_open=True),
+        Param("twist", 14.0, "total twist imposed before closing the ring [rad]"),
+        Param("perturbation", 1e-3, "out-of-plane amplitude of the initial perturbation, over the radius", low=0.0, low_open=True),
+        Param("t_end", 40.0, "simulated time", low=0.0, low_open=True),
+        Param("damping", 0.05, "viscous damping rate [1/s]", low=0.0),
+    ],
+    paper="Bergou et al. 2008, Sec. 9.1, Fig. 8",
+)
+def michell(p, progress):
+    from ..analytic.classic import michell_critical_twist
+
+    n, R = p["n"], 1.0
+    phi = 2 * math.pi * np.arange(n) / n
+    circle = np.stack([R * np.cos(phi), R * np.sin(phi), np.zeros(n)], axis=1)
+    rest_twist = np.zeros(n)
+    rest_twist[-1] = -p["twist"]  # the glue angle: an isotropic ring twisted by T before closing
+    rod = Rod.from_stiffness(circle, bending=p["alpha"], twisting=p["beta"], linear_density=1.0, closed=True,
+                             rest_curvature=np.zeros((n, 4)), rest_twist=rest_twist)
+    dt = suggested_time_step(rod, safety=0.3)
+    stepper = DERStepper(rod, Loads(damping=p["damping"]), DEROptions(dt=dt))
+    # perturb with the modes that go unstable first (out-of-plane, wavenumbers 2 and 3)
+    x0 = circle.copy()
+    x0[:, 2] = p["perturbation"] * R * (np.sin(2 * phi) + np.cos(3 * phi))
+    state = stepper.initial_state(x=x0)
+    amp0 = _out_of_plane(state.x)
+    nsteps = int(math.ceil(p["t_end"] / dt))
+    frames = 100
+    per = max(1, nsteps // frames)
+    ts, xs, amps = [0.0], [state.x.copy()], [amp0]
+    done = 0
+    while done < nsteps:
+        k = min(per, nsteps - done)
+        stepper.advance(state, k)
+        done += k
+        ts.append(state.t)
+        xs.append(state.x.copy())
+        amps.append(_out_of_plane(state.x))
+        progress.update(done, nsteps)
+        if amps[-1] > 0.5 * R:  # fully buckled: no need to go on
+            break
+    growth = amps[-1] / amp0
+    crit = michell_critical_twist(p["alpha"], p["beta"])
+    metrics = {
+        "stable": bool(growth < 1.0),
+        "growth": float(growth),
+        "critical_twist_theory": float(crit),
+        "twist_over_critical": float(p["twist"] / crit),
+        "amplitude_initial": float(amp0),
+        "amplitude_final": float(amps[-1]),
+        "steps": done,
+        "dt": dt,
+    }
+    return SceneResult(metrics, {"t": np.array(ts), "x": np.array(xs), "amplitude": np.array(amps)}, extra={"closed": True})
+
+
+def _out_of_plane(x: np.ndarray) -> float:
+    """Largest distance from the best-fit plane through the ring."""
+    c = x - x.mean(axis=0)
+    normal = np.linalg.svd(c, full_matrices=False)[2][-1]
+    return float(np.abs(c @ normal).max())
+
+
+# ------------------------------------------------------------------------------------------------
+# uniform-twist (Eq. 5)
+# ------------------------------------------------------------------------------------------------
+@register(
+    "uniform-twist",
+    "straight rod, both ends clamped, one end turned: twist per length uniform (Bergou 2008, Eq. 5)",
+    [
+        Param("n", 50, "number of vertices", low=4, high=5000),
+        Param("length", 1.0, "rod length [m]", low=0.0, low_open=True),
+        Param("turns", 3.0, "turns of the far clamp"),
+        Param("anisotropy", 2.0, "ratio of the two bending stiffnesses (1 = isotropic)", low=1.0),
+        Param("grading", 2.0, "1: uniform edges; >1: second half that many times finer", low=1.0, high=4.0),
+        Param("t_end", 0.05, "duration of the clamp rotation [s]", low=0.0, low_open=True),
+    ],
+    paper="Bergou et al. 2008, Sec. 5.1",
+)
+def uniform_twist(p, progress):
+    n = p["n"]
+    x = _straight(n, p["length"], p["grading"])
+    angle = 2 * math.pi * p["turns"]
+    motion = twist_about_axis((1.0, 0.0, 0.0), rate=angle / p["t_end"], total=angle)
+    rod = Rod.from_stiffness(x, bending=(1.0, p["anisotropy"]), twisting=0.8, linear_density=1.0,
+                             boundary=BoundaryConditions(clamps=(Clamp(0), Clamp(-1, motion))))
+    dt = min(suggested_time_step(rod), p["t_end"] / 200)
+    stepper = DERStepper(rod, Loads(), DEROptions(dt=dt, twist_solver="newton", twist_tol=1e-12))
+    state = stepper.initial_state()
+    nsteps = int(math.ceil(p["t_end"] / dt))
+    ts, xs, tws = [0.0], [state.x.copy()], [stepper.twist(state)]
+    per = max(1, nsteps // 50)
+    done = 0
+    while done < nsteps:
+        k = min(per, nsteps - done)
+        stepper.advance(state, k)
+        done += k
+        ts.append(state.t)
+        xs.append(state.x.copy())
+        tws.append(stepper.twist(state))
+        progress.update(done, nsteps)
+    density = 2.0 * stepper.twist(state) / stepper.lbar  # m_k / (lbar_k / 2): twist per unit length
+    applied = state.theta[-1] - state.theta[0]
+    expected = applied / (0.5 * stepper.lbar.sum())
+    metrics = {
+        "max_twist_deviation": float(np.abs(density - expected).max() / abs(expected)),
+        "twist_applied": float(applied),
+        "twist_density_expected": float(expected),
+        "max_lateral_deviation": float(np.abs(state.x[:, 1:]).max()),
+        "steps": done,
+    }
+    return SceneResult(metrics, {"t": np.array(ts), "x": np.array(xs), "twist": np.array(tws)})
+
+
+# ------------------------------------------------------------------------------------------------
+# twist-asymmetry (Fig. 5)
+# ------------------------------------------------------------------------------------------------
+@register(
+    "twist-asymmetry",
+    "anisotropic, naturally curved rod twisted at one end: twist piles up near that end (Bergou 2008, Fig. 5)",
+    [
+        Param("shape", "v", "rest centerline: v (V-shaped) or arc (semicircle)", choices=("v", "arc")),
+        Param("n", 41, "number of vertices", low=9, high=400),
+        Param("turns", 1.5, "largest number of turns of the far clamp", low=0.0, low_open=True),
+        Param("stages", 6, "twist levels solved (static continuation)", low=2, high=200),
+        Param("anisotropy", 4.0, "ratio of the two bending stiffnesses", low=1.0),
+    ],
+    paper="Bergou et al. 2008, Sec. 9.3, Fig. 5",
+)
+def twist_asymmetry(p, progress):
+    n = p["n"]
+    if p["shape"] == "v":
+        s = np.linspace(-1, 1, n)
+        x = np.stack([s, np.abs(s) * math.tan(math.radians(35)), np.zeros(n)], axis=1)
+    else:
+        phi = np.linspace(math.pi, 0, n)
+        x = np.stack([np.cos(phi), np.sin(phi), np.zeros(n)], axis=1)
+    t_last = x[-1] - x[-2]
+    t_last /= np.linalg.norm(t_last)
+    motion = twist_about_axis(t_last, rate=1.0)  # clamp angle [rad] = "time"
+    rod = Rod.from_stiffness(x, bending=(1.0, p["anisotropy"]), twisting=0.6, linear_density=1.0,
+                             boundary=BoundaryConditions(clamps=(Clamp(0), Clamp(-1, motion))))
+    stepper = DERStepper(rod, Loads(), DEROptions(dt=1e-3))
+    state = stepper.initial_state()
+    total = 2 * math.pi * p["turns"]
+    levels = np.linspace(0.0, total, p["stages"])
+    xs, densities, ok = [state.x.copy()], [2 * stepper.twist(state) / stepper.lbar], True
+    for i, angle in enumerate(levels[1:], 1):
+        # ramp the clamp in sub-increments under pi so the angle unwraps, solving statics at each
+        sub = max(1, int(math.ceil((angle - state.t) / 0.5)))
+        for a in np.linspace(state.t, angle, sub + 1)[1:]:
+            state.t = float(a)
+            res = solve_static(stepper, state, tol=1e-8)
+            ok &= res.success
+            state = res.state
+        xs.append(state.x.copy())
+        densities.append(2 * stepper.twist(state) / stepper.lbar)
+        progress.update(i, len(levels) - 1)
+    d = densities[-1]
+    half = len(d) // 2
+    metrics = {
+        "twist_near_fixed_end": float(np.mean(d[:half])),
+        "twist_near_turned_end": float(np.mean(d[half:])),
+        "twist_ratio": float(np.mean(d[half:]) / np.mean(d[:half])) if abs(np.mean(d[:half])) > 1e-12 else float("inf"),
+        "static_success": bool(ok),
+        "turns": p["turns"],
+    }
+    if not math.isfinite(metrics["twist_ratio"]):
+        metrics["twist_ratio"] = 1e300
+    traj = {"t": levels, "x": np.array(xs), "twist_density": np.array(densities)}
+
+    def plot(result, out):
+        from ..viz.plots import figure_module
+
+        plt = figure_module()
+        fig = plt.figure(figsize=(12, 4))
+        ax = fig.add_subplot(1, 2, 1, projection="3d")
+        for i, xx in enumerate(xs):
+            ax.plot(*xx.T, alpha=0.3 + 0.7 * i / max(len(xs) - 1, 1), label=f"{levels[i] / (2 * math.pi):.2f} turns")
+        ax.legend(fontsize=7)
+        ax.set_title(f"{p['shape']}-shaped anisotropic rod")
+        ax2 = fig.add_subplot(1, 2, 2)
+        sj = np.linspace(0, 1, len(densities[0]))
+        for i, dd in enumerate(densities):
+            ax2.plot(sj, dd, label=f"{levels[i] / (2 * math.pi):.2f} turns")
+        ax2.set_xlabel("arc length (fixed end 0, turned end 1)")
+        ax2.set_ylabel("twist per length [rad/m]")
+        ax2.legend(fontsize=7)
+        fig.tight_layout()
+        path = out / "twist_asymmetry.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return [path]
+
+    return SceneResult(metrics, traj, plot)
+
+
+# ------------------------------------------------------------------------------------------------
+# perversion (Fig. 2)
+# ------------------------------------------------------------------------------------------------
+@register(
+    "perversion",
+    "naturally curved strip pulled straight, then released: two helices of opposite hand (Bergou 2008, Fig. 2)",
+    [
+        Param("n", 100, "number of vertices", low=20, high=1000),
+        Param("length", 1.0, "rod length [m]", low=0.0, low_open=True),
+        Param("curvature", 25.0, "natural curvature [1/m]", low=0.0, low_open=True),
+        Param("release", 0.6, "fraction of the length the ends approach each other", low=0.0, high=0.95),
+        Param("t_end", 3.0, "simulated time [s]", low=0.0, low_open=True),
+        Param("damping", 6.0, "viscous damping rate [1/s]", low=0.0),
+    ],
+    paper="Bergou et al. 2008, Sec. 9.3, Fig. 2",
+)
+def perversion(p, progress):
+    n, L = p["n"], p["length"]
+    x = _straight(n, L)
+    nj = n - 2
+    # strip: stiff in one direction, natural curvature in the soft one, no natural twist
+    rest_curv = np.zeros((nj, 4))
+    kb_rest = 2 * math.tan(0.5 * p["curvature"] * L / (n - 1))  # per-joint integrated curvature
+    rest_curv[:, 1] = kb_rest  # the soft direction: omega_2 has the smaller stiffness for a1 > a2
+    rest_curv[:, 3] = kb_rest
+    half_time = 0.6 * p["t_end"]
+    shift = p["release"] * L
+
+    def pull(t):
+        frac = min(t / half_time, 1.0)
+        frac = frac * frac * (3 - 2 * frac)
+        return np.eye(3), np.array([-shift * frac, 0.0, 0.0])
+
+    mat = Material(E=5e6, G=2e6, rho=1100.0)
+    section = CrossSection(0.004, 0.0015)
+    base = Rod.from_material(x, mat, section, boundary=BoundaryConditions(clamps=(Clamp(0), Clamp(-1, pull))))
+    rod = Rod(base.rest_positions, base.rest_d1, base.bending_stiffness, base.twisting_stiffness, base.stretching_stiffness,
+              base.linear_density, base.radius, boundary=base.boundary, rest_curvature=rest_curv)
+    dt = suggested_time_step(rod, safety=0.3)
+    stepper = DERStepper(rod, Loads(damping=p["damping"]), DEROptions(dt=dt))
+    x0 = x.copy()
+    x0[1:-1, 1] += 1e-4 * L * np.sin(np.linspace(0, 7 * math.pi, n))[1:-1]  # break the symmetry
+    state = stepper.initial_state(x=x0)
+    nsteps = int(math.ceil(p["t_end"] / dt))
+    per = max(1, nsteps // 120)
+    ts, xs = [0.0], [state.x.copy()]
+    done = 0
+    spent = 0.0
+    while done < nsteps:
+        k = min(per, nsteps - done)
+        t0 = time.perf_counter()
+        stepper.advance(state, k)
+        spent += time.perf_counter() - t0
+        done += k
+        ts.append(state.t)
+        xs.append(state.x.copy())
+        progress.update(done, nsteps)
+    hand = _handedness(state.x)
+    q = len(hand) // 4
+    left, right = float(np.mean(hand[q : 2 * q])), float(np.mean(hand[2 * q : 3 * q]))
+    left_q, right_q = float(np.median(hand[:q + q // 2])), float(np.median(hand[-(q + q // 2):]))
+    metrics = {
+        "handedness_left": left_q,
+        "handedness_right": right_q,
+        "perversion": bool(left_q * right_q < 0),
+        "steps": done,
+        "us_per_step": 1e6 * spent / max(done, 1),
+        "end_distance": float(np.linalg.norm(state.x[-1] - state.x[0])),
+    }
+    return SceneResult(metrics, {"t": np.array(ts), "x": np.array(xs)})
+
+
+def _handedness(x: np.ndarray) -> np.ndarray:
+    """Sign-carrying torsion proxy per joint pair: ``(t_{k-1} x t_k) . t_{k+1}``."""
+    t = np.diff(x, axis=0)
+    t /= np.linalg.norm(t, axis=1)[:, None]
+    return np.einsum("ij,ij->i", np.cross(t[:-2], t[1:-1]), t[2:])
