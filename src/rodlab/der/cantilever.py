@@ -36,7 +36,7 @@ def run_cantilever(params, progress) -> SceneResult:
     metrics = {}
     if params["static"]:
         start = time.perf_counter()
-        res = solve_static(stepper, state)
+        res = _static_multilevel(params, stepper, state)
         wall = time.perf_counter() - start
         state = res.state
         frames_t.append(0.0)
@@ -68,3 +68,40 @@ def run_cantilever(params, progress) -> SceneResult:
     metrics.update(tip_x=float(tip[0]), tip_y=float(tip[1]), tip_z=float(tip[2]),
                    inextensibility=float(np.abs(e / rod.rest_lengths - 1).max()))
     return SceneResult(metrics, {"t": np.array(frames_t), "x": np.array(frames_x)})
+
+
+def _static_multilevel(params, stepper, state):
+    """Equilibrium by coarse-to-fine continuation: solve at n/2^k vertices first (load ramped
+    in), then interpolate each equilibrium along the arc length as the next level's guess.
+    Newton in vertex positions needs many steps to turn a long rod through large angles from
+    straight; from an interpolated coarse equilibrium it needs a handful."""
+    levels = [params["n"]]
+    while levels[-1] > 50:
+        levels.append(max(25, levels[-1] // 2))
+    guess = None
+    res = None
+    for n in reversed(levels):
+        p = dict(params, n=n)
+        rod = cantilever_rod(p)
+        st = stepper if n == params["n"] else DERStepper(rod, stepper.loads, stepper.options)
+        if guess is None:
+            s0 = state if n == params["n"] else st.initial_state()
+        else:
+            s0 = st.initial_state(x=_resample(guess, params["length"], n))
+        res = solve_static(st, s0, load_stages=1 if guess is not None else 4)
+        guess = res.state.x
+    return res
+
+
+def _resample(x_coarse: np.ndarray, length: float, n: int) -> np.ndarray:
+    """Positions at the fine layout's arc lengths ``(i - 1/2) h`` by cubic interpolation."""
+    from scipy.interpolate import CubicSpline
+
+    hc = length / (x_coarse.shape[0] - 1.5)
+    sc = (np.arange(x_coarse.shape[0]) - 0.5) * hc
+    hf = length / (n - 1.5)
+    sf = (np.arange(n) - 0.5) * hf
+    x = CubicSpline(sc, x_coarse, axis=0)(sf)
+    x[0] = (-0.5 * hf, 0.0, 0.0)
+    x[1] = (0.5 * hf, 0.0, 0.0)
+    return x

@@ -101,6 +101,8 @@ class _NewtonSolver:
         self.clamp_m1 = np.array([st._clamp_m1(j, s.t) for j in st.clamp_edges]).reshape(-1, 3)
         self.twist_tol = st.options.twist_tol * max(1.0, float(st.twist_k.max() / st.lbar.min()))
         self._settle(s)
+        if self.cons.size:  # start on the constraint manifold (a guess may be slightly off it)
+            s = self.moved(s, self.project(s.x.copy()))
         self.start = s
 
     def _settle(self, q: RodState) -> None:
