@@ -86,6 +86,9 @@ class Clamp:
 
     edge: int
     motion: RigidMotion | None = None
+    free_rotation: bool = False
+    """hold (or move) only the edge's two vertices and let the rod spin about the edge: a
+    swivel, through which twist escapes"""
 
 
 def twist_about_axis(axis, rate: float, ramp: float = 0.0, total: float | None = None) -> RigidMotion:

@@ -105,8 +105,9 @@ class DERStepper:
         fixed = rod.fixed_vertex_mask()
         self.inv_mass = np.where(fixed, 0.0, 1.0 / masses)
         self.masses = masses
-        self.clamp_edges = np.array(rod.clamped_edges(), dtype=np.int64)
         self.clamps = {c.edge % ne: c for c in rod.boundary.clamps}
+        # edges whose material angle is prescribed (a swivel clamp holds positions only)
+        self.clamp_edges = np.array(sorted(j for j, c in self.clamps.items() if not c.free_rotation), dtype=np.int64)
         self.free_theta = np.ones(ne, dtype=bool)
         self.free_theta[self.clamp_edges] = False
         self.prescribed_vertices = np.flatnonzero(fixed).astype(np.int64)
@@ -145,13 +146,19 @@ class DERStepper:
         require(th.shape == (ne,), f"theta must have shape ({ne},) (got {th.shape})")
         state = RodState(float(t), x0, np.zeros_like(x0) if v is None else np.array(v, dtype=float), th, d1, tw)
         self._refresh(state)
-        # remember each clamp's initial pose: prescribed motion acts on it
-        m1, _ = self.material_frames(state)
-        for j, clamp in self.clamps.items():
-            b = (j + 1) % rod.n_vertices
-            self._clamp_rest[j] = (x0[[j, b]].copy(), m1[j].copy())
-        self._solve_twist(state)
+        self.attach(state)
         return state
+
+    def attach(self, state: RodState) -> None:
+        """Take ``state`` as the clamps' initial pose (prescribed motion acts on it) and
+        re-equilibrate its twist. Use it to continue a state made by another stepper, e.g.
+        after changing boundary conditions."""
+        self._refresh(state)
+        m1, _ = self.material_frames(state)
+        for j in self.clamps:
+            b = (j + 1) % self.rod.n_vertices
+            self._clamp_rest[j] = (state.x[[j, b]].copy(), m1[j].copy())
+        self._solve_twist(state)
 
     def material_frames(self, state: RodState) -> tuple[np.ndarray, np.ndarray]:
         t = _tangents(state.x, self.closed)
