@@ -1,0 +1,163 @@
+"""Drivers for the side-by-side cantilever benchmarks: rodlab's methods and peer simulators.
+
+Every driver runs the same physical scene, a cantilever under gravity (straight rod along +x
+clamped at x = 0, gravity along -z, viscous damping ``-c m v``), for ``t_end`` simulated seconds at
+time step ``dt`` and returns a :class:`CantileverRun` (tip position, wall time spent stepping with
+compilation excluded, number of steps, whether it stayed finite). Peers are imported lazily: a
+missing peer raises :class:`PeerUnavailable` with the reason.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class PeerUnavailable(RuntimeError):
+    """The peer simulator is not installed or cannot run this scene here."""
+
+
+@dataclass(frozen=True)
+class Scene:
+    n: int = 50                # vertices (nodes)
+    length: float = 1.0
+    radius: float = 0.01
+    E: float = 1e8
+    G: float = 1e8 / 3
+    rho: float = 1000.0
+    g: float = 9.81
+    damping: float = 10.0      # [1/s]
+    t_end: float = 2.0
+
+    @property
+    def area(self) -> float:
+        return math.pi * self.radius**2
+
+    @property
+    def EI(self) -> float:
+        return self.E * math.pi * self.radius**4 / 4
+
+    def reference_tip(self) -> np.ndarray:
+        """(x, z) of the static planar elastica (rodlab.analytic.elastica)."""
+        from ..analytic.elastica import cantilever_elastica_tip
+
+        return np.asarray(cantilever_elastica_tip(self.length, self.EI, self.rho * self.area * self.g), dtype=float)
+
+
+@dataclass
+class CantileverRun:
+    ok: bool                   # finite and not exploded
+    tip: np.ndarray            # (x, z)
+    wall_s: float              # wall seconds spent stepping (compilation excluded)
+    cpu_s: float
+    steps: int
+    dt: float
+    message: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def _exploded(x: np.ndarray, length: float) -> bool:
+    return (not np.all(np.isfinite(x))) or float(np.abs(x).max()) > 10 * length
+
+
+# ---------------------------------------------------------------------------------- rodlab
+def run_rodlab(method: str, scene: Scene, dt: float) -> CantileverRun:
+    """One rodlab method through the ``cantilever`` scene; time = ``us_per_step * steps``."""
+    import logging
+
+    import rodlab
+
+    logging.getLogger("rodlab").setLevel(logging.ERROR)  # failed projections at too large dt are reported below
+    try:
+        res = rodlab.run_scene("cantilever", method=method, n=scene.n, length=scene.length, radius=scene.radius, E=scene.E,
+                               G=scene.G, rho=scene.rho, g=scene.g, dt=dt, t_end=scene.t_end, damping=scene.damping, static=False)
+    except Exception as exc:  # unstable / failed solves raise: report as not ok
+        return CantileverRun(False, np.full(2, np.nan), math.nan, math.nan, 0, dt, f"{type(exc).__name__}: {exc}"[:200])
+    m = res.metrics
+    tip = np.array([m["tip_x"], m["tip_z"]], dtype=float)
+    x = np.asarray(res.trajectory["x"])[-1]
+    steps = int(m["steps"])
+    wall = float(m["us_per_step"]) * 1e-6 * steps
+    inext = float(m.get("inextensibility", 0.0))
+    ok = not _exploded(x, scene.length) and inext <= 1e-3
+    msg = "" if ok else ("non-finite or exploded" if _exploded(x, scene.length) else f"edge-length violation {inext:.2g}")
+    return CantileverRun(ok, tip, wall, math.nan, steps, dt, msg,
+                         extra={k: m[k] for k in ("inextensibility", "kinetic_energy") if k in m})
+
+
+# ---------------------------------------------------------------------------------- PyElastica
+def run_pyelastica(scene: Scene, dt: float, check_every: int = 2000) -> CantileverRun:
+    """PyElastica (Gazzola et al.) CosseratRod with ``n - 1`` elements, node 0 and the first
+    element's directors fixed (OneEndFixedBC), GravityForces, AnalyticalLinearDamper with the
+    uniform rate ``damping``, PositionVerlet."""
+    try:
+        import elastica as ea
+    except ImportError as exc:
+        raise PeerUnavailable(f"pyelastica not installed ({exc})") from None
+
+    class _Sim(ea.BaseSystemCollection, ea.Constraints, ea.Forcing, ea.Damping):
+        pass
+
+    sim = _Sim()
+    # OneEndFixedBC holds element 0 rigid, which acts like a clamp at its midpoint (as DER's
+    # clamped edge does): centre element 0 on x = 0, as rodlab's DER cantilever does, so that
+    # both clamps converge to x = 0 and the tip is at x = length.
+    h = scene.length / (scene.n - 1.5)
+    rod = ea.CosseratRod.straight_rod(scene.n - 1, np.array([-0.5 * h, 0.0, 0.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]),
+                                      scene.length + 0.5 * h, scene.radius, scene.rho, youngs_modulus=scene.E, shear_modulus=scene.G)
+    sim.append(rod)
+    sim.constrain(rod).using(ea.OneEndFixedBC, constrained_position_idx=(0,), constrained_director_idx=(0,))
+    sim.add_forcing_to(rod).using(ea.GravityForces, acc_gravity=np.array([0.0, 0.0, -scene.g]))
+    if scene.damping > 0:
+        sim.dampen(rod).using(ea.AnalyticalLinearDamper, uniform_damping_constant=scene.damping, time_step=dt)
+    sim.finalize()
+    stepper = ea.PositionVerlet()
+    nsteps = int(round(scene.t_end / dt))
+    t = 0.0
+    warm = min(5, nsteps)
+    for _ in range(warm):  # compile outside the timing
+        t = stepper.step(sim, t, dt)
+    w0, c0 = time.perf_counter(), time.process_time()
+    done = warm
+    ok = True
+    while done < nsteps:
+        k = min(check_every, nsteps - done)
+        for _ in range(k):
+            t = stepper.step(sim, t, dt)
+        done += k
+        if _exploded(rod.position_collection, scene.length):
+            ok = False
+            break
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    if done > warm:
+        scale = (nsteps) / (done - warm)
+        wall, cpu = wall * scale, cpu * scale
+    tip = rod.position_collection[:, -1]
+    return CantileverRun(ok, np.array([tip[0], tip[2]]), wall, cpu, nsteps, dt, "" if ok else f"exploded after {done} steps")
+
+
+# ---------------------------------------------------------------------------------- dt search
+def largest_good_dt(run, dt0: float, reference: np.ndarray, tol: float, factor: float = 2 ** 0.5, up: int = 4, down: int = 12,
+                    log=None):
+    """Largest ``dt = dt0 * factor**k`` (k from ``up`` down to ``-down``) whose run is stable and
+    whose tip is within ``tol`` of ``reference``. Returns (run or None, list of tried runs)."""
+    tried = []
+    last_err = None
+    for k in range(up, -down - 1, -1):
+        dt = dt0 * factor**k
+        r = run(dt)
+        err = float(np.hypot(*(r.tip - reference))) if r.ok else math.inf
+        r.extra["tip_error"] = err
+        tried.append(r)
+        if log:
+            log(f"    dt={dt:.3g}: {'ok' if r.ok else 'unstable'} err={err:.2e} wall={r.wall_s:.3g}s {r.message}")
+        if r.ok and err <= tol:
+            return r, tried
+        if r.ok and last_err is not None and abs(err - last_err) < 0.05 * err:
+            if log:
+                log("    error no longer falls with dt (spatial error above the tolerance): stop")
+            return None, tried
+        last_err = err if r.ok else None
+    return None, tried

@@ -1,0 +1,58 @@
+"""The cosseratbench adapter: interface and honest capabilities (no peers needed)."""
+import numpy as np
+import pytest
+
+cb = pytest.importorskip("cosseratbench")
+
+from cosseratbench import Capability, Solver  # noqa: E402
+from cosseratbench.scenario import EndCondition, Material, PointLoad, Rod, Scenario  # noqa: E402
+
+from rodlab.bench_adapters.cosseratbench import SOLVERS, DERSolver  # noqa: E402
+
+CONTACT = {Capability.ROD_CONTACT, Capability.ROD_FRICTION, Capability.CYLINDER_CONTACT, Capability.PLANE_CONTACT}
+
+
+def test_every_method_has_a_solver_with_honest_capabilities():
+    assert set(SOLVERS) == {"rodlab-der", "rodlab-der-implicit", "rodlab-compact", "rodlab-galpha"}
+    for name, cls in SOLVERS.items():
+        solver = cls()
+        assert isinstance(solver, Solver) and solver.name == name
+        assert not (solver.capabilities & CONTACT), name  # rodlab has no contact
+        assert Capability.SHEAR not in solver.capabilities, name
+    for name in ("rodlab-der", "rodlab-compact", "rodlab-galpha"):  # inextensible methods
+        assert Capability.STRETCH not in SOLVERS[name].capabilities
+    with pytest.raises(ValueError, match="time_step_scale"):
+        DERSolver(time_step_scale=0.0)
+
+
+def _beam(force=1e-3, n_frames=3):
+    rod = Rod(centerline=((0.0, 0.0, 0.0), (0.5, 0.0, 0.0)), radius=0.01,
+              material=Material(1e7, 1e7 / 3, 1000.0), start=EndCondition.CLAMPED,
+              loads=(PointLoad(force=(0.0, 0.0, -force)),))
+    return Scenario(rods=(rod,), duration=0.01, quasi_static=True, self_contact=False)
+
+
+def test_der_solver_returns_a_trajectory_in_the_suites_format():
+    traj = DERSolver().run(_beam(), n_elements=6, n_frames=3)
+    assert isinstance(traj, cb.Trajectory)
+    assert np.allclose(traj.times, [0.0, 0.005, 0.01])
+    x, d = traj.positions[0], traj.directors[0]
+    assert x.shape == (3, 7, 3) and d.shape == (3, 6, 3)
+    assert np.allclose(x[:, :2], x[0, :2])                     # clamped edge held
+    assert x[-1, -1, 2] < 0.0                                  # the tip load bends it down
+    assert np.allclose(np.linalg.norm(d, axis=2), 1.0)         # unit directors
+    assert np.allclose(d[0], [[0.0, 0.0, 1.0]] * 6)            # d1 starts at the rod's normal
+    tangents = np.diff(x, axis=1)
+    assert np.abs(np.sum(d * tangents, axis=2)).max() < 1e-9   # perpendicular to the elements
+
+
+def test_unsupported_features_raise_not_implemented():
+    from cosseratbench.scenario import Cylinder
+
+    scen = _beam()
+    with_obstacle = Scenario(rods=scen.rods, duration=0.01, obstacles=(Cylinder((0, 0, -1), (0, 1, 0), 0.1, 1.0),))
+    with pytest.raises(NotImplementedError, match="contact"):
+        DERSolver().run(with_obstacle, n_elements=4, n_frames=2)
+    for name in ("rodlab-der-implicit", "rodlab-compact", "rodlab-galpha"):
+        with pytest.raises(NotImplementedError):
+            SOLVERS[name]().run(scen, n_elements=4, n_frames=2)
