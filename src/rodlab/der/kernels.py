@@ -436,7 +436,14 @@ def elastic_forces(kb, tangents, lengths, rest_lengths, ref_d1, ref_d2, theta, r
         forces[vc, 0] += -df0 - hc * kb[k, 0]
         forces[vc, 1] += -df1 - hc * kb[k, 1]
         forces[vc, 2] += -df2 - hc * kb[k, 2]
-    for j in range(ne):
+    add_stretching_forces(tangents, lengths, rest_lengths, stretch_k, forces)
+
+
+@njit(**JIT)
+def add_stretching_forces(tangents, lengths, rest_lengths, stretch_k, forces):
+    """``-dE_stretch/dx`` with ``E_stretch = 1/2 sum ks (|e|/|ebar| - 1)^2 |ebar|``."""
+    nv = forces.shape[0]
+    for j in range(tangents.shape[0]):
         if stretch_k[j] > 0.0:
             a = j
             b = j + 1
@@ -446,6 +453,50 @@ def elastic_forces(kb, tangents, lengths, rest_lengths, ref_d1, ref_d2, theta, r
             for d in range(3):
                 forces[a, d] += s * tangents[j, d]
                 forces[b, d] -= s * tangents[j, d]
+
+
+@njit(**JIT)
+def isotropic_bending_forces(kb, tangents, lengths, lbar, bend_k, forces):
+    """``-dE/dx`` of a naturally straight isotropic rod with no twist: with ``B = b I`` and
+    ``wbar = 0`` the bending energy is ``sum_k (b_e + b_f) |kb_k|^2 / (2 lbar_k)`` (Bergou 2008,
+    Eq. 6), so ``g = dE/d(kb) = (b_e + b_f) kb / lbar`` needs no material frame."""
+    nv = forces.shape[0]
+    ne = tangents.shape[0]
+    for i in range(nv):
+        forces[i, 0] = 0.0
+        forces[i, 1] = 0.0
+        forces[i, 2] = 0.0
+    for k in range(kb.shape[0]):
+        e = k
+        f = k + 1
+        c = (bend_k[e, 0] + bend_k[f, 0]) / lbar[k]
+        g0 = c * kb[k, 0]
+        g1 = c * kb[k, 1]
+        g2 = c * kb[k, 2]
+        te0, te1, te2 = tangents[e, 0], tangents[e, 1], tangents[e, 2]
+        tf0, tf1, tf2 = tangents[f, 0], tangents[f, 1], tangents[f, 2]
+        chi = 1.0 + te0 * tf0 + te1 * tf1 + te2 * tf2
+        kbg = kb[k, 0] * g0 + kb[k, 1] * g1 + kb[k, 2] * g2
+        s0 = te0 + tf0
+        s1 = te1 + tf1
+        s2 = te2 + tf2
+        ce = 1.0 / (lengths[e] * chi)
+        de0 = ce * (2.0 * (tf1 * g2 - tf2 * g1) - kbg * s0)
+        de1 = ce * (2.0 * (tf2 * g0 - tf0 * g2) - kbg * s1)
+        de2 = ce * (2.0 * (tf0 * g1 - tf1 * g0) - kbg * s2)
+        cf = 1.0 / (lengths[f] * chi)
+        df0 = cf * (-2.0 * (te1 * g2 - te2 * g1) - kbg * s0)
+        df1 = cf * (-2.0 * (te2 * g0 - te0 * g2) - kbg * s1)
+        df2 = cf * (-2.0 * (te0 * g1 - te1 * g0) - kbg * s2)
+        forces[k, 0] += de0
+        forces[k, 1] += de1
+        forces[k, 2] += de2
+        forces[k + 1, 0] += df0 - de0
+        forces[k + 1, 1] += df1 - de1
+        forces[k + 1, 2] += df2 - de2
+        forces[k + 2, 0] -= df0
+        forces[k + 2, 1] -= df1
+        forces[k + 2, 2] -= df2
 
 
 # --------------------------------------------------------------------------------------------
@@ -533,7 +584,7 @@ def update_twist(kb, ref_d1, ref_d2, tangents, theta, ref_twist, lengths, rest_l
 
 
 @njit(**JIT)
-def run_steps(nsteps, h, closed, inextensible, uniform, x, v, theta, ref_d1, ref_twist,
+def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta, ref_d1, ref_twist,
               inv_mass, ext_accel, ext_force, damping, presc_idx, presc_pos, clamp_edges, clamp_m1,
               free_theta, rest_lengths, lbar, omega_bar, bend_k, twist_bar, twist_k, stretch_k,
               proj_tol, proj_max_iter, twist_tol, twist_max_iter, work_v3, work_e3, work_s, kb, omega, diag):
@@ -546,6 +597,10 @@ def run_steps(nsteps, h, closed, inextensible, uniform, x, v, theta, ref_d1, ref
     ``diag`` receives (max projection iterations, max violation, max twist iterations,
     max twist gradient, steps completed). Returns the number of steps completed (fewer if the
     state became non-finite; the state is then the last finite one).
+
+    ``twist_free`` (an open, naturally straight, isotropic rod with at most one prescribed
+    material frame: its twist vanishes identically) skips the frames inside the loop; the
+    caller rebuilds frames and angles once after the call.
     """
     nv = x.shape[0]
     ne = theta.shape[0]
@@ -564,14 +619,16 @@ def run_steps(nsteps, h, closed, inextensible, uniform, x, v, theta, ref_d1, ref
     rhs = work_s[5]
     dlam = work_s[6]
     active = np.empty(ne, dtype=np.bool_)
-    theta_save = np.empty(ne)
-    d1_save = np.empty((ne, 3))
-    tw_save = np.empty(ref_twist.shape[0])
     damp = 1.0 / (1.0 + h * damping)
     done = 0
     for s in range(nsteps):
-        elastic_forces(kb, tangents, lengths, rest_lengths, ref_d1, ref_d2, theta, ref_twist, lbar,
-                       omega_bar, bend_k, twist_bar, twist_k, stretch_k, m1, m2, omega, forces)
+        if twist_free:
+            isotropic_bending_forces(kb, tangents, lengths, lbar, bend_k, forces)
+            if not inextensible:
+                add_stretching_forces(tangents, lengths, rest_lengths, stretch_k, forces)
+        else:
+            elastic_forces(kb, tangents, lengths, rest_lengths, ref_d1, ref_d2, theta, ref_twist, lbar,
+                           omega_bar, bend_k, twist_bar, twist_k, stretch_k, m1, m2, omega, forces)
         for i in range(nv):
             for d in range(3):
                 x_old[i, d] = x[i, d]
@@ -596,12 +653,17 @@ def run_steps(nsteps, h, closed, inextensible, uniform, x, v, theta, ref_d1, ref
                 for d in range(3):
                     x[i, d] = x_old[i, d]
             return done
+        inv_h = 1.0 / h
         for i in range(nv):
             for d in range(3):
-                v[i, d] = (x[i, d] - x_old[i, d]) / h
-        theta_save[:] = theta
-        d1_save[:] = ref_d1
-        tw_save[:] = ref_twist
+                v[i, d] = (x[i, d] - x_old[i, d]) * inv_h
+        if twist_free:
+            compute_edges(x, closed, edges)
+            compute_tangents(edges, lengths, tangents)
+            compute_curvature_binormals(tangents, closed, kb)
+            done += 1
+            diag[4] = done
+            continue
         refresh_geometry(x, closed, ref_d1, ref_twist, True, edges, lengths, tangents, kb, ref_d2)
         clamp_material_angles(ref_d1, ref_d2, tangents, theta, clamp_edges, clamp_m1[s])
         it, gn = update_twist(kb, ref_d1, ref_d2, tangents, theta, ref_twist, lengths, rest_lengths, lbar,

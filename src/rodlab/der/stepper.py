@@ -118,6 +118,9 @@ class DERStepper:
             self.uniform_twist = bool(straight and isotropic)
         else:
             self.uniform_twist = self.options.twist_solver == "uniform"
+        # an open straight isotropic rod with at most one prescribed frame never twists
+        self.twist_free = bool(self.options.twist_solver == "auto" and self.uniform_twist and not rod.closed
+                               and self.clamp_edges.size <= 1 and np.allclose(self.twist_bar, 0.0))
         # work buffers, reused across calls
         self._v3 = np.zeros((2, nv, 3))
         self._e3 = np.zeros((6, ne, 3))
@@ -276,17 +279,15 @@ class DERStepper:
             clamp_m1 = np.ascontiguousarray(np.broadcast_to(m1, (max(nsteps, 1), self.clamp_edges.size, 3)))
         diag = np.zeros(5)
         ext_accel = np.asarray(self.loads.gravity, dtype=float)
-        tol = opt.twist_tol * max(1.0, float(self.twist_k.max() / self.lbar.min()))
-        if timed_forces:
-            done = 0
-            for s in range(nsteps):
-                self._fill_point_forces(state.t + h * s)
-                done += self._run(state, 1, h, ext_accel, presc[s : s + 1], clamp_m1[s : s + 1], tol, diag)
-                if done < s + 1:
-                    break
-        else:
-            self._fill_point_forces(state.t)
-            done = self._run(state, nsteps, h, ext_accel, presc, clamp_m1, tol, diag)
+        snapshot = state.copy()
+        try:
+            done = self._advance_chunks(state, nsteps, h, ext_accel, presc, clamp_m1, timed_forces, diag)
+        except ValueError as exc:  # the geometry degenerated inside the compiled step
+            for name in ("x", "v", "theta", "ref_d1", "ref_twist"):
+                getattr(state, name)[...] = getattr(snapshot, name)
+            state.t = snapshot.t
+            raise SimulationError(f"DER step failed ({exc}) within {nsteps} steps from t = {snapshot.t:.6g} s "
+                                  f"(dt = {h:g} s; try a smaller dt); the state is restored to t = {snapshot.t:.6g} s") from None
         state.t += done * h
         info = StepInfo(done, int(diag[0]), float(diag[1]), int(diag[2]), float(diag[3]))
         if done < nsteps:
@@ -296,6 +297,20 @@ class DERStepper:
             log.warning("fast projection stopped at violation %.3g after %d iterations", info.constraint_violation_max, info.projection_iterations_max)
         return info
 
+    def _advance_chunks(self, state, nsteps, h, ext_accel, presc, clamp_m1, timed_forces, diag) -> int:
+        opt = self.options
+        tol = opt.twist_tol * max(1.0, float(self.twist_k.max() / self.lbar.min()))
+        if timed_forces:
+            done = 0
+            for s in range(nsteps):
+                self._fill_point_forces(state.t + h * s)
+                done += self._run(state, 1, h, ext_accel, presc[s : s + 1], clamp_m1[s : s + 1], tol, diag)
+                if done < s + 1:
+                    break
+            return done
+        self._fill_point_forces(state.t)
+        return self._run(state, nsteps, h, ext_accel, presc, clamp_m1, tol, diag)
+
     def _fill_point_forces(self, t: float) -> None:
         self._ext_force[:] = 0.0
         for pf in self.loads.point_forces:
@@ -303,7 +318,52 @@ class DERStepper:
 
     def _run(self, state, nsteps, h, ext_accel, presc, clamp_m1, tol, diag) -> int:
         opt = self.options
-        return K.run_steps(nsteps, h, self.closed, opt.inextensible, self.uniform_twist, state.x, state.v, state.theta,
+        if self.twist_free:
+            t_start = self._e3[1].copy()
+        done = self._run_kernel(state, nsteps, h, ext_accel, presc, clamp_m1, tol, diag)
+        if self.twist_free and done:
+            self._rebuild_twist_free_frames(state, t_start, clamp_m1[min(done, len(clamp_m1)) - 1])
+        return done
+
+    def _rebuild_twist_free_frames(self, state: RodState, t_start: np.ndarray, clamp_m1: np.ndarray) -> None:
+        """Frames of a twist-free rod after a call that skipped them: the material frame is the
+        Bishop frame grown from the prescribed frame (or edge 0's, carried in time), and the
+        reference frames are carried in time from the call's start; angles are unwrapped."""
+        from ..geometry.curves import bishop_frames, reference_twist, signed_angle, time_parallel_update
+
+        t_now = _tangents(state.x, self.closed)
+        m1_old, _ = self.material_frames_from(state, t_start)
+        time_parallel_update(t_start, t_now, state.ref_d1)
+        ne = t_now.shape[0]
+        if self.clamp_edges.size:
+            seed_edge, seed = int(self.clamp_edges[0]), clamp_m1[0]
+        else:
+            seed_edge, seed = 0, m1_old[0].copy()
+            time_parallel_update(t_start[:1].copy(), t_now[:1].copy(), seed.reshape(1, 3))
+        u = np.empty((ne, 3))
+        v = np.empty((ne, 3))
+        bishop_frames(np.ascontiguousarray(t_now[seed_edge:]), seed, False, u[seed_edge:], v[seed_edge:])
+        if seed_edge > 0:
+            back = np.ascontiguousarray(t_now[seed_edge::-1])
+            ub, vb = np.empty_like(back), np.empty_like(back)
+            bishop_frames(back, seed, False, ub, vb)
+            u[:seed_edge] = ub[1:][::-1]
+        previous = state.ref_twist.copy()
+        reference_twist(t_now, state.ref_d1, self.closed, previous, state.ref_twist)
+        two_pi = 2 * np.pi
+        for j in range(ne):
+            ang = signed_angle(state.ref_d1[j], u[j], t_now[j])
+            state.theta[j] = ang + two_pi * np.floor((state.theta[j] - ang) / two_pi + 0.5)
+        self._refresh(state)
+
+    def material_frames_from(self, state: RodState, tangents: np.ndarray):
+        d2 = np.cross(tangents, state.ref_d1)
+        c, s = np.cos(state.theta)[:, None], np.sin(state.theta)[:, None]
+        return c * state.ref_d1 + s * d2, -s * state.ref_d1 + c * d2
+
+    def _run_kernel(self, state, nsteps, h, ext_accel, presc, clamp_m1, tol, diag) -> int:
+        opt = self.options
+        return K.run_steps(nsteps, h, self.closed, opt.inextensible, self.uniform_twist, self.twist_free, state.x, state.v, state.theta,
                            state.ref_d1, state.ref_twist, self.inv_mass, ext_accel, self._ext_force, self.loads.damping,
                            self.prescribed_vertices, presc, self.clamp_edges, clamp_m1, self.free_theta,
                            self.rest_lengths, self.lbar, self.omega_bar, self.bend_k, self.twist_bar, self.twist_k,
