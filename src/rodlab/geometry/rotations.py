@@ -145,8 +145,9 @@ def quat_to_rotvec(q):
     s = math.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
     angle = 2.0 * math.atan2(s, w0)
     if s < _SMALL:
-        # angle / s = 2/w0 (1 + s^2/(3 w0^2) ...) for small s
-        scale = 2.0 / w0 * (1.0 + s * s / (3.0 * w0 * w0))
+        # angle / s = 2 atan(s/w0) / s = 2/w0 (1 - s^2/(3 w0^2) + ...) for small s
+        r2 = s * s / (w0 * w0)
+        scale = 2.0 / w0 * (1.0 - r2 / 3.0 + r2 * r2 / 5.0)
     else:
         scale = angle / s
     out = np.empty(3)
