@@ -54,7 +54,7 @@ def main(argv=None) -> int:
         results["rodlab der"] = largest_good_dt(lambda dt: run_rodlab("der", scene, dt), dt0, ref, tol, up=3, log=print)
         print("  pyelastica:", flush=True)
         try:
-            results["PyElastica"] = largest_good_dt(lambda dt: run_pyelastica(scene, dt, check_every=200), dt0, ref, tol, up=0, down=16, log=print)
+            results["PyElastica"] = largest_good_dt(lambda dt: run_pyelastica(scene, dt, check_every=200), dt0, ref, tol, up=8, down=16, log=print)
         except PeerUnavailable as exc:
             results["PyElastica"] = None
             notes.append(f"PyElastica not run: {exc}")

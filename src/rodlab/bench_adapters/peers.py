@@ -161,3 +161,42 @@ def largest_good_dt(run, dt0: float, reference: np.ndarray, tol: float, factor: 
             return None, tried
         last_err = err if r.ok else None
     return None, tried
+
+
+# ---------------------------------------------------------------------------------- cosseratbench adapters
+def cantilever_scenario(scene: Scene):
+    """The cantilever as a cosseratbench Scenario for the suite's peer adapters (MuJoCo,
+    dismech): ``n - 1`` elements, the clamped first element centred on x = 0 (as for PyElastica
+    and rodlab's DER) so that the clamp converges to x = 0; quasi-static, so each adapter adds
+    its mass-proportional damping ``2 * slowest_frequency`` (about 11/s here)."""
+    from cosseratbench.scenario import EndCondition, Material, Rod, Scenario
+
+    h = scene.length / (scene.n - 1.5)
+    rod = Rod(centerline=((-0.5 * h, 0.0, 0.0), (scene.length, 0.0, 0.0)), radius=scene.radius,
+              material=Material(scene.E, scene.G, scene.rho), start=EndCondition.CLAMPED)
+    return Scenario(rods=(rod,), duration=scene.t_end, gravity=(0.0, 0.0, -scene.g), quasi_static=True, self_contact=False)
+
+
+def run_cosseratbench_adapter(solver_cls, scene: Scene, scale: float) -> CantileverRun:
+    """Run a cosseratbench solver adapter at ``time_step_scale = scale`` (one warm-up run of
+    a few steps first, untimed); dt from the adapter's ``settings``."""
+    from cosseratbench import Diverged
+
+    solver = solver_cls(time_step_scale=scale)
+    scen = cantilever_scenario(scene)
+    n_el = scene.n - 1
+    settings = solver.settings(scen, n_elements=n_el, n_frames=2) if hasattr(solver, "settings") else {}
+    dt = float(settings.get("time_step", math.nan))
+    from dataclasses import replace
+
+    try:
+        solver.run(replace(scen, duration=min(scene.t_end, 20 * dt if math.isfinite(dt) else 1e-3)), n_elements=n_el, n_frames=2)
+        w0, c0 = time.perf_counter(), time.process_time()
+        traj = solver.run(scen, n_elements=n_el, n_frames=2)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    except (Diverged, FloatingPointError) as exc:
+        return CantileverRun(False, np.full(2, np.nan), math.nan, math.nan, 0, dt, f"diverged: {exc}"[:120])
+    x = traj.positions[0][-1]
+    ok = not _exploded(x, scene.length)
+    steps = int(round(scene.t_end / dt)) if math.isfinite(dt) else 0
+    return CantileverRun(ok, np.array([x[-1, 0], x[-1, 2]]), wall, cpu, steps, dt, "" if ok else "exploded")

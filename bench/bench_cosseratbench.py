@@ -1,0 +1,149 @@
+"""rodlab's methods on the cosseratbench suite, beside PyElastica and MuJoCo's cable.
+
+    python -m pip install -e . -r bench/requirements-peers.txt   # once (registers the adapters)
+    python bench/bench_cosseratbench.py [--quick]
+
+Runs every cosseratbench experiment that a rodlab adapter supports (the others are listed as
+unsupported with the adapter's reason), at the suite's resolutions (the experiment's default
+element count, and half and twice it, as ``cosseratbench run --vary resolution`` does;
+``--quick``: the default only), with each rodlab solver and the peers ``pyelastica`` and
+``mujoco`` through the suite's own ``cosseratbench.run`` (a warm-up run first, so compilation is
+excluded from the wall time). Writes the scores (the experiment's error metrics and wall times)
+into docs/benchmarks.md (section ``bench_cosseratbench``).
+"""
+from __future__ import annotations
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse
+import logging
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from rodlab.bench_adapters.report import command_line, machine, md_table, write_section  # noqa: E402
+
+RODLAB = ("rodlab-der", "rodlab-der-implicit", "rodlab-compact", "rodlab-galpha")
+PEERS = ("pyelastica", "mujoco")
+
+
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    return f"{v:.3g}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="default resolution only, no docs update")
+    ap.add_argument("--experiments", nargs="*", help="restrict to these experiments")
+    args = ap.parse_args(argv)
+    logging.getLogger("rodlab").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+    try:
+        import cosseratbench as cb
+        from cosseratbench import registry
+    except ImportError:
+        print("cosseratbench is not installed: python -m pip install -r bench/requirements-peers.txt", file=sys.stderr)
+        return 2
+    from rodlab.bench_adapters.cosseratbench import SOLVERS as RODLAB_SOLVERS
+
+    solvers, notes = {}, []
+    for name in RODLAB + PEERS:
+        try:
+            solvers[name] = registry.load_solver(name) if name in registry.names(registry.SOLVERS) else RODLAB_SOLVERS[name]()
+        except Exception as exc:  # a peer that will not import: say so
+            notes.append(f"{name}: not run ({type(exc).__name__}: {exc})")
+    names = args.experiments or registry.names(registry.EXPERIMENTS)
+    experiments = [registry.load_experiment(n) for n in names]
+    supported = []
+    for ex in experiments:
+        reasons = []
+        for name in RODLAB:
+            if name not in solvers:
+                continue
+            missing = ex.requires - solvers[name].capabilities
+            if missing:
+                reasons.append(f"{name}: lacks {', '.join(sorted(c.value for c in missing))}")
+                continue
+            try:  # a short probe: does the adapter drive this scenario at all?
+                solvers[name].run(ex.scenario._replace(duration=1e-4) if hasattr(ex.scenario, "_replace") else
+                                  __import__("dataclasses").replace(ex.scenario, duration=ex.scenario.duration * 1e-4),
+                                  n_elements=max(ex.n_elements // 4, 4), n_frames=2)
+                supported.append(ex.name) if ex.name not in supported else None
+            except NotImplementedError as exc:
+                reasons.append(f"{name}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - a probe failure is reported, not fatal
+                reasons.append(f"{name}: probe failed ({type(exc).__name__}: {exc})")
+        if ex.name not in supported:
+            notes.append(f"{ex.name}: no rodlab adapter supports it ({'; '.join(reasons)})")
+    rows = []
+    t_start = time.perf_counter()
+    for ex in experiments:
+        if ex.name not in supported:
+            continue
+        resolutions = (ex.n_elements,) if args.quick else (max(ex.n_elements // 2, 2), ex.n_elements, 2 * ex.n_elements)
+        metric_names = list(ex.metrics)
+        for n in resolutions:
+            for name, solver in solvers.items():
+                t0 = time.perf_counter()
+                try:
+                    r = cb.run(ex, solver, n_elements=n)
+                except Exception as exc:  # noqa: BLE001 - an adapter crash is a result too
+                    rows.append([ex.name, n, name, f"error: {type(exc).__name__}: {str(exc)[:80]}", "", "", ""])
+                    print(rows[-1], flush=True)
+                    continue
+                if r.outcome == "unsupported":
+                    outcome = "unsupported: " + "; ".join(r.missing)[:100]
+                elif r.outcome == "diverged":
+                    outcome = f"diverged: {str(r.failure)[:80]}"
+                else:
+                    outcome = "completed"
+                mets = ", ".join(f"{k} {_fmt(r.metrics.get(k))}" for k in metric_names) if r.metrics else ""
+                strain = r.observations.get("max_strain") if r.observations else None
+                rows.append([ex.name, n, name, outcome, mets, _fmt(strain), _fmt(r.wall_time)])
+                print(f"{ex.name:10s} n={n:<4d} {name:20s} {outcome[:40]:40s} {mets} strain {_fmt(strain)} wall {_fmt(r.wall_time)} s "
+                      f"(total {time.perf_counter() - t0:.1f} s)", flush=True)
+    print(f"all runs: {time.perf_counter() - t_start:.0f} s")
+    table = md_table(["experiment", "elements", "solver", "outcome", "error metrics", "max strain", "wall [s]"], rows)
+    for line in notes:
+        print(line)
+    if args.quick:
+        return 0
+    import importlib.metadata as md
+
+    versions = []
+    for pkg in ("cosseratbench", "pyelastica", "mujoco"):
+        try:
+            versions.append(f"{pkg} {md.version(pkg)}")
+        except md.PackageNotFoundError:
+            versions.append(f"{pkg} not installed")
+    body = "\n".join([
+        "## cosseratbench (`bench/bench_cosseratbench.py`)",
+        "",
+        f"Produced by `{command_line()}` on {machine()}; {', '.join(versions)}. Each run through `cosseratbench.run` "
+        "(the suite's own metrics; wall time of the timed run after the suite's warm-up run, so compilation is excluded). "
+        "Resolutions: each experiment's default element count, half and twice it. Error metrics are the experiment's "
+        "(relative errors against its analytic reference; `settling_residual` how settled the final state is). "
+        "rodlab's adapters: `src/rodlab/bench_adapters/cosseratbench.py` (only `rodlab-der` drives scenarios so far; "
+        "the other methods report every scenario as unsupported).",
+        "",
+        table,
+        "",
+        *[f"- {line}" for line in notes],
+    ])
+    write_section(ROOT / "docs" / "benchmarks.md", "bench_cosseratbench", body, title="Benchmarks")
+    print("wrote docs/benchmarks.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,231 @@
+"""Side by side: one cantilever under gravity, rodlab's methods and the peer simulators.
+
+    python -m pip install -e . -r bench/requirements-peers.txt   # once: the peers (bench only)
+    python bench/bench_peers.py [--quick]
+
+Scene: a 1 m rod clamped at x = 0 along +x, radius 1 cm, E = 1e8 Pa, G = E/3, rho = 1000 kg/m^3,
+gravity 9.81 m/s^2 along -z, damped at 2 x its slowest frequency (about 11/s, the damping the
+suite's peer adapters use for quasi-static scenes), simulated for 2 s (settled), at n = 50, 200
+and 1000 vertices. Accuracy: tip within 0.1% of the length of the converged reference (the
+static planar elastica, rodlab.analytic.elastica) after the 2 s. Each simulator runs at the
+largest time step of the ladder dt0 * sqrt(2)^k that stays finite and meets the accuracy; dt0 is
+its own default (rodlab's methods), DER's suggested step (PyElastica) or the suite adapter's step
+(MuJoCo, dismech: ``time_step_scale``). Every clamp is placed so that it converges to x = 0 (the
+peers' rigid first element is centred on x = 0). Timings: wall seconds of stepping, compilation
+and model building excluded. A run projected to take more than the per-run budget is not
+searched: its rate is measured over a short probe at dt0 and marked "accuracy not checked".
+Prints the table and writes it into docs/benchmarks.md (section ``bench_peers``).
+"""
+from __future__ import annotations
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import argparse
+import logging
+import math
+import sys
+import time
+import warnings
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from rodlab.bench_adapters import peers as P  # noqa: E402
+from rodlab.bench_adapters.report import command_line, machine, md_table, write_section  # noqa: E402
+
+TOL = 1e-3  # of the length
+T_END = 2.0
+SQ2 = 2 ** 0.5
+
+
+def _rodlab(method):
+    def make(scene):
+        import rodlab
+
+        if method == "der":
+            from rodlab.der.cantilever import cantilever_rod
+            from rodlab.der.stepper import suggested_time_step
+
+            dt0 = suggested_time_step(cantilever_rod(dict(n=scene.n, length=scene.length, radius=scene.radius, E=scene.E,
+                                                          G=scene.G, rho=scene.rho)))
+        else:
+            m = rodlab.run_scene("cantilever", method=method, n=scene.n, t_end=0.0, dt=0.0).metrics
+            dt0 = float(m.get("dt") or 0.01)
+        return (lambda s, sc: P.run_rodlab(method, sc, dt0 * s)), dt0, (-2, 8) if method != "der" else (3, 6)
+    return make
+
+
+def _pyelastica(scene):
+    import elastica  # noqa: F401  (raises ImportError when missing)
+    from rodlab.der.cantilever import cantilever_rod
+    from rodlab.der.stepper import suggested_time_step
+
+    dt0 = suggested_time_step(cantilever_rod(dict(n=scene.n, length=scene.length, radius=scene.radius, E=scene.E, G=scene.G, rho=scene.rho)))
+    return (lambda s, sc: P.run_pyelastica(sc, dt0 * s, check_every=200)), dt0, (8, 8)
+
+
+def _adapter(module, cls_name):
+    def make(scene):
+        import importlib
+
+        cls = getattr(importlib.import_module(module), cls_name)
+        sc = P.cantilever_scenario(scene)
+        dt0 = float(cls().settings(sc, n_elements=scene.n - 1, n_frames=2)["time_step"])
+        return (lambda s, sc2: P.run_cosseratbench_adapter(cls, sc2, s)), dt0, (6, 4)
+    return make
+
+
+def _pypbd(scene):
+    raise P.PeerUnavailable("pypbd's direct stiff-rod solver is not driven by this harness yet (see docs/benchmarks.md)")
+
+
+SIMULATORS = {
+    "rodlab der": _rodlab("der"),
+    "rodlab der-implicit": _rodlab("der-implicit"),
+    "rodlab compact": _rodlab("compact"),
+    "rodlab galpha": _rodlab("galpha"),
+    "PyElastica": _pyelastica,
+    "pypbd (direct stiff rods)": _pypbd,
+    "MuJoCo cable": _adapter("cosseratbench.solvers.mujoco", "MuJoCoSolver"),
+    "dismech-newton (CPU)": _adapter("cosseratbench.solvers.dismech", "DismechSolver"),
+}
+
+
+def measure(name, make, scene, budget, log):
+    """Returns a dict row."""
+    try:
+        run, dt0, (up, down) = make(scene)
+    except P.PeerUnavailable as exc:
+        return dict(status=f"not run: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a peer that will not import or build is reported
+        return dict(status=f"not run: {type(exc).__name__}: {str(exc)[:150]}")
+    ref = scene.reference_tip()
+    tol = TOL * scene.length
+    # probe at dt0: projected cost of one full run
+    probe_t = min(scene.t_end, max(0.01, 400 * dt0))
+    probe = run(1.0, replace(scene, t_end=probe_t))
+    if not probe.ok:
+        log(f"    probe at dt0={dt0:.3g} s: {probe.message}")
+    rate0 = probe.wall_s / probe_t if probe.ok else math.nan
+    projected = rate0 * scene.t_end
+    log(f"    dt0 = {dt0:.3g} s, probe {probe_t:.3g} s: {rate0:.3g} wall s per simulated s (projected {projected:.3g} s)")
+    if probe.ok and projected > budget:
+        return dict(status="accuracy not checked", dt=dt0, rate=rate0,
+                    why=f"one {scene.t_end:g} s run projected {projected:.0f} s > budget {budget:.0f} s; rate from a {probe_t:.3g} s probe at dt0")
+    tried = []
+    last_err = None
+    for k in range(up, -down - 1, -1):
+        s = SQ2**k
+        if math.isfinite(rate0) and rate0 * scene.t_end / s > budget:
+            tried.append((dt0 * s, "over budget"))
+            break
+        t0 = time.perf_counter()
+        r = run(s, scene)
+        err = float(np.hypot(*(r.tip - ref))) if r.ok else math.inf
+        log(f"    dt={dt0 * s:.3g}: {'ok' if r.ok else 'unstable'} err/L={err / scene.length:.2e} wall={r.wall_s:.3g} s "
+            f"(call {time.perf_counter() - t0:.1f} s) {r.message}")
+        if r.ok and err <= tol:
+            nxt = tried[-1][1] if tried else "largest dt tried"
+            return dict(status="ok", dt=r.dt if math.isfinite(r.dt) else dt0 * s, rate=r.wall_s / scene.t_end, err=err / scene.length,
+                        why=(f"next larger dt {tried[-1][0]:.3g} s: {nxt}" if tried else nxt))
+        tried.append((dt0 * s, "unstable" if not r.ok else f"inaccurate (err/L {err / scene.length:.1e})"))
+        if r.ok and last_err is not None and abs(err - last_err) < 0.05 * err:
+            break  # error no longer falls with dt: spatial error above the tolerance
+        last_err = err if r.ok else None
+    return dict(status="no dt met the accuracy", why="; ".join(f"{dt:.3g} s: {w}" for dt, w in tried[-3:]))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="n = 50 only, smaller budget, no docs update")
+    ap.add_argument("--only", nargs="*", help="simulators to run (names as in the table, e.g. 'rodlab der')")
+    ap.add_argument("--budget", type=float, default=None, help="wall seconds allowed for one full run")
+    args = ap.parse_args(argv)
+    logging.getLogger("rodlab").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+    sizes = (50,) if args.quick else (50, 200, 1000)
+    budget = args.budget or (10.0 if args.quick else 25.0)
+    rows, results = [], {}
+    t_all = time.perf_counter()
+    for n in sizes:
+        scene = P.Scene(n=n, t_end=T_END, damping=2 * 3.516 * math.sqrt(P.Scene().EI / (P.Scene().rho * P.Scene().area)))
+        print(f"n = {n}", flush=True)
+        for name, make in SIMULATORS.items():
+            if args.only and name not in args.only:
+                continue
+            print(f"  {name}:", flush=True)
+            res = measure(name, make, scene, budget, lambda s: print(s, flush=True))
+            results[(n, name)] = res
+            print(f"  -> {res}", flush=True)
+    best = {}
+    for (n, name), r in results.items():
+        if name.startswith("rodlab") and r.get("status") == "ok":
+            if n not in best or r["rate"] < best[n][1]:
+                best[n] = (name, r["rate"])
+    for (n, name), r in results.items():
+        rate = r.get("rate")
+        ratio = f"{rate / best[n][1]:.3g}" if rate is not None and n in best and math.isfinite(rate) else ""
+        rows.append([n, name, r["status"], f"{r['dt']:.3g}" if "dt" in r else "", f"{rate:.3g}" if rate is not None else "",
+                     ratio, f"{r['err']:.1e}" if "err" in r else "", r.get("why", "")])
+    table = md_table(["n", "simulator", "status", "dt [s]", "wall s per simulated s", "x rodlab's best", "tip error / L", "notes"], rows)
+    print(table)
+    summary = []
+    for n in sizes:
+        if n not in best:
+            continue
+        peers_ok = [(nm, r["rate"]) for (m, nm), r in results.items() if m == n and not nm.startswith("rodlab") and r.get("status") == "ok"]
+        line = f"n = {n}: rodlab's best is {best[n][0]} at {best[n][1]:.3g} wall s per simulated s"
+        if peers_ok:
+            fastest = min(peers_ok, key=lambda p: p[1])
+            line += f"; fastest peer at equal accuracy: {fastest[0]} ({fastest[1] / best[n][1]:.3g}x slower)"
+        pe = results.get((n, "PyElastica"))
+        if pe and pe.get("status") == "ok":
+            line += f"; PyElastica {pe['rate'] / best[n][1]:.3g}x slower"
+        if n == 200:
+            ok100 = pe and pe.get("status") == "ok" and pe["rate"] / best[n][1] >= 100
+            ok10 = peers_ok and min(p[1] for p in peers_ok) / best[n][1] >= 10
+            line += (f". Targets at n = 200: >= 100x PyElastica {'met' if ok100 else 'NOT met'}; "
+                     f">= 10x the fastest peer {'met' if ok10 else 'NOT met'}")
+        summary.append(line + ".")
+    for line in summary:
+        print(line)
+    print(f"total {time.perf_counter() - t_all:.0f} s")
+    if args.quick or args.only:
+        return 0
+    import importlib.metadata as md
+
+    versions = []
+    for pkg in ("pyelastica", "mujoco", "pyPBD", "dismech-newton", "cosseratbench"):
+        try:
+            versions.append(f"{pkg} {md.version(pkg)}")
+        except md.PackageNotFoundError:
+            versions.append(f"{pkg} not installed")
+    body = "\n".join([
+        "## Peers side by side: cantilever under gravity (`bench/bench_peers.py`)",
+        "",
+        f"Produced by `{command_line()}` on {machine()}; {', '.join(versions)}.",
+        "Scene and method: see the script's docstring. In short: 1 m, radius 1 cm, E = 1e8 Pa, G = E/3, rho = 1000 kg/m^3, "
+        f"gravity, damping 2 x the slowest frequency, {T_END:g} s simulated; each simulator at the largest dt (ladder sqrt(2)^k "
+        f"around its default) that is stable and puts the tip within {TOL:g} L of the static elastica after {T_END:g} s. "
+        f"Wall seconds of stepping per simulated second (compilation excluded; shared 2-core machine, so noisy); "
+        f"'x rodlab's best': that rate over the fastest rodlab method's at the same n. Per-run budget {budget:g} s: "
+        "a simulator projected over it is measured on a short probe and marked 'accuracy not checked'.",
+        "",
+        table,
+        "",
+        *[f"- {line}" for line in summary],
+    ])
+    write_section(ROOT / "docs" / "benchmarks.md", "bench_peers", body, title="Benchmarks")
+    print("wrote docs/benchmarks.md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
