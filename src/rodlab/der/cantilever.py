@@ -14,7 +14,7 @@ import numpy as np
 from ..model import BoundaryConditions, Clamp, CrossSection, Loads, Material, Rod
 from ..scenes.registry import SceneResult
 from .static import solve_static
-from .stepper import DERStepper, DEROptions, suggested_time_step
+from .stepper import DERStepper, DEROptions, record, suggested_time_step
 
 
 def cantilever_rod(params) -> Rod:
@@ -48,20 +48,9 @@ def run_cantilever(params, progress) -> SceneResult:
         nsteps = int(round(params["t_end"] / dt))
         stepper.advance(state, 1)  # compile outside the timing
         state = stepper.initial_state()
-        chunks = 100
-        per = max(1, nsteps // chunks)
-        done = 0
-        spent = 0.0
-        while done < nsteps:
-            k = min(per, nsteps - done)
-            t0 = time.perf_counter()
-            stepper.advance(state, k)
-            spent += time.perf_counter() - t0
-            done += k
-            frames_t.append(state.t)
-            frames_x.append(state.x.copy())
-            progress.update(done, nsteps)
-        metrics.update(steps=nsteps, us_per_step=1e6 * spent / max(nsteps, 1), dt=dt,
+        run = record(stepper, state, nsteps, progress=progress)
+        frames_t, frames_x = list(run.t), list(run.x)
+        metrics.update(steps=nsteps, us_per_step=1e6 * run.stepper_seconds / max(nsteps, 1), dt=dt,
                        kinetic_energy=stepper.kinetic_energy(state))
     tip = state.x[-1]
     e = np.linalg.norm(np.diff(state.x, axis=0), axis=1)

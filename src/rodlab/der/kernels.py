@@ -365,6 +365,39 @@ def uniform_twist_update(theta, ref_twist, lbar, twist_bar, free, closed):
 # centerline forces (Bergou 2008, Sec. 7.1, Eq. 9-11)
 # --------------------------------------------------------------------------------------------
 @njit(**JIT)
+def scatter_bending_force(k, e, f, va, vb, vc, g0, g1, g2, kb, tangents, lengths, forces):
+    """Add ``-dE/dx`` of joint ``k`` given ``g = dE/d(kb_k)``, with the exact derivatives of
+    ``kb = 2 e x f / (|e||f| + e.f)``: ``dE/de = (2 t_f x g - (kb.g)(t_e + t_f)) / (|e| chi)``,
+    ``dE/df = (-2 t_e x g - (kb.g)(t_e + t_f)) / (|f| chi)``, ``chi = 1 + t_e.t_f``
+    (the 2008 paper's ``grad kb`` drops the parts along the edges, exact only when inextensible)."""
+    te0, te1, te2 = tangents[e, 0], tangents[e, 1], tangents[e, 2]
+    tf0, tf1, tf2 = tangents[f, 0], tangents[f, 1], tangents[f, 2]
+    chi = 1.0 + te0 * tf0 + te1 * tf1 + te2 * tf2
+    kbg = kb[k, 0] * g0 + kb[k, 1] * g1 + kb[k, 2] * g2
+    s0 = te0 + tf0
+    s1 = te1 + tf1
+    s2 = te2 + tf2
+    ce = 1.0 / (lengths[e] * chi)
+    de0 = ce * (2.0 * (tf1 * g2 - tf2 * g1) - kbg * s0)
+    de1 = ce * (2.0 * (tf2 * g0 - tf0 * g2) - kbg * s1)
+    de2 = ce * (2.0 * (tf0 * g1 - tf1 * g0) - kbg * s2)
+    cf = 1.0 / (lengths[f] * chi)
+    df0 = cf * (-2.0 * (te1 * g2 - te2 * g1) - kbg * s0)
+    df1 = cf * (-2.0 * (te2 * g0 - te0 * g2) - kbg * s1)
+    df2 = cf * (-2.0 * (te0 * g1 - te1 * g0) - kbg * s2)
+    # forces = -dE/dx with e = x_b - x_a, f = x_c - x_b
+    forces[va, 0] += de0
+    forces[va, 1] += de1
+    forces[va, 2] += de2
+    forces[vb, 0] += df0 - de0
+    forces[vb, 1] += df1 - de1
+    forces[vb, 2] += df2 - de2
+    forces[vc, 0] -= df0
+    forces[vc, 1] -= df1
+    forces[vc, 2] -= df2
+
+
+@njit(**JIT)
 def elastic_forces(kb, tangents, lengths, rest_lengths, ref_d1, ref_d2, theta, ref_twist, lbar,
                    omega_bar, bend_k, twist_bar, twist_k, stretch_k, m1, m2, omega, forces):
     """``forces = -dE/dx`` with the material angles held (at equilibrium they are stationary).
@@ -405,37 +438,15 @@ def elastic_forces(kb, tangents, lengths, rest_lengths, ref_d1, ref_d2, theta, r
         g0 = c1e * m2[e, 0] - c2e * m1[e, 0] + c1f * m2[f, 0] - c2f * m1[f, 0]
         g1 = c1e * m2[e, 1] - c2e * m1[e, 1] + c1f * m2[f, 1] - c2f * m1[f, 1]
         g2 = c1e * m2[e, 2] - c2e * m1[e, 2] + c1f * m2[f, 2] - c2f * m1[f, 2]
-        te0, te1, te2 = tangents[e, 0], tangents[e, 1], tangents[e, 2]
-        tf0, tf1, tf2 = tangents[f, 0], tangents[f, 1], tangents[f, 2]
-        chi = 1.0 + te0 * tf0 + te1 * tf1 + te2 * tf2
-        kbg = kb[k, 0] * g0 + kb[k, 1] * g1 + kb[k, 2] * g2
-        s0 = te0 + tf0
-        s1 = te1 + tf1
-        s2 = te2 + tf2
-        # dE/de = (2 tf x g - (kb.g)(te + tf)) / (|e| chi)
-        ce = 1.0 / (lengths[e] * chi)
-        de0 = ce * (2.0 * (tf1 * g2 - tf2 * g1) - kbg * s0)
-        de1 = ce * (2.0 * (tf2 * g0 - tf0 * g2) - kbg * s1)
-        de2 = ce * (2.0 * (tf0 * g1 - tf1 * g0) - kbg * s2)
-        # dE/df = (-2 te x g - (kb.g)(te + tf)) / (|f| chi)
-        cf = 1.0 / (lengths[f] * chi)
-        df0 = cf * (-2.0 * (te1 * g2 - te2 * g1) - kbg * s0)
-        df1 = cf * (-2.0 * (te2 * g0 - te0 * g2) - kbg * s1)
-        df2 = cf * (-2.0 * (te0 * g1 - te1 * g0) - kbg * s2)
+        scatter_bending_force(k, e, f, va, vb, vc, g0, g1, g2, kb, tangents, lengths, forces)
         # twist through the reference twist (holonomy)
         tau = 2.0 * twist_k[k] * inv * (theta[f] - theta[e] + ref_twist[k] - twist_bar[k])
         ha = -0.5 * tau / lengths[e]
         hc = 0.5 * tau / lengths[f]
-        # forces = -dE/dx ; e = x_b - x_a, f = x_c - x_b
-        forces[va, 0] += de0 - ha * kb[k, 0]
-        forces[va, 1] += de1 - ha * kb[k, 1]
-        forces[va, 2] += de2 - ha * kb[k, 2]
-        forces[vb, 0] += -de0 + df0 + (ha + hc) * kb[k, 0]
-        forces[vb, 1] += -de1 + df1 + (ha + hc) * kb[k, 1]
-        forces[vb, 2] += -de2 + df2 + (ha + hc) * kb[k, 2]
-        forces[vc, 0] += -df0 - hc * kb[k, 0]
-        forces[vc, 1] += -df1 - hc * kb[k, 1]
-        forces[vc, 2] += -df2 - hc * kb[k, 2]
+        for d in range(3):
+            forces[va, d] -= ha * kb[k, d]
+            forces[vb, d] += (ha + hc) * kb[k, d]
+            forces[vc, d] -= hc * kb[k, d]
     add_stretching_forces(tangents, lengths, rest_lengths, stretch_k, forces)
 
 
@@ -473,30 +484,7 @@ def isotropic_bending_forces(kb, tangents, lengths, lbar, bend_k, forces):
         g0 = c * kb[k, 0]
         g1 = c * kb[k, 1]
         g2 = c * kb[k, 2]
-        te0, te1, te2 = tangents[e, 0], tangents[e, 1], tangents[e, 2]
-        tf0, tf1, tf2 = tangents[f, 0], tangents[f, 1], tangents[f, 2]
-        chi = 1.0 + te0 * tf0 + te1 * tf1 + te2 * tf2
-        kbg = kb[k, 0] * g0 + kb[k, 1] * g1 + kb[k, 2] * g2
-        s0 = te0 + tf0
-        s1 = te1 + tf1
-        s2 = te2 + tf2
-        ce = 1.0 / (lengths[e] * chi)
-        de0 = ce * (2.0 * (tf1 * g2 - tf2 * g1) - kbg * s0)
-        de1 = ce * (2.0 * (tf2 * g0 - tf0 * g2) - kbg * s1)
-        de2 = ce * (2.0 * (tf0 * g1 - tf1 * g0) - kbg * s2)
-        cf = 1.0 / (lengths[f] * chi)
-        df0 = cf * (-2.0 * (te1 * g2 - te2 * g1) - kbg * s0)
-        df1 = cf * (-2.0 * (te2 * g0 - te0 * g2) - kbg * s1)
-        df2 = cf * (-2.0 * (te0 * g1 - te1 * g0) - kbg * s2)
-        forces[k, 0] += de0
-        forces[k, 1] += de1
-        forces[k, 2] += de2
-        forces[k + 1, 0] += df0 - de0
-        forces[k + 1, 1] += df1 - de1
-        forces[k + 1, 2] += df2 - de2
-        forces[k + 2, 0] -= df0
-        forces[k + 2, 1] -= df1
-        forces[k + 2, 2] -= df2
+        scatter_bending_force(k, e, f, k, k + 1, k + 2, g0, g1, g2, kb, tangents, lengths, forces)
 
 
 # --------------------------------------------------------------------------------------------

@@ -377,6 +377,47 @@ class DERStepper:
         return out
 
 
+@dataclass
+class Recording:
+    """Frames of a run: times ``t`` [s], positions ``x`` (F, n, 3), per-frame probe values,
+    steps taken and the time spent inside the stepper [s]."""
+
+    t: np.ndarray
+    x: np.ndarray
+    probes: dict
+    steps: int
+    stepper_seconds: float
+
+
+def record(stepper: "DERStepper", state: RodState, nsteps: int, *, frames: int = 100, progress=None,
+           probes: dict | None = None, stop=None) -> Recording:
+    """Advance ``state`` by ``nsteps`` in about ``frames`` compiled chunks, keeping a frame after
+    each chunk (plus the initial one). ``probes``: name -> function(state) recorded per frame;
+    ``stop(state)`` ends the run early when true."""
+    import time as _time
+
+    probes = probes or {}
+    ts, xs = [state.t], [state.x.copy()]
+    values = {name: [fn(state)] for name, fn in probes.items()}
+    per = max(1, nsteps // max(frames, 1))
+    done, spent = 0, 0.0
+    while done < nsteps:
+        k = min(per, nsteps - done)
+        t0 = _time.perf_counter()
+        stepper.advance(state, k)
+        spent += _time.perf_counter() - t0
+        done += k
+        ts.append(state.t)
+        xs.append(state.x.copy())
+        for name, fn in probes.items():
+            values[name].append(fn(state))
+        if progress is not None:
+            progress.update(done, nsteps)
+        if stop is not None and stop(state):
+            break
+    return Recording(np.array(ts), np.array(xs), {k: np.array(v) for k, v in values.items()}, done, spent)
+
+
 def _tangents(x: np.ndarray, closed: bool) -> np.ndarray:
     x = np.ascontiguousarray(x, dtype=float)
     ne = x.shape[0] if closed else x.shape[0] - 1

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from ..der.static import _move_frames, solve_static
-from ..der.stepper import DERStepper, DEROptions, suggested_time_step
+from ..der.stepper import DERStepper, DEROptions, record, suggested_time_step
 from ..model import BoundaryConditions, Clamp, CrossSection, Loads, Material, Rod, twist_about_axis
 from .registry import Param, SceneResult, register
 
@@ -30,12 +30,6 @@ def _straight(n: int, length: float, grading: float = 1.0) -> np.ndarray:
     x = np.zeros((n, 3))
     x[:, 0] = s
     return x
-
-
-def _frames(stepper, state, times, xs, **extra):
-    traj = {"t": np.asarray(times, dtype=float), "x": np.asarray(xs)}
-    traj.update(extra)
-    return traj
 
 
 # ------------------------------------------------------------------------------------------------
@@ -190,20 +184,10 @@ def michell(p, progress):
     state = stepper.initial_state(x=x0)
     amp0 = _out_of_plane(state.x)
     nsteps = int(math.ceil(p["t_end"] / dt))
-    frames = 100
-    per = max(1, nsteps // frames)
-    ts, xs, amps = [0.0], [state.x.copy()], [amp0]
-    done = 0
-    while done < nsteps:
-        k = min(per, nsteps - done)
-        stepper.advance(state, k)
-        done += k
-        ts.append(state.t)
-        xs.append(state.x.copy())
-        amps.append(_out_of_plane(state.x))
-        progress.update(done, nsteps)
-        if amps[-1] > 0.5 * R:  # fully buckled: no need to go on
-            break
+    # stop once fully buckled (out of plane by half the radius)
+    run = record(stepper, state, nsteps, progress=progress, probes={"amplitude": lambda st: _out_of_plane(st.x)},
+                 stop=lambda st: _out_of_plane(st.x) > 0.5 * R)
+    amps = run.probes["amplitude"]
     growth = amps[-1] / amp0
     crit = michell_critical_twist(p["alpha"], p["beta"])
     metrics = {
@@ -213,10 +197,10 @@ def michell(p, progress):
         "twist_over_critical": float(p["twist"] / crit),
         "amplitude_initial": float(amp0),
         "amplitude_final": float(amps[-1]),
-        "steps": done,
+        "steps": run.steps,
         "dt": dt,
     }
-    return SceneResult(metrics, {"t": np.array(ts), "x": np.array(xs), "amplitude": np.array(amps)}, extra={"closed": True})
+    return SceneResult(metrics, {"t": run.t, "x": run.x, "amplitude": amps}, extra={"closed": True})
 
 
 def _out_of_plane(x: np.ndarray) -> float:
@@ -253,17 +237,7 @@ def uniform_twist(p, progress):
     stepper = DERStepper(rod, Loads(), DEROptions(dt=dt, twist_solver="newton", twist_tol=1e-12))
     state = stepper.initial_state()
     nsteps = int(math.ceil(p["t_end"] / dt))
-    ts, xs, tws = [0.0], [state.x.copy()], [stepper.twist(state)]
-    per = max(1, nsteps // 50)
-    done = 0
-    while done < nsteps:
-        k = min(per, nsteps - done)
-        stepper.advance(state, k)
-        done += k
-        ts.append(state.t)
-        xs.append(state.x.copy())
-        tws.append(stepper.twist(state))
-        progress.update(done, nsteps)
+    run = record(stepper, state, nsteps, frames=50, progress=progress, probes={"twist": stepper.twist})
     density = 2.0 * stepper.twist(state) / stepper.lbar  # m_k / (lbar_k / 2): twist per unit length
     applied = state.theta[-1] - state.theta[0]
     expected = applied / (0.5 * stepper.lbar.sum())
@@ -272,9 +246,9 @@ def uniform_twist(p, progress):
         "twist_applied": float(applied),
         "twist_density_expected": float(expected),
         "max_lateral_deviation": float(np.abs(state.x[:, 1:]).max()),
-        "steps": done,
+        "steps": run.steps,
     }
-    return SceneResult(metrics, {"t": np.array(ts), "x": np.array(xs), "twist": np.array(tws)})
+    return SceneResult(metrics, {"t": run.t, "x": run.x, "twist": run.probes["twist"]})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -400,31 +374,18 @@ def perversion(p, progress):
     rng = np.random.default_rng(0)
     x0[2:-2, 1:] += 1e-5 * L * rng.standard_normal((n - 4, 2))  # break the symmetry
     state = stepper.initial_state(x=x0)
-    nsteps = int(math.ceil(p["t_end"] / dt))
-    per = max(1, nsteps // 120)
-    ts, xs = [0.0], [state.x.copy()]
-    done = 0
-    spent = 0.0
-    while done < nsteps:
-        k = min(per, nsteps - done)
-        t0 = time.perf_counter()
-        stepper.advance(state, k)
-        spent += time.perf_counter() - t0
-        done += k
-        ts.append(state.t)
-        xs.append(state.x.copy())
-        progress.update(done, nsteps)
+    run = record(stepper, state, int(math.ceil(p["t_end"] / dt)), frames=120, progress=progress)
     final = _coil_turns(state.x)
     metrics = {
         "turns_left_half": final[0],
         "turns_right_half": final[1],
         "perversion": bool(final[0] * final[1] < 0 and min(abs(final[0]), abs(final[1])) > 0.25),
         "total_twist": float(np.sum(stepper.twist(state))),
-        "steps": done,
-        "us_per_step": 1e6 * spent / max(done, 1),
+        "steps": run.steps,
+        "us_per_step": 1e6 * run.stepper_seconds / max(run.steps, 1),
         "dt": dt,
     }
-    return SceneResult(metrics, {"t": np.array(ts), "x": np.array(xs), "twist": stepper.twist(state)})
+    return SceneResult(metrics, {"t": run.t, "x": run.x, "twist": stepper.twist(state)})
 
 
 def _coil_turns(x: np.ndarray) -> tuple[float, float]:
