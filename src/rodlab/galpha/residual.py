@@ -224,11 +224,40 @@ def old_terms(xprev, xdotprev, khat, K, J, prm, Pwork, out):
 
 @njit(**JIT)
 def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac, F, ab, colmap, kl, ku, tipblock):
-    """Segment residuals F (N-1, 15), row-scaled, and (if ``want_jac``) the banded Jacobian.
+    """Segment residuals F (N-1, 15), row-scaled, and (if ``want_jac``) the Jacobian in band storage.
 
     The Jacobian is taken with respect to the free unknowns ``colmap[j*15 + v] >= 0`` (the
     boundary values have ``colmap = -1``) and written into ``ab`` in the layout of
-    :mod:`rodlab.linalg.banded_lu` (row of segment s, equation r: ``15 s + r``).
+    :mod:`rodlab.linalg.banded_lu` (row of segment s, equation r: ``15 s + r``); it is
+    :func:`residual_blocks`'s block Jacobian scattered into the band. ``tipblock``: see there.
+    Returns the infinity norm of the scaled residual.
+    """
+    N = x.shape[0]
+    Jb = np.empty((N - 1, NV, 2 * NV))
+    fnorm = residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac, F, Jb, tipblock)
+    if want_jac:
+        ab[:, :] = 0.0
+        d = kl + ku
+        for s in range(N - 1):
+            row0 = s * NV
+            for side in range(2):
+                base = (s + side) * NV
+                off = side * NV
+                for v in range(NV):
+                    col = colmap[base + v]
+                    if col >= 0:
+                        o = d + row0 - col
+                        for r in range(NV):
+                            ab[col, o + r] = Jb[s, r, off + v]
+    return fnorm
+
+
+@njit(**JIT)
+def residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac, F, Jb, tipblock):
+    """Segment residuals F (N-1, 15), row-scaled, and (if ``want_jac``) the block Jacobian:
+    ``Jb[s]`` (15, 30) = derivative of segment s's scaled rows with respect to all 15 unknowns of
+    node s (columns 0..14) and of node s+1 (columns 15..29), boundary values included (the
+    solver drops their columns; :func:`rodlab.linalg.banded_lu.make_block_lu`).
     ``tipblock`` (15, 15) receives the derivative of the last segment's (scaled) rows with
     respect to all 15 unknowns of the tip node, boundary values included (for the exact
     coupling of the end loads through the tip frame, see :func:`tip_sensitivity`).
@@ -254,10 +283,6 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
     _node_parts(x, xprev, xdotprev, khat, K, J, rhoA, inv_gdt, 0.0 if static else (1.0 - gt) / gt, not static, Q, Md)
     inv_ds = 1.0 / ds
     cnew = prm[P_CNEW] != 0.0 and not static
-    blk = np.empty((NV, 2 * NV))
-    if want_jac:
-        ab[:, :] = 0.0
-    d = kl + ku
     fnorm = 0.0
     for s in range(N - 1):
         j = s + 1
@@ -284,6 +309,7 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
             if a > fnorm:
                 fnorm = a
         if want_jac:
+            blk = Jb[s]
             for side in range(2):
                 node = j - 1 + side
                 off = side * NV
@@ -328,16 +354,6 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
                     sc /= cb
                 for v in range(2 * NV):
                     blk[r, v] *= sc
-            row0 = s * NV
-            for side in range(2):
-                base = (j - 1 + side) * NV
-                off = side * NV
-                for v in range(NV):
-                    col = colmap[base + v]
-                    if col >= 0:
-                        o = d + row0 - col
-                        for r in range(NV):
-                            ab[col, o + r] = blk[r, off + v]
             if s == N - 2:
                 for r in range(NV):
                     for v in range(NV):

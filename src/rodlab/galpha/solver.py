@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..linalg.banded_lu import gbtrf, gbtrs, gbtrs_multi
+from ..linalg.banded_lu import block_lu
 from ..model import ModelError, require
 from .boundary import Boundary, TipLoad, column_map, free_mask
 from .model import BACKWARD_EULER, Coefficients, GAlphaRod
-from .residual import NV, P_STATIC, node_terms, old_terms, residual, tip_sensitivity
+from .residual import NV, P_STATIC, node_terms, old_terms, residual_blocks, tip_sensitivity
 from .state import (GAlphaState, _cayley, _expm, advance_velocity_positions, energies, integrate_frames,
                     integrate_positions)
 from numba import njit
@@ -157,25 +157,39 @@ class GAlphaSolver:
         self.options = options or GAlphaOptions()
         N = model.n_nodes
         self._maps = {k: column_map(free_mask(N, k)) for k in (0, 1)}
-        _, n, kl, ku = self._maps[1]
+        self._masks = {k: free_mask(N, k) for k in (0, 1)}
+        # full node-major indexing for the block LU: every nodal unknown has a column, the
+        # boundary values are pinned by identity rows (rodlab.linalg.banded_lu.make_block_lu)
+        self._colfull = {k: np.where(self._masks[k].ravel(), np.arange(N * NV), -1).astype(np.int64) for k in (0, 1)}
+        n_root_fixed = int((~self._masks[1][0]).sum())
+        self._lu_factor, self._lu_solve, self._lu_solve1 = block_lu(NV, n_root_fixed)
+        nf = N * NV
+        nr = (N - 1) * NV
         self._P = np.zeros((N, 12))
         self._dP = np.zeros((N, 12, NV))
         self._Pw = np.zeros((N, 12))
         self._F = np.zeros((N - 1, NV))
         self._old = np.zeros((N - 1, NV))
-        self._ab = np.zeros((n, 2 * kl + ku + 1))
-        self._ipiv = np.zeros(n, dtype=np.int64)
+        self._Jb = np.zeros((N - 1, NV, 2 * NV))
+        self._W = np.zeros((N - 1, n_root_fixed + NV, 2 * NV))
+        self._piv = np.zeros((N - 1, NV), dtype=np.int64)
+        self._T = np.zeros((NV, NV))
+        self._tpiv = np.zeros(NV, dtype=np.int64)
+        self._zwork = np.zeros(nr)
+        self._rhs = np.zeros(nr)
         self._R = np.zeros((N, 3, 3))
         self._rowscale = model.row_scales()
         self._K = np.ascontiguousarray(model.stiffness)
         self._J = np.ascontiguousarray(model.inertia)
         self._khat = np.ascontiguousarray(model.kappa_hat)
         self._cay = self.options.orientation == "cayley"
-        self._delta = np.zeros(n)
+        self._delta = np.zeros(nf)
         self._tipblock = np.zeros((NV, NV))
-        self._D = np.zeros((6, n))
-        self._C = np.zeros((n, 6))
-        self._Z = np.zeros((6, n))
+        self._D = np.zeros((6, nf))
+        self._C = np.zeros((nr, 6))
+        self._Y = np.zeros((nf, 6))
+        self._Cz = np.zeros((nr, 6))
+        self._Z = np.zeros((6, nf))
         self._Sinv = np.eye(6)
         self._coupled = False
         self._fact_key = None
@@ -253,7 +267,10 @@ class GAlphaSolver:
         """Newton iterations (Algorithm 1, lines 10-23) with under-relaxation and, if
         ``options.reuse_jacobian``, reuse of the last LU factors while they still contract the
         residual by at least a factor ``options.reuse_ratio`` per iteration (chord Newton)."""
-        colmap, n, kl, ku = self._maps[kind]
+        colmap = self._colfull[kind]
+        mask = self._masks[kind]
+        root_free = mask[0]
+        tip_free = mask[-1]
         opts = self.options
         key = (kind, tuple(prm))
         need_factor = not (opts.reuse_jacobian and self._fact_key == key)
@@ -268,10 +285,8 @@ class GAlphaSolver:
         while True:
             integrate_frames(x, R0, prm[0], self._cay, self._R)
             apply_bc(x, self._R, kind, vals, self._khat, self._K, gw)
-            fn = residual(x, xprev, xdotprev, self._old, self._khat, self._K, self._J, prm, self._rowscale,
-                          self._P, self._dP, need_factor, self._F, self._ab, colmap, kl, ku, self._tipblock)
-            if need_factor:
-                self._fact_key = None  # ab now holds an unfactored matrix
+            fn = residual_blocks(x, xprev, xdotprev, self._old, self._khat, self._K, self._J, prm, self._rowscale,
+                                 self._P, self._dP, need_factor, self._F, self._Jb, self._tipblock)
             if not math.isfinite(fn):
                 fn = math.inf
             if fn < tol:
@@ -297,36 +312,36 @@ class GAlphaSolver:
                 break
             if stale and fn > opts.reuse_ratio * f_base and not need_factor:
                 need_factor = True
-                residual(x, xprev, xdotprev, self._old, self._khat, self._K, self._J, prm, self._rowscale,
-                         self._P, self._dP, True, self._F, self._ab, colmap, kl, ku, self._tipblock)
-                self._fact_key = None
+                residual_blocks(x, xprev, xdotprev, self._old, self._khat, self._K, self._J, prm, self._rowscale,
+                                self._P, self._dP, True, self._F, self._Jb, self._tipblock)
             if opts.adaptive and rejects == 0 and it > 0:
                 mu = min(opts.relaxation, 2.0 * mu)
             rejects = 0
             f_base = fn
             x_base[...] = x
             if need_factor:
-                info = gbtrf(self._ab, kl, ku, self._ipiv)
+                info = self._lu_factor(self._Jb, root_free, tip_free, self._W, self._piv, self._T, self._tpiv)
                 self.factorizations += 1
                 if info != 0:
+                    self._fact_key = None
                     return StepResult(False, it, fn, f"singular Jacobian (zero pivot in column {info - 1})", mu)
                 self._fact_key = key
                 need_factor = False
                 stale = False
                 self._coupled = opts.exact_end_loads and bool(np.any(vals[2:] != 0.0))
                 if self._coupled:
-                    self._woodbury(x, kind, vals, colmap, n, kl, ku)
+                    self._woodbury(x, kind, vals, colmap)
             else:
                 stale = True
-            delta[:n] = -self._F.reshape(-1)
-            gbtrs(self._ab, kl, ku, self._ipiv, delta[:n])
+            np.negative(self._F.reshape(-1), out=self._rhs)
+            self._lu_solve1(self._W, self._piv, self._T, self._tpiv, self._rhs, delta, self._zwork)
             if self._coupled:  # (A + C D)^-1 r = A^-1 r - Z S^-1 D A^-1 r
-                delta[:n] -= self._Sinv.dot(self._D.dot(delta[:n])).dot(self._Z)
+                delta -= self._Sinv.dot(self._D.dot(delta)).dot(self._Z)
             rel_step = _update_free(x, colmap, delta, mu)
             it += 1
         return StepResult(False, it, fn, f"Newton did not converge in {it} iterations (residual {fn:.3e} > tol {tol:.1e})", mu)
 
-    def _woodbury(self, x, kind, vals, colmap, n, kl, ku):
+    def _woodbury(self, x, kind, vals, colmap):
         """Exact coupling of the end loads / end velocities through the tip frame R_L (which
         depends on every kappa): J = A + C D with A the banded Jacobian, C = dF/d(tip values)
         (last segment rows only) and D = d(tip values)/d kappa (:func:`tip_sensitivity`); solved by
@@ -343,9 +358,9 @@ class GAlphaSolver:
         else:
             C[r0:r0 + NV, 0:3] = tb[:, 0:3]
             C[r0:r0 + NV, 3:6] = tb[:, 3:6]
-        gbtrs_multi(self._ab, kl, ku, self._ipiv, C)
-        self._Z[...] = C.T
-        S = np.eye(6) + self._D @ C
+        self._lu_solve(self._W, self._piv, self._T, self._tpiv, C, self._Y, self._Cz)
+        self._Z[...] = self._Y.T
+        S = np.eye(6) + self._D @ self._Y
         try:
             self._Sinv = np.linalg.inv(S)
         except np.linalg.LinAlgError:

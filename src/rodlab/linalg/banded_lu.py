@@ -177,3 +177,287 @@ def solve_banded_lu(a_or_ab: np.ndarray, b: np.ndarray, kl: int, ku: int, *, pac
     if info != 0:
         raise np.linalg.LinAlgError(f"banded LU: zero pivot in column {info - 1}")
     return x
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Block-bidiagonal ("staircase") LU for two-point boundary value problems.
+#
+# Equations come in segment blocks: block s (nb rows) couples the unknowns of node s and node
+# s+1 (nb each), ``J[s] = [A_s | B_s]`` with shape (nb, 2 nb); there are S = N - 1 segments and
+# N nodes. The nb S equations leave nb unknowns undetermined; boundary conditions "unknown =
+# given" fix ``c`` unknowns of node 0 and ``nb - c`` of node N-1 (``root_free`` / ``tip_free``
+# masks). The fixed unknowns stay in the system with identity rows (their columns are zeroed in
+# J), which makes every elimination step the same:
+#
+#   step s: the c rows carried over from step s-1 (nonzero only in node s's columns) stacked on
+#   block s's nb rows, a (c + nb) x 2 nb matrix; Gaussian elimination with partial pivoting over
+#   all its rows removes node s's nb columns and leaves c rows in node s+1's columns (the carry).
+#
+# This is row-partial-pivoting Gaussian elimination of the whole matrix (rows of later blocks are
+# zero in node s's columns, so they are no pivot candidates), without the fill-in space and the
+# index arithmetic of a general band: about 2 S (c + nb) 2 nb nb flops on small dense contiguous
+# blocks, with nb and c compile-time constants (loops fully unrolled/vectorized). The final carry
+# plus the tip identity rows form a dense nb x nb system.
+# ---------------------------------------------------------------------------------------------
+
+
+def make_block_lu(nb: int, c: int):
+    """Compiled (factor, solve, solve1) kernels for block size ``nb`` and ``c`` fixed root unknowns
+    (compile-time constants):
+
+    ``factor(J, root_free, tip_free, W, piv, T, tpiv) -> info``: J (S, nb, 2 nb) segment blocks
+    (not modified); root_free, tip_free (nb,) bool (``nb - c`` and ``c`` of them True); W (S,
+    c + nb, 2 nb) out: per step the eliminated matrix (U in rows 0..nb-1, multipliers below the
+    diagonal of the left half); piv (S, nb) int64 out; T (nb, nb) out: LU of the final block,
+    tpiv (nb,) int64. Returns 0, or 1 + the (full, node-major) column index of the first zero
+    pivot.
+
+    ``solve1(W, piv, T, tpiv, b, y, z)``: the same for one right-hand side, b (S nb,), y (N nb,),
+    z (S nb,).
+
+    ``solve(W, piv, T, tpiv, B, Y, Z)``: B (S nb, m) right-hand sides of the segment equations
+    (the fixed unknowns' identity rows have right-hand side 0), Y (N nb, m) out: every nodal
+    unknown (the fixed ones come out 0), Z (S nb, m) workspace.
+    """
+    NB = int(nb)
+    C = int(c)
+    M = C + NB
+    require_ok = 0 <= C <= NB
+    if not require_ok:
+        raise ValueError(f"make_block_lu: c must be in [0, nb] (got c={c}, nb={nb})")
+
+    @njit(**JIT)
+    def factor(J, root_free, tip_free, W, piv, T, tpiv):
+        S = J.shape[0]
+        info = 0
+        for s in range(S):
+            Ws = W[s]
+            if s == 0:
+                for i in range(C):
+                    for q in range(2 * NB):
+                        Ws[i, q] = 0.0
+                r = 0
+                for q in range(NB):
+                    if not root_free[q]:
+                        Ws[r, q] = 1.0
+                        r += 1
+            else:
+                Wp = W[s - 1]
+                for i in range(C):
+                    for q in range(NB):
+                        Ws[i, q] = Wp[NB + i, NB + q]
+                        Ws[i, NB + q] = 0.0
+            Js = J[s]
+            for i in range(NB):
+                for q in range(2 * NB):
+                    Ws[C + i, q] = Js[i, q]
+            if s == 0:
+                for q in range(NB):
+                    if not root_free[q]:
+                        for i in range(NB):
+                            Ws[C + i, q] = 0.0
+            if s == S - 1:
+                for q in range(NB):
+                    if not tip_free[q]:
+                        for i in range(NB):
+                            Ws[C + i, NB + q] = 0.0
+            for k in range(NB):
+                p = k
+                best = abs(Ws[k, k])
+                for i in range(k + 1, M):
+                    v = abs(Ws[i, k])
+                    if v > best:
+                        best = v
+                        p = i
+                piv[s, k] = p
+                if best == 0.0:
+                    if info == 0:
+                        info = s * NB + k + 1
+                    continue
+                if p != k:
+                    for q in range(k, 2 * NB):
+                        t = Ws[k, q]
+                        Ws[k, q] = Ws[p, q]
+                        Ws[p, q] = t
+                inv = 1.0 / Ws[k, k]
+                for i in range(k + 1, M):
+                    lik = Ws[i, k] * inv
+                    Ws[i, k] = lik
+                    if lik != 0.0:
+                        for q in range(k + 1, 2 * NB):
+                            Ws[i, q] -= lik * Ws[k, q]
+        Wl = W[S - 1]
+        for i in range(C):
+            for q in range(NB):
+                T[i, q] = Wl[NB + i, NB + q]
+        r = C
+        for q in range(NB):
+            if not tip_free[q]:
+                for qq in range(NB):
+                    T[r, qq] = 0.0
+                T[r, q] = 1.0
+                r += 1
+        for k in range(NB):
+            p = k
+            best = abs(T[k, k])
+            for i in range(k + 1, NB):
+                v = abs(T[i, k])
+                if v > best:
+                    best = v
+                    p = i
+            tpiv[k] = p
+            if best == 0.0:
+                if info == 0:
+                    info = S * NB + k + 1
+                continue
+            if p != k:
+                for q in range(k, NB):
+                    t = T[k, q]
+                    T[k, q] = T[p, q]
+                    T[p, q] = t
+            inv = 1.0 / T[k, k]
+            for i in range(k + 1, NB):
+                lik = T[i, k] * inv
+                T[i, k] = lik
+                if lik != 0.0:
+                    for q in range(k + 1, NB):
+                        T[i, q] -= lik * T[k, q]
+        return info
+
+    @njit(**JIT)
+    def solve(W, piv, T, tpiv, B, Y, Z):
+        S = W.shape[0]
+        m = B.shape[1]
+        v = np.empty((M, m))
+        for i in range(C):
+            for a in range(m):
+                v[i, a] = 0.0
+        for s in range(S):
+            Ws = W[s]
+            for i in range(NB):
+                for a in range(m):
+                    v[C + i, a] = B[s * NB + i, a]
+            for k in range(NB):
+                p = piv[s, k]
+                if p != k:
+                    for a in range(m):
+                        t = v[k, a]
+                        v[k, a] = v[p, a]
+                        v[p, a] = t
+                for i in range(k + 1, M):
+                    lik = Ws[i, k]
+                    if lik != 0.0:
+                        for a in range(m):
+                            v[i, a] -= lik * v[k, a]
+            for i in range(NB):
+                for a in range(m):
+                    Z[s * NB + i, a] = v[i, a]
+            for i in range(C):
+                for a in range(m):
+                    v[i, a] = v[NB + i, a]
+        o = S * NB
+        for i in range(NB):
+            for a in range(m):
+                Y[o + i, a] = v[i, a] if i < C else 0.0
+        for k in range(NB):
+            p = tpiv[k]
+            if p != k:
+                for a in range(m):
+                    t = Y[o + k, a]
+                    Y[o + k, a] = Y[o + p, a]
+                    Y[o + p, a] = t
+            for i in range(k + 1, NB):
+                lik = T[i, k]
+                for a in range(m):
+                    Y[o + i, a] -= lik * Y[o + k, a]
+        for k in range(NB - 1, -1, -1):
+            for q in range(k + 1, NB):
+                tkq = T[k, q]
+                for a in range(m):
+                    Y[o + k, a] -= tkq * Y[o + q, a]
+            inv = 1.0 / T[k, k]
+            for a in range(m):
+                Y[o + k, a] *= inv
+        for s in range(S - 1, -1, -1):
+            Ws = W[s]
+            o = s * NB
+            for k in range(NB - 1, -1, -1):
+                for a in range(m):
+                    Y[o + k, a] = Z[o + k, a]
+                for q in range(NB):
+                    w = Ws[k, NB + q]
+                    for a in range(m):
+                        Y[o + k, a] -= w * Y[o + NB + q, a]
+                for q in range(k + 1, NB):
+                    w = Ws[k, q]
+                    for a in range(m):
+                        Y[o + k, a] -= w * Y[o + q, a]
+                inv = 1.0 / Ws[k, k]
+                for a in range(m):
+                    Y[o + k, a] *= inv
+
+    @njit(**JIT)
+    def solve1(W, piv, T, tpiv, b, y, z):
+        S = W.shape[0]
+        v = np.empty(M)
+        for i in range(C):
+            v[i] = 0.0
+        for s in range(S):
+            Ws = W[s]
+            for i in range(NB):
+                v[C + i] = b[s * NB + i]
+            for k in range(NB):
+                p = piv[s, k]
+                if p != k:
+                    t = v[k]
+                    v[k] = v[p]
+                    v[p] = t
+                vk = v[k]
+                if vk != 0.0:
+                    for i in range(k + 1, M):
+                        v[i] -= Ws[i, k] * vk
+            for i in range(NB):
+                z[s * NB + i] = v[i]
+            for i in range(C):
+                v[i] = v[NB + i]
+        o = S * NB
+        for i in range(NB):
+            y[o + i] = v[i] if i < C else 0.0
+        for k in range(NB):
+            p = tpiv[k]
+            if p != k:
+                t = y[o + k]
+                y[o + k] = y[o + p]
+                y[o + p] = t
+            yk = y[o + k]
+            for i in range(k + 1, NB):
+                y[o + i] -= T[i, k] * yk
+        for k in range(NB - 1, -1, -1):
+            acc = y[o + k]
+            for q in range(k + 1, NB):
+                acc -= T[k, q] * y[o + q]
+            y[o + k] = acc / T[k, k]
+        for s in range(S - 1, -1, -1):
+            Ws = W[s]
+            o = s * NB
+            for k in range(NB - 1, -1, -1):
+                acc = z[o + k]
+                for q in range(NB):
+                    acc -= Ws[k, NB + q] * y[o + NB + q]
+                for q in range(k + 1, NB):
+                    acc -= Ws[k, q] * y[o + q]
+                y[o + k] = acc / Ws[k, k]
+
+    return factor, solve, solve1
+
+
+_BLOCK_LU = {}
+
+
+def block_lu(nb: int, c: int):
+    """Cached :func:`make_block_lu` (one compiled set per (nb, c))."""
+    key = (int(nb), int(c))
+    if key not in _BLOCK_LU:
+        _BLOCK_LU[key] = make_block_lu(*key)
+    return _BLOCK_LU[key]
