@@ -8,6 +8,7 @@ SCENE_MODULES = (
     "rodlab.scenes.compact_scenes",
     "rodlab.scenes.galpha_scenes",
     "rodlab.scenes.sagfree_scenes",
+    "rodlab.scenes.coupling_scenes",
 )
 
 for _name in SCENE_MODULES:
