@@ -52,6 +52,15 @@ JIT = dict(cache=True, error_model="numpy")
 
 BANDWIDTH = 10
 
+# flat per-vertex workspace of der_elastic: compact rows R (5 x 8) at 0, weights C at _C, residuals at
+# _RES, Gram matrix S (8 x 8) at _S, curvature w (4) at _W, weighted rows C R (5 x 8) at _CR
+_C = 40
+_RES = 45
+_S = 50
+_W = 114
+_CR = 118
+_WS = 158
+
 
 def ndof(nv: int) -> int:
     return 4 * nv - 1
@@ -244,57 +253,109 @@ def vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm):
 
 
 @njit(inline="always", **JIT)
-def _add_gn_hessian(band, base, Jw, nr, cb, gm, ct, H, B3):
-    """Add ``cb sum_r J_r J_r^T + ct gm gm^T`` over the 11 local unknowns into the lower band.
+def _vertex_rows(q, tan, elen, m1, m2, mref, i, R):
+    """Compact Jacobian rows of interior vertex ``i``: ``R[8r : 8r + 8]`` (r < 5) = ``[u (3), t0, v (3), t1]``
+    standing for the full row ``[-u, t0, u - v, t1, v]`` over the 11 local unknowns
+    ``(x_{i-1}, theta_{i-1}, x_i, theta_i, x_{i+1})`` (positions enter only through the edges,
+    ``u = d/de^{i-1}``, ``v = d/de^i``). Rows 0-3: the 4D curvature ``w``, row 4: the twist
+    ``m_i``; ``w`` into ``R[_W:_W + 4]``. Same formulas as :func:`vertex_jacobians` (module docstring), without expanding to 11
+    columns. Returns ``m_i`` (without the rest twist)."""
+    a = i - 1
+    b = i
+    l0 = elen[a]
+    l1 = elen[b]
+    ex0 = tan[a, 0] * l0
+    ey0 = tan[a, 1] * l0
+    ez0 = tan[a, 2] * l0
+    ex1 = tan[b, 0] * l1
+    ey1 = tan[b, 1] * l1
+    ez1 = tan[b, 2] * l1
+    D = l0 * l1 + ex0 * ex1 + ey0 * ey1 + ez0 * ez1
+    if not D > 1e-12 * l0 * l1:
+        raise ValueError("consecutive edges are anti-parallel: curvature binormal undefined")
+    invD = 1.0 / D
+    kx = 2.0 * (ey0 * ez1 - ez0 * ey1) * invD
+    ky = 2.0 * (ez0 * ex1 - ex0 * ez1) * invD
+    kz = 2.0 * (ex0 * ey1 - ey0 * ex1) * invD
+    px = l1 * tan[a, 0] + ex1
+    py = l1 * tan[a, 1] + ey1
+    pz = l1 * tan[a, 2] + ez1
+    sx = l0 * tan[b, 0] + ex0
+    sy = l0 * tan[b, 1] + ey0
+    sz = l0 * tan[b, 2] + ez0
+    for r in range(4):
+        e = a if r < 2 else b
+        if r % 2 == 0:
+            rx, ry, rz = m2[e, 0], m2[e, 1], m2[e, 2]
+        else:
+            rx, ry, rz = -m1[e, 0], -m1[e, 1], -m1[e, 2]
+        wr = rx * kx + ry * ky + rz * kz
+        R[_W + r] = wr
+        R[8 * r + 0] = (-2.0 * (ry * ez1 - rz * ey1) - wr * px) * invD
+        R[8 * r + 1] = (-2.0 * (rz * ex1 - rx * ez1) - wr * py) * invD
+        R[8 * r + 2] = (-2.0 * (rx * ey1 - ry * ex1) - wr * pz) * invD
+        R[8 * r + 4] = (2.0 * (ry * ez0 - rz * ey0) - wr * sx) * invD
+        R[8 * r + 5] = (2.0 * (rz * ex0 - rx * ez0) - wr * sy) * invD
+        R[8 * r + 6] = (2.0 * (rx * ey0 - ry * ex0) - wr * sz) * invD
+        R[8 * r + 3] = 0.0
+        R[8 * r + 7] = 0.0
+    R[3] = R[_W + 1]
+    R[11] = -R[_W + 0]
+    R[23] = R[_W + 3]
+    R[31] = -R[_W + 2]
+    h0 = 0.5 / l0
+    h1 = 0.5 / l1
+    R[32] = kx * h0
+    R[33] = ky * h0
+    R[34] = kz * h0
+    R[35] = -1.0
+    R[36] = kx * h1
+    R[37] = ky * h1
+    R[38] = kz * h1
+    R[39] = 1.0
+    return q[4 * i + 3] - q[4 * i - 1] + mref[a]
 
-    Every row has the form ``[-u, th0, u - v, th1, v]`` (positions enter through the two edges,
-    ``u = d/de0``, ``v = d/de1``), so the 9x9 position block follows from the 3x3 edge blocks
-    ``UU = sum u u^T``, ``UV = sum u v^T``, ``VV = sum v v^T`` (about 100 products instead of 330)."""
+
+@njit(inline="always", **JIT)
+def _add_gn_hessian_rows(band, base, R):
+    """Add ``sum_r C_r J_r J_r^T`` (Gauss-Newton) into the lower band, from the compact rows ``R``
+    (:func:`_vertex_rows`): the 8x8 Gram matrix ``S = sum_r C_r R_r R_r^T`` (36 entries) is mapped to
+    the 66 lower entries of the 11x11 block through ``J = [-u, t0, u - v, t1, v]`` and added to the
+    band directly (no 11x11 intermediate). ``R`` is the one workspace of :func:`der_elastic` (layout there)."""
+    for r in range(5):
+        cr = R[_C + r]
+        for p in range(8):
+            R[_CR + 8 * r + p] = cr * R[8 * r + p]
+    for p in range(8):
+        for c in range(p + 1):
+            acc = 0.0
+            for r in range(5):
+                acc += R[_CR + 8 * r + p] * R[8 * r + c]
+            R[_S + 8 * (p) + c] = acc
+            R[_S + 8 * (c) + p] = acc
     for a in range(3):
-        ga = gm[a]
-        gva = gm[8 + a]
         for b in range(3):
-            uu = 0.0
-            uv = 0.0
-            vv = 0.0
-            for r in range(nr):
-                ua = Jw[r, a]
-                va = Jw[r, 8 + a]
-                uu += ua * Jw[r, b]
-                uv -= ua * Jw[r, 8 + b]
-                vv += va * Jw[r, 8 + b]
-            B3[0, a, b] = cb * uu + ct * ga * gm[b]
-            B3[1, a, b] = cb * uv - ct * ga * gm[8 + b]
-            B3[2, a, b] = cb * vv + ct * gva * gm[8 + b]
-    for a in range(3):
-        for b in range(3):
-            UU = B3[0, a, b]
-            UVab = B3[1, a, b]
-            UVba = B3[1, b, a]
-            VV = B3[2, a, b]
-            H[a, b] = UU
-            H[4 + a, b] = -UU + UVba
-            H[8 + a, b] = -UVba
-            H[4 + a, 4 + b] = UU - UVab - UVba + VV
-            H[8 + a, 4 + b] = UVba - VV
-            H[8 + a, 8 + b] = VV
-    for c in range(11):
-        s3 = 0.0
-        s7 = 0.0
-        for r in range(nr):
-            jc = Jw[r, c]
-            s3 += Jw[r, 3] * jc
-            s7 += Jw[r, 7] * jc
-        v3 = cb * s3 + ct * gm[3] * gm[c]
-        v7 = cb * s7 + ct * gm[7] * gm[c]
-        H[3, c] = v3
-        H[c, 3] = v3
-        H[7, c] = v7
-        H[c, 7] = v7
-    for r in range(11):
-        row = base + r
-        for c in range(r + 1):
-            band[row, r - c] += H[r, c]
+            Suu = R[_S + 8 * (a) + b]
+            Suv = R[_S + 8 * (a) + 4 + b]
+            Svu = R[_S + 8 * (4 + a) + b]
+            Svv = R[_S + 8 * (4 + a) + 4 + b]
+            if a >= b:
+                band[base + a, a - b] += Suu
+                band[base + 4 + a, a - b] += Suu - Suv - Svu + Svv
+                band[base + 8 + a, a - b] += Svv
+            band[base + 4 + a, 4 + a - b] += Svu - Suu
+            band[base + 8 + a, 8 + a - b] -= Svu
+            band[base + 8 + a, 4 + a - b] += Svu - Svv
+    for b in range(3):
+        band[base + 3, 3 - b] -= R[_S + 8 * (3) + b]
+        band[base + 4 + b, 1 + b] += R[_S + 8 * (b) + 3] - R[_S + 8 * (4 + b) + 3]
+        band[base + 8 + b, 5 + b] += R[_S + 8 * (4 + b) + 3]
+        band[base + 7, 7 - b] -= R[_S + 8 * (7) + b]
+        band[base + 7, 3 - b] += R[_S + 8 * (7) + b] - R[_S + 8 * (7) + 4 + b]
+        band[base + 8 + b, 1 + b] += R[_S + 8 * (4 + b) + 7]
+    band[base + 3, 0] += R[_S + 8 * (3) + 3]
+    band[base + 7, 4] += R[_S + 8 * (7) + 3]
+    band[base + 7, 0] += R[_S + 8 * (7) + 7]
 
 
 @njit(**JIT)
@@ -342,43 +403,70 @@ def der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvo
     m1 = np.empty((ne, 3))
     m2 = np.empty((ne, 3))
     material_frames_q(q, tan, a1, m1, m2)
-    w = np.empty(4)
-    Jw = np.empty((4, 11))
-    gm = np.empty(11)
-    dw = np.empty(4)
-    H = np.empty((11, 11))
-    B3 = np.empty((3, 3, 3))
+    # one flat workspace (compact rows, weights, residuals, Gram matrix, curvature): with constant
+    # offsets into a single buffer the compiler can tell the pieces apart (separate arrays may alias)
+    R = np.empty(_WS)
     for i in range(1, nv - 1):
-        mt = vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm)
+        mt = _vertex_rows(q, tan, elen, m1, m2, mref, i, R)
         base = 4 * (i - 1)
         li = lvor[i]
         if curv2d:
+            # averaged frames: rows (w^{i-1} + w^i)/2; the twist row moves up to row 2
             for r in range(2):
-                wa = 0.5 * (w[r] + w[r + 2])
-                wba = 0.5 * (wbar[i, r] + wbar[i, r + 2])
-                dw[r] = wa - wba
-                for c in range(11):
-                    Jw[r, c] = 0.5 * (Jw[r, c] + Jw[r + 2, c])
-            nr = 2
-            cb = 2.0 * kbend[i] / li
+                R[_RES + r] = 0.5 * (R[_W + r] + R[_W + r + 2]) - 0.5 * (wbar[i, r] + wbar[i, r + 2])
+                for c in range(8):
+                    R[8 * r + c] = 0.5 * (R[8 * r + c] + R[8 * (r + 2) + c])
+                R[_C + r] = 2.0 * kbend[i] / li
+            for c in range(8):
+                R[8 * 2 + c] = R[8 * 4 + c]
+            # rows 3, 4 unused: zero weight (the loops below keep a fixed trip count of 5)
+            R[_C + 3] = 0.0
+            R[_C + 4] = 0.0
+            R[_RES + 3] = 0.0
+            R[_RES + 4] = 0.0
+            tw = 2
         else:
-            for r in range(4):
-                dw[r] = w[r] - wbar[i, r]
-            nr = 4
             cb = kbend[i] / li
-        dm = mt - mbar[i]
-        ct = 2.0 * ktwist[i] / li
-        for r in range(nr):
-            E += 0.5 * cb * dw[r] * dw[r]
-        E += 0.5 * ct * dm * dm
+            for r in range(4):
+                R[_RES + r] = R[_W + r] - wbar[i, r]
+                R[_C + r] = cb
+            tw = 4
+        R[_RES + tw] = mt - mbar[i]
+        R[_C + tw] = 2.0 * ktwist[i] / li
+        for r in range(5):
+            E += 0.5 * R[_C + r] * R[_RES + r] * R[_RES + r]
         if want >= 1:
-            for c in range(11):
-                s = ct * dm * gm[c]
-                for r in range(nr):
-                    s += cb * dw[r] * Jw[r, c]
-                grad[base + c] += s
+            gux = 0.0
+            guy = 0.0
+            guz = 0.0
+            gvx = 0.0
+            gvy = 0.0
+            gvz = 0.0
+            gt0 = 0.0
+            gt1 = 0.0
+            for r in range(5):
+                f = R[_C + r] * R[_RES + r]
+                gux += f * R[8 * r + 0]
+                guy += f * R[8 * r + 1]
+                guz += f * R[8 * r + 2]
+                gt0 += f * R[8 * r + 3]
+                gvx += f * R[8 * r + 4]
+                gvy += f * R[8 * r + 5]
+                gvz += f * R[8 * r + 6]
+                gt1 += f * R[8 * r + 7]
+            grad[base] -= gux
+            grad[base + 1] -= guy
+            grad[base + 2] -= guz
+            grad[base + 3] += gt0
+            grad[base + 4] += gux - gvx
+            grad[base + 5] += guy - gvy
+            grad[base + 6] += guz - gvz
+            grad[base + 7] += gt1
+            grad[base + 8] += gvx
+            grad[base + 9] += gvy
+            grad[base + 10] += gvz
         if want >= 2:
-            _add_gn_hessian(band, base, Jw, nr, cb, gm, ct, H, B3)
+            _add_gn_hessian_rows(band, base, R)
     return E
 
 
