@@ -259,6 +259,38 @@ def coupled_projection(x, inv_mass, vbody, rest_lengths, b_inv_mass, b_Iinv, b_r
     return max_iter, viol
 
 
+@njit(**JIT)
+def rod_wrench_on_bodies(x, forces, grad, tangents, b_r, b_vidx, b_edge, out_force, out_torque):
+    """Force and torque (world, about the centre of mass) of the rod on each body.
+
+    ``forces = -dE/dx`` at held angles on the welded vertices, plus the explicit twist torque
+    of Sec. 8.2: turning the body by ``dphi`` turns the welded material frame by ``dphi`` but its
+    time-parallel reference frame only by the part normal to the edge, so
+    ``dtheta_w = dphi . t_w`` and the torque is ``-(dE/dtheta_w) t_w``
+    (``|tau| = dE/dtheta_0``; ``grad = dE/dtheta``, Eq. 7).
+    """
+    for b in range(b_r.shape[0]):
+        for d in range(3):
+            out_force[b, d] = 0.0
+            out_torque[b, d] = 0.0
+        for sl in range(2):
+            k = b_vidx[b, sl]
+            r0 = x[k, 0] - b_r[b, 0]
+            r1 = x[k, 1] - b_r[b, 1]
+            r2 = x[k, 2] - b_r[b, 2]
+            f0, f1, f2 = forces[k, 0], forces[k, 1], forces[k, 2]
+            out_force[b, 0] += f0
+            out_force[b, 1] += f1
+            out_force[b, 2] += f2
+            out_torque[b, 0] += r1 * f2 - r2 * f1
+            out_torque[b, 1] += r2 * f0 - r0 * f2
+            out_torque[b, 2] += r0 * f1 - r1 * f0
+        j = b_edge[b]
+        gt = grad[j]
+        for d in range(3):
+            out_torque[b, d] -= gt * tangents[j, d]
+
+
 # --------------------------------------------------------------------------------------------
 # the coupled time step (Bergou 2008, Algorithm 1 with steps 4, 5 and 8)
 # --------------------------------------------------------------------------------------------
@@ -321,28 +353,12 @@ def run_coupled_steps(nsteps, h, uniform, x, v, theta, ref_d1, ref_twist, inv_ma
         K.twist_gradient_hessian(kb, ref_d1, ref_d2, theta, ref_twist, lbar, omega_bar, bend_k, twist_bar,
                                  twist_k, m1, m2, omega, grad, h_diag, h_lower)
         # ---- bodies: explicit forces and torque transfer, symplectic Euler (steps 4, 5)
+        rod_wrench_on_bodies(x, forces, grad, tangents, b_r, b_vidx, b_edge, b_force, b_torque)
         for b in range(nb):
             r_old[b] = b_r[b]
             q_old[b] = b_q[b]
             for d in range(3):
-                b_force[b, d] = b_mass[b] * gravity[d]
-                b_torque[b, d] = 0.0
-            for sl in range(2):
-                k = b_vidx[b, sl]
-                r0 = x[k, 0] - b_r[b, 0]
-                r1 = x[k, 1] - b_r[b, 1]
-                r2 = x[k, 2] - b_r[b, 2]
-                f0, f1, f2 = forces[k, 0], forces[k, 1], forces[k, 2]
-                b_force[b, 0] += f0
-                b_force[b, 1] += f1
-                b_force[b, 2] += f2
-                b_torque[b, 0] += r1 * f2 - r2 * f1
-                b_torque[b, 1] += r2 * f0 - r0 * f2
-                b_torque[b, 2] += r0 * f1 - r1 * f0
-            j = b_edge[b]
-            gt = grad[j]
-            for d in range(3):
-                b_torque[b, d] -= gt * tangents[j, d]
+                b_force[b, d] += b_mass[b] * gravity[d]
             quat_matrix_into(b_q[b], R)
             # torque in the body frame: R^T tau
             for d in range(3):

@@ -260,6 +260,52 @@ class CoupledDERStepper:
                                  der.bend_k, der.twist_bar, der.twist_k, der._e3[4], der._e3[5], der._omega, grad, hd, hl)
         return grad[self.weld_edges].copy()
 
+    def rod_wrench(self, state: CoupledState) -> tuple[np.ndarray, np.ndarray]:
+        """(nb, 3) forces and (nb, 3) torques [N, N m] the rod exerts on each body (world frame,
+        torque about the centre of mass), from the same compiled kernel the stepper uses."""
+        der = self.der
+        rs = state.rod
+        der._refresh(rs)
+        edges, lengths, tangents, kb, d2 = der._buffers()
+        nv, ne = self.rod.n_vertices, self.rod.n_edges
+        f = np.empty((nv, 3))
+        K.elastic_forces(kb, tangents, lengths, der.rest_lengths, rs.ref_d1, d2, rs.theta, rs.ref_twist, der.lbar,
+                         der.omega_bar, der.bend_k, der.twist_bar, der.twist_k, der.stretch_k, der._e3[4], der._e3[5],
+                         der._omega, f)
+        grad, hd, hl = np.empty(ne), np.empty(ne), np.empty(ne)
+        K.twist_gradient_hessian(kb, rs.ref_d1, d2, rs.theta, rs.ref_twist, der.lbar, der.omega_bar, der.bend_k,
+                                 der.twist_bar, der.twist_k, der._e3[4], der._e3[5], der._omega, grad, hd, hl)
+        nb = len(self.bodies)
+        force, torque = np.empty((nb, 3)), np.empty((nb, 3))
+        CK.rod_wrench_on_bodies(rs.x, f, grad, tangents, state.r, self.b_vidx, self.weld_edges, force, torque)
+        return force, torque
+
+    def moved_body_energy(self, state: CoupledState, b: int, translation, rotvec) -> float:
+        """Reduced elastic energy ``min_theta E`` after :meth:`move_body`: the
+        finite-difference reference for :meth:`rod_wrench`."""
+        return self.der.elastic_energy(self.move_body(state, b, translation, rotvec).rod)
+
+    def move_body(self, state: CoupledState, b: int, translation, rotvec) -> CoupledState:
+        """A copy of ``state`` with body ``b`` moved rigidly by ``translation`` and rotated by
+        ``rotvec`` (world, about its centre): welded vertices and director follow, reference
+        frames are carried in time, the free angles re-equilibrate."""
+        from ..geometry.rotations import rotvec_to_quat
+
+        s = state.copy()
+        dq = rotvec_to_quat(np.asarray(rotvec, dtype=float))
+        qn = np.empty(4)
+        qn[0], qn[1], qn[2], qn[3] = CK._qmul(dq[0], dq[1], dq[2], dq[3], *s.q[b])
+        s.q[b] = qn / np.linalg.norm(qn)
+        s.r[b] += np.asarray(translation, dtype=float)
+        R = np.empty((3, 3))
+        CK.place_body_vertices(s.rod.x, s.r, s.q, self._p, self.b_vidx, R)
+        der = self.der
+        der._refresh(state.rod)  # tangents of the base state in the buffer
+        edges, lengths, tangents, kb, d2 = der._buffers()
+        K.refresh_geometry(s.rod.x, False, s.rod.ref_d1, s.rod.ref_twist, True, edges, lengths, tangents, kb, d2)
+        self._solve_twist(s)
+        return s
+
     # ---- stepping --------------------------------------------------------------------------------
     def advance(self, state: CoupledState, nsteps: int = 1) -> StepInfo:
         """Advance ``state`` in place by ``nsteps`` steps; on failure restore it and raise
