@@ -147,6 +147,221 @@ def _update_free(x, colmap, delta, mu):
     return rel
 
 
+# block LU for the Newton matrix: 15 unknowns per node, 9 of them (u, omega, g) fixed at the root
+_LU_FACTOR, _LU_SOLVE, _LU_SOLVE1 = block_lu(NV, 9)
+
+# integer / float option slots of newton_kernel
+I_MAXIT, I_ADAPT, I_EXACT, I_NEEDF, I_COUPLED, I_KIND, I_CAY = range(7)
+F_TOL, F_RELAX, F_MINRELAX, F_REUSE = range(4)
+# return codes
+NEWTON_CONVERGED, NEWTON_CONVERGED_STEP, NEWTON_MAXIT, NEWTON_SINGULAR = range(4)
+
+
+@njit(**JIT)
+def _inv_small(A, Ainv):
+    """Gauss-Jordan inverse with partial pivoting of a small dense matrix; False if singular."""
+    n = A.shape[0]
+    M = A.copy()
+    for i in range(n):
+        for j in range(n):
+            Ainv[i, j] = 1.0 if i == j else 0.0
+    for k in range(n):
+        p = k
+        best = abs(M[k, k])
+        for i in range(k + 1, n):
+            if abs(M[i, k]) > best:
+                best = abs(M[i, k])
+                p = i
+        if best == 0.0 or not np.isfinite(best):
+            return False
+        if p != k:
+            for j in range(n):
+                t = M[k, j]; M[k, j] = M[p, j]; M[p, j] = t
+                t = Ainv[k, j]; Ainv[k, j] = Ainv[p, j]; Ainv[p, j] = t
+        inv = 1.0 / M[k, k]
+        for j in range(n):
+            M[k, j] *= inv
+            Ainv[k, j] *= inv
+        for i in range(n):
+            if i != k:
+                f = M[i, k]
+                if f != 0.0:
+                    for j in range(n):
+                        M[i, j] -= f * M[k, j]
+                        Ainv[i, j] -= f * Ainv[k, j]
+    return True
+
+
+@njit(**JIT)
+def _woodbury_kernel(x, R, ds, vals, kind, colmap, K, tipblock, W, piv, T, tpiv, D, C, Y, Cz, Sinv):
+    """Exact coupling of the end loads / end velocities through the tip frame R_L (which
+    depends on every kappa): Newton matrix ``A + C D`` with A the block Jacobian, C = dF/d(tip
+    values) (last segment rows only) and D = d(tip values)/d kappa (:func:`tip_sensitivity`);
+    prepares the Sherman-Morrison-Woodbury solve: ``Y = A^-1 C`` (6 block solves) and
+    ``Sinv = (I + D Y)^-1``. Returns False if ``I + D Y`` is singular."""
+    N = x.shape[0]
+    tip_sensitivity(x, R, ds, vals[2:4], colmap, D)
+    C[:, :] = 0.0
+    r0 = NV * (N - 2)
+    for r in range(NV):
+        for q in range(3):
+            if kind == 1:
+                C[r0 + r, q] = tipblock[r, 9 + q]
+                C[r0 + r, 3 + q] = tipblock[r, 6 + q] / K[q]
+            else:
+                C[r0 + r, q] = tipblock[r, q]
+                C[r0 + r, 3 + q] = tipblock[r, 3 + q]
+    _LU_SOLVE(W, piv, T, tpiv, C, Y, Cz)
+    Smat = np.zeros((6, 6))
+    for a in range(6):
+        Smat[a, a] = 1.0
+        for b in range(6):
+            acc = 0.0
+            for i in range(D.shape[1]):
+                acc += D[a, i] * Y[i, b]
+            Smat[a, b] += acc
+    return _inv_small(Smat, Sinv)
+
+
+@njit(**JIT)
+def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, gw, colmap, root_free, tip_free,
+                  iopt, fopt, P, dP, F, Jb, tipblock, R, W, piv, T, tpiv, rhs, delta, zwork, D, C, Y, Cz, Sinv,
+                  x_base, out):
+    """Newton iterations of one step (GA paper, Algorithm 1, lines 10-23), all in compiled code.
+
+    Per iteration: frames (Eq. 23), boundary values (Sec. 3.4.1), residual and (when needed)
+    block Jacobian, block LU (:func:`rodlab.linalg.banded_lu.make_block_lu`), Woodbury term for
+    the tip frame, ``x <- x + mu dx`` with adaptive under-relaxation (Sec. 4.3). The LU factors
+    (W, piv, T, tpiv, and D, Y, Sinv of the Woodbury term) are reused across iterations -- and
+    across calls if ``iopt[I_NEEDF] == 0`` -- while each iterate still reduces the residual by the
+    factor ``fopt[F_REUSE]`` (chord Newton); otherwise the Jacobian is refactored.
+
+    iopt (int64): max_iter, adaptive, exact_end_loads, need_factor (in), coupled (in/out: the
+    current factors carry a Woodbury term), tip kind, cayley. fopt: tol, relaxation,
+    min_relaxation, reuse_ratio. out (float64, 6): iterations, residual, relaxation,
+    factorizations, factors valid (1/0), zero-pivot column. Returns a NEWTON_* code.
+    """
+    kind = iopt[I_KIND]
+    cay = iopt[I_CAY] != 0
+    max_iter = iopt[I_MAXIT]
+    adaptive = iopt[I_ADAPT] != 0
+    need_factor = iopt[I_NEEDF] != 0
+    coupled = iopt[I_COUPLED] != 0
+    tol = fopt[F_TOL]
+    relax = fopt[F_RELAX]
+    min_relax = fopt[F_MINRELAX]
+    reuse_ratio = fopt[F_REUSE]
+    ds = prm[0]
+    n_all = delta.shape[0]
+    xf = x.reshape(-1)
+    xb = x_base.reshape(-1)
+    Ff = F.reshape(-1)
+    nr = Ff.shape[0]
+    mu = relax
+    for i in range(n_all):
+        xb[i] = xf[i]
+    f_base = np.inf
+    fn = np.inf
+    it = 0
+    rejects = 0
+    stale = False
+    rel_step = 1.0
+    nfact = 0
+    valid = 1.0
+    code = NEWTON_MAXIT
+    dtmp = np.empty(6)
+    etmp = np.empty(6)
+    while True:
+        integrate_frames(x, R0, ds, cay, R)
+        apply_bc(x, R, kind, vals, khat, K, gw)
+        fn = residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, need_factor, F, Jb, tipblock)
+        if not np.isfinite(fn):
+            fn = np.inf
+        if fn < tol:
+            code = NEWTON_CONVERGED
+            break
+        if it > 0 and rel_step < 1e-13 and fn < 1e3 * tol:
+            code = NEWTON_CONVERGED_STEP
+            break
+        if it > 0 and fn > f_base:
+            if stale:  # the stale factors gave a bad direction: redo from x_base with a fresh Jacobian
+                for i in range(n_all):
+                    xf[i] = xb[i]
+                need_factor = True
+                stale = False
+                it += 1
+                if it > max_iter:
+                    break
+                continue
+            if adaptive and mu > min_relax and rejects < 8:
+                mu *= 0.5
+                rejects += 1
+                for i in range(n_all):
+                    xf[i] = xb[i]
+                _update_free(x, colmap, delta, mu)
+                continue
+        if it >= max_iter:
+            break
+        if stale and fn > reuse_ratio * f_base and not need_factor:
+            need_factor = True
+            residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, True, F, Jb, tipblock)
+        if adaptive and rejects == 0 and it > 0:
+            mu = min(relax, 2.0 * mu)
+        rejects = 0
+        f_base = fn
+        for i in range(n_all):
+            xb[i] = xf[i]
+        if need_factor:
+            info = _LU_FACTOR(Jb, root_free, tip_free, W, piv, T, tpiv)
+            nfact += 1
+            if info != 0:
+                valid = 0.0
+                out[5] = info - 1
+                code = NEWTON_SINGULAR
+                break
+            need_factor = False
+            stale = False
+            coupled = False
+            if iopt[I_EXACT] != 0:
+                for a in range(2, 4):
+                    for q in range(3):
+                        if vals[a, q] != 0.0:
+                            coupled = True
+            if coupled:
+                coupled = _woodbury_kernel(x, R, ds, vals, kind, colmap, K, tipblock, W, piv, T, tpiv, D, C, Y, Cz,
+                                           Sinv)
+        else:
+            stale = True
+        for i in range(nr):
+            rhs[i] = -Ff[i]
+        _LU_SOLVE1(W, piv, T, tpiv, rhs, delta, zwork)
+        if coupled:  # (A + C D)^-1 r = A^-1 r - Y S^-1 D A^-1 r
+            for a in range(6):
+                acc = 0.0
+                for i in range(n_all):
+                    acc += D[a, i] * delta[i]
+                dtmp[a] = acc
+            for a in range(6):
+                acc = 0.0
+                for b in range(6):
+                    acc += Sinv[a, b] * dtmp[b]
+                etmp[a] = acc
+            for i in range(n_all):
+                acc = 0.0
+                for a in range(6):
+                    acc += Y[i, a] * etmp[a]
+                delta[i] -= acc
+        rel_step = _update_free(x, colmap, delta, mu)
+        it += 1
+    iopt[I_COUPLED] = 1 if coupled else 0
+    out[0] = it
+    out[1] = fn
+    out[2] = mu
+    out[3] = nfact
+    out[4] = valid
+    return code
+
+
 class GAlphaSolver:
     """Stepper for one rod: ``solver.step(state, dt) -> StepResult`` advances ``state`` in place
     (or leaves it unchanged and reports failure)."""
@@ -189,9 +404,16 @@ class GAlphaSolver:
         self._C = np.zeros((nr, 6))
         self._Y = np.zeros((nf, 6))
         self._Cz = np.zeros((nr, 6))
-        self._Z = np.zeros((6, nf))
         self._Sinv = np.eye(6)
-        self._coupled = False
+        self._xbase = np.zeros((N, NV))
+        o = self.options
+        self._iopt = np.zeros(7, dtype=np.int64)
+        self._iopt[I_MAXIT] = o.max_iter
+        self._iopt[I_ADAPT] = 1 if o.adaptive else 0
+        self._iopt[I_EXACT] = 1 if o.exact_end_loads else 0
+        self._iopt[I_CAY] = 1 if o.orientation == "cayley" else 0
+        self._fopt = np.array([o.tol, o.relaxation, o.min_relaxation, o.reuse_ratio])
+        self._out = np.zeros(6)
         self._fact_key = None
         self.factorizations = 0
         self.substeps = 0
@@ -264,107 +486,38 @@ class GAlphaSolver:
 
     # ------------------------------------------------------------------------------------------
     def _newton(self, x, xprev, xdotprev, prm, R0, kind, vals, gw, tol) -> StepResult:
-        """Newton iterations (Algorithm 1, lines 10-23) with under-relaxation and, if
-        ``options.reuse_jacobian``, reuse of the last LU factors while they still contract the
-        residual by at least a factor ``options.reuse_ratio`` per iteration (chord Newton)."""
-        colmap = self._colfull[kind]
-        mask = self._masks[kind]
-        root_free = mask[0]
-        tip_free = mask[-1]
+        """Newton iterations (Algorithm 1, lines 10-23) in :func:`newton_kernel`, with
+        under-relaxation and, if ``options.reuse_jacobian``, reuse of the last LU factors while
+        they still contract the residual by at least a factor ``options.reuse_ratio`` per
+        iteration (chord Newton), also across steps with the same parameters."""
         opts = self.options
         key = (kind, tuple(prm))
-        need_factor = not (opts.reuse_jacobian and self._fact_key == key)
-        mu = opts.relaxation
-        x_base = x.copy()
-        delta = self._delta
-        f_base = math.inf
-        it = 0
-        rejects = 0
-        stale = False
-        rel_step = 1.0
-        while True:
-            integrate_frames(x, R0, prm[0], self._cay, self._R)
-            apply_bc(x, self._R, kind, vals, self._khat, self._K, gw)
-            fn = residual_blocks(x, xprev, xdotprev, self._old, self._khat, self._K, self._J, prm, self._rowscale,
-                                 self._P, self._dP, need_factor, self._F, self._Jb, self._tipblock)
-            if not math.isfinite(fn):
-                fn = math.inf
-            if fn < tol:
-                return StepResult(True, it, fn, "converged", mu)
-            if it > 0 and rel_step < 1e-13 and fn < 1e3 * tol:
-                return StepResult(True, it, fn, "converged (step at rounding level)", mu)
-            if it > 0 and fn > f_base:
-                if stale:  # the stale factors gave a bad direction: redo from x_base with a fresh Jacobian
-                    x[...] = x_base
-                    need_factor = True
-                    stale = False
-                    it += 1
-                    if it > opts.max_iter:
-                        break
-                    continue
-                if opts.adaptive and mu > opts.min_relaxation and rejects < 8:
-                    mu *= 0.5
-                    rejects += 1
-                    x[...] = x_base
-                    _update_free(x, colmap, delta, mu)
-                    continue
-            if it >= opts.max_iter:
-                break
-            if stale and fn > opts.reuse_ratio * f_base and not need_factor:
-                need_factor = True
-                residual_blocks(x, xprev, xdotprev, self._old, self._khat, self._K, self._J, prm, self._rowscale,
-                                self._P, self._dP, True, self._F, self._Jb, self._tipblock)
-            if opts.adaptive and rejects == 0 and it > 0:
-                mu = min(opts.relaxation, 2.0 * mu)
-            rejects = 0
-            f_base = fn
-            x_base[...] = x
-            if need_factor:
-                info = self._lu_factor(self._Jb, root_free, tip_free, self._W, self._piv, self._T, self._tpiv)
-                self.factorizations += 1
-                if info != 0:
-                    self._fact_key = None
-                    return StepResult(False, it, fn, f"singular Jacobian (zero pivot in column {info - 1})", mu)
-                self._fact_key = key
-                need_factor = False
-                stale = False
-                self._coupled = opts.exact_end_loads and bool(np.any(vals[2:] != 0.0))
-                if self._coupled:
-                    self._woodbury(x, kind, vals, colmap)
-            else:
-                stale = True
-            np.negative(self._F.reshape(-1), out=self._rhs)
-            self._lu_solve1(self._W, self._piv, self._T, self._tpiv, self._rhs, delta, self._zwork)
-            if self._coupled:  # (A + C D)^-1 r = A^-1 r - Z S^-1 D A^-1 r
-                delta -= self._Sinv.dot(self._D.dot(delta)).dot(self._Z)
-            rel_step = _update_free(x, colmap, delta, mu)
-            it += 1
+        mask = self._masks[kind]
+        iopt = self._iopt
+        iopt[I_NEEDF] = 0 if (opts.reuse_jacobian and self._fact_key == key) else 1
+        iopt[I_KIND] = kind
+        fopt = self._fopt
+        fopt[F_TOL] = tol
+        out = self._out
+        out[5] = -1.0
+        code = newton_kernel(x, xprev, xdotprev, self._old, self._khat, self._K, self._J, prm, self._rowscale, R0,
+                             vals, gw, self._colfull[kind], mask[0], mask[-1], iopt, fopt, self._P, self._dP, self._F,
+                             self._Jb, self._tipblock, self._R, self._W, self._piv, self._T, self._tpiv, self._rhs,
+                             self._delta, self._zwork, self._D, self._C, self._Y, self._Cz, self._Sinv, self._xbase,
+                             out)
+        it, fn, mu, nfact = int(out[0]), float(out[1]), float(out[2]), int(out[3])
+        self.factorizations += nfact
+        if out[4] == 0.0:
+            self._fact_key = None
+        elif nfact > 0:
+            self._fact_key = key
+        if code == NEWTON_CONVERGED:
+            return StepResult(True, it, fn, "converged", mu)
+        if code == NEWTON_CONVERGED_STEP:
+            return StepResult(True, it, fn, "converged (step at rounding level)", mu)
+        if code == NEWTON_SINGULAR:
+            return StepResult(False, it, fn, f"singular Jacobian (zero pivot in column {int(out[5])})", mu)
         return StepResult(False, it, fn, f"Newton did not converge in {it} iterations (residual {fn:.3e} > tol {tol:.1e})", mu)
-
-    def _woodbury(self, x, kind, vals, colmap):
-        """Exact coupling of the end loads / end velocities through the tip frame R_L (which
-        depends on every kappa): J = A + C D with A the banded Jacobian, C = dF/d(tip values)
-        (last segment rows only) and D = d(tip values)/d kappa (:func:`tip_sensitivity`); solved by
-        the Sherman-Morrison-Woodbury formula with 6 extra banded solves per factorization."""
-        N = self.model.n_nodes
-        tip_sensitivity(x, self._R, self.model.ds, np.ascontiguousarray(vals[2:4]), colmap, self._D)
-        tb = self._tipblock
-        C = self._C
-        C[:, :] = 0.0
-        r0 = NV * (N - 2)
-        if kind == 1:
-            C[r0:r0 + NV, 0:3] = tb[:, 9:12]
-            C[r0:r0 + NV, 3:6] = tb[:, 6:9] / self._K[None, :]
-        else:
-            C[r0:r0 + NV, 0:3] = tb[:, 0:3]
-            C[r0:r0 + NV, 3:6] = tb[:, 3:6]
-        self._lu_solve(self._W, self._piv, self._T, self._tpiv, C, self._Y, self._Cz)
-        self._Z[...] = self._Y.T
-        S = np.eye(6) + self._D @ self._Y
-        try:
-            self._Sinv = np.linalg.inv(S)
-        except np.linalg.LinAlgError:
-            self._coupled = False
 
     def step(self, state: GAlphaState, dt: float) -> StepResult:
         """Advance ``state`` by ``dt`` [s] (Algorithm 1). On failure the state is left unchanged."""

@@ -227,7 +227,6 @@ def make_block_lu(nb: int, c: int):
     if not require_ok:
         raise ValueError(f"make_block_lu: c must be in [0, nb] (got c={c}, nb={nb})")
 
-    @njit(**JIT)
     def factor(J, root_free, tip_free, W, piv, T, tpiv):
         S = J.shape[0]
         info = 0
@@ -325,7 +324,6 @@ def make_block_lu(nb: int, c: int):
                         T[i, q] -= lik * T[k, q]
         return info
 
-    @njit(**JIT)
     def solve(W, piv, T, tpiv, B, Y, Z):
         S = W.shape[0]
         m = B.shape[1]
@@ -397,7 +395,6 @@ def make_block_lu(nb: int, c: int):
                 for a in range(m):
                     Y[o + k, a] *= inv
 
-    @njit(**JIT)
     def solve1(W, piv, T, tpiv, b, y, z):
         S = W.shape[0]
         v = np.empty(M)
@@ -449,7 +446,13 @@ def make_block_lu(nb: int, c: int):
                     acc -= Ws[k, q] * y[o + q]
                 y[o + k] = acc / Ws[k, k]
 
-    return factor, solve, solve1
+    # one name per (nb, c): compiled symbols and cache files of different instances must not collide
+    out = []
+    for f in (factor, solve, solve1):
+        f.__name__ = f"{f.__name__}_{NB}_{C}"
+        f.__qualname__ = f"block_lu_{f.__name__}"
+        out.append(njit(**JIT)(f))
+    return tuple(out)
 
 
 _BLOCK_LU = {}
