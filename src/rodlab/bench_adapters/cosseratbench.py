@@ -20,9 +20,13 @@ shears (no ``SHEAR``); rodlab has no rod or obstacle contact yet (no contact cap
   scenarios get viscous damping ``2 * scenario.slowest_frequency()`` (critical for the slowest
   mode, as the suite's own adapters do); dynamic ones get none. Time step: the stepper's
   suggested stable step times ``time_step_scale``, shortened so frames fall on steps.
-* ``der-implicit``, ``compact``, ``galpha``: their steppers are driven only through rodlab's
-  own scenes so far; their adapters declare their capabilities and raise ``NotImplementedError``
-  for every scenario (reported by the suite as unsupported). See docs/benchmarks.md.
+* ``der-implicit`` (backward-Euler DER, rodlab.der_implicit): the same features as ``der``
+  except driven clamps; rest lengths from ``rest_arc_length`` (it stretches, so a pre-stretched
+  start is kept), straight stress-free shape, default step 1/240 s times ``time_step_scale``
+  (shortened so frames fall on steps), one Newton iteration per step.
+* ``compact``, ``galpha``: their steppers are driven only through rodlab's own scenes so far;
+  their adapters declare their capabilities and raise ``NotImplementedError`` for every scenario
+  (reported by the suite as unsupported). See docs/benchmarks.md.
 """
 from __future__ import annotations
 
@@ -65,7 +69,7 @@ class _RodlabSolver:
 
     def run(self, scenario, *, n_elements: int, n_frames: int):
         raise NotImplementedError(f"rodlab method {self.method!r} is not driven by the cosseratbench adapter yet "
-                                  f"(only 'rodlab-der' is); it runs in rodlab's own scenes")
+                                  f"(only 'rodlab-der' and 'rodlab-der-implicit' are); it runs in rodlab's own scenes")
 
 
 def _damping(scenario) -> float:
@@ -165,9 +169,90 @@ def _clamp_motion(motion, nodes: np.ndarray, vertex: int, edge: int):
 
 
 class DERImplicitSolver(_RodlabSolver):
+    """Implicit DER (rodlab.der_implicit): backward Euler on interleaved DOFs, one Newton
+    iteration per step by default, with a stretching energy (so ``STRETCH``)."""
+
     method = "der-implicit"
     name = "rodlab-der-implicit"
     capabilities = frozenset({Capability.STRETCH})  # its edges carry a stretching energy
+    default_dt = 1.0 / 240.0
+
+    def _build(self, crod, n_elements: int, scenario):
+        from ..der_implicit.stepper import build_rod, with_params
+
+        for end in End:
+            if crod.motion(end) is not None:
+                raise NotImplementedError("rodlab-der-implicit: driven (moving) clamps are not modelled by this adapter")
+        nodes = crod.nodes(n_elements)
+        m = crod.material
+        model, state = build_rod(nodes, radius=crod.radius, E=m.youngs_modulus, G=m.shear_modulus, rho=m.density,
+                                 gravity=tuple(scenario.gravity), damping=_damping(scenario), clamp_root=False,
+                                 rest_is_current=False, u0=np.asarray(crod.normal, dtype=float))
+        nv = n_elements + 1
+        lbar = np.diff(np.linspace(0.0, crod.length, nv))  # unstretched rest lengths
+        area = math.pi * crod.radius**2
+        vm = np.zeros(nv)
+        vm[:-1] += 0.5 * m.density * area * lbar
+        vm[1:] += 0.5 * m.density * area * lbar
+        mass = np.array(model.mass)
+        fext = np.zeros(4 * nv - 1)
+        for c in range(3):
+            mass[c::4] = vm
+            fext[c::4] = vm * float(scenario.gravity[c])
+        mass[3::4] = m.density * area * 0.5 * crod.radius**2 * lbar
+        lvor = np.zeros(nv)
+        lvor[1:-1] = lbar[:-1] + lbar[1:]
+        fixed = np.zeros(4 * nv - 1, dtype=bool)
+        for end, first in ((End.START, 0), (End.END, 4 * (nv - 2))):
+            cond = crod.condition(end)
+            if cond is EndCondition.CLAMPED:
+                fixed[first:first + 7] = True
+            elif cond is EndCondition.PINNED:
+                v = 0 if end is End.START else nv - 1
+                fixed[4 * v:4 * v + 3] = True
+        for load in crod.loads:
+            v = 0 if load.at is End.START else nv - 1
+            fext[4 * v:4 * v + 3] += np.asarray(load.force, dtype=float)
+        model = with_params(model, lbar=lbar, lvor=lvor, mass=mass, fext=fext, fixed=fixed)
+        return model, state
+
+    def run(self, scenario, *, n_elements: int, n_frames: int):
+        from ..der_implicit.stepper import DERImplicitStepper
+
+        _check_supported(scenario)
+        if n_elements < 2 or n_frames < 2:
+            raise ValueError(f"n_elements and n_frames must be >= 2 (got {n_elements}, {n_frames})")
+        frame_dt = scenario.duration / (n_frames - 1)
+        per_frame = max(1, math.ceil(frame_dt / (self.default_dt * self.time_step_scale)))
+        dt = frame_dt / per_frame
+        positions, directors = [], []
+        for i, crod in enumerate(scenario.rods):
+            model, state = self._build(crod, n_elements, scenario)
+            stepper = DERImplicitStepper(model, h=dt)
+            xs = np.empty((n_frames, n_elements + 1, 3))
+            ds = np.empty((n_frames, n_elements, 3))
+            xs[0], ds[0] = _der_implicit_frame(state)
+            for f in range(1, n_frames):
+                st = stepper.advance(state, per_frame)
+                if not st.success:
+                    raise Diverged(f"rod {i}: {st.message}", time=state.t)
+                xs[f], ds[f] = _der_implicit_frame(state)
+            positions.append(xs)
+            directors.append(ds)
+        return Trajectory(np.linspace(0.0, scenario.duration, n_frames), tuple(positions), tuple(directors))
+
+
+def _der_implicit_frame(state):
+    """Positions and material director m1 = cos(theta) a1 + sin(theta) (t x a1) per edge."""
+    q = state.q
+    x = np.stack([q[0::4], q[1::4], q[2::4]], axis=1)
+    theta = q[3::4]
+    t = np.diff(x, axis=0)
+    t /= np.linalg.norm(t, axis=1)[:, None]
+    a1 = state.a1 - np.sum(state.a1 * t, axis=1)[:, None] * t  # a1 belongs to state.tan; re-orthogonalise
+    a1 /= np.linalg.norm(a1, axis=1)[:, None]
+    a2 = np.cross(t, a1)
+    return x, np.cos(theta)[:, None] * a1 + np.sin(theta)[:, None] * a2
 
 
 class CompactSolver(_RodlabSolver):
