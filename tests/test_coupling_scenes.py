@@ -27,13 +27,13 @@ def test_torque_transducer_with_wobble_stays_bounded():
 def test_wilberforce_tuned_spring_exchanges_energy():
     """Tuned: nearly all the energy passes from the vertical to the torsional mode and back;
     detuned by 20 %, most of it stays vertical."""
-    m = run_scene("wilberforce", periods=25.0).metrics
+    m = run_scene("wilberforce", g=0.0, bending=0.01, pitch=0.06, v0=0.05, periods=25.0).metrics
     assert m["max_fraction_torsional"] > 0.95
     assert m["min_fraction_vertical"] < 0.05
     assert 15 < m["exchange_periods_in_vertical_periods"] < 25
     assert abs(m["energy_drift"]) < 5e-3
     assert m["weld_error"] < 1e-12
-    d = run_scene("wilberforce", periods=12.0, tuning=1.2).metrics
+    d = run_scene("wilberforce", g=0.0, bending=0.01, pitch=0.06, v0=0.05, periods=12.0, tuning=1.2).metrics
     assert d["max_fraction_torsional"] < 0.3
 
 

@@ -139,6 +139,13 @@ class CoupledDERStepper:
         self._m1 = None
         self._clamp_m1 = None
 
+    def set_damping(self, rod_rate: float, body_rate: float) -> None:
+        """Change the viscous damping rates [1/s] of the rod vertices and of the bodies (e.g.
+        after a settling phase)."""
+        require(rod_rate >= 0 and body_rate >= 0, f"damping rates must be >= 0 1/s (got {rod_rate}, {body_rate})")
+        self.loads = Loads(gravity=self.loads.gravity, damping=float(rod_rate), point_forces=self.loads.point_forces)
+        self.body_damping = float(body_rate)
+
     # ---- states --------------------------------------------------------------------------------
     def initial_state(self, x=None, centers=None, orientations=None, theta=None, v=None,
                       body_velocities=None, body_angular_velocities=None) -> CoupledState:

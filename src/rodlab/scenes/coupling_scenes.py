@@ -61,10 +61,33 @@ def wilberforce_model(p):
     k = beta / (R * R * wire)
     kappa = alpha / wire
     I_tuned = kappa * (M + m_rod / 3.0) / k - m_rod * R * R / 3.0
-    Iz = p["tuning"] * I_tuned
+    Iz = I_tuned if p["calibrate"] else p["tuning"] * I_tuned  # calibrated: tuning applied after
     body = RigidBody(M, np.diag([0.5 * Iz + 0.0, 0.5 * Iz, Iz]))
     centre = np.array([0.0, 0.0, x[-1, 2] - 0.5 * pitch])
     return rod, body, centre, dict(k=k, kappa=kappa, Iz=Iz, m_rod=m_rod, wire=wire)
+
+
+def _kick_period(st, s0, velocity, angular_velocity, T_guess, dt):
+    """Period of the body's vertical (or axial angular) velocity after a kick from ``s0``,
+    from the zero crossings over about three periods."""
+    s = s0.copy()
+    if velocity is not None:
+        s.V[0] = velocity
+    if angular_velocity is not None:
+        s.w[0] = s.rotation(0).T @ np.asarray(angular_velocity)
+    R = s.rotation(0)
+    for k in st.b_vidx[0]:
+        s.rod.v[k] = s.V[0] + np.cross(R @ s.w[0], s.rod.x[k] - s.r[0])
+    spf = max(1, int(T_guess / 80 / dt))
+    t, y = [], []
+    for _ in range(240):
+        st.advance(s, spf)
+        t.append(s.t)
+        y.append(s.V[0, 2] if velocity is not None else (s.rotation(0) @ s.w[0])[2])
+    t, y = np.array(t), np.array(y)
+    c = np.flatnonzero(np.sign(y[1:]) != np.sign(y[:-1]))
+    tc = t[c] - y[c] * (t[c + 1] - t[c]) / (y[c + 1] - y[c])
+    return float(2 * np.mean(np.diff(tc)))
 
 
 @register(
@@ -73,16 +96,18 @@ def wilberforce_model(p):
     [
         Param("coil_radius", 0.05, "helix radius [m]", low=0.0, low_open=True),
         Param("turns", 5.0, "number of coils", low=1.0, high=40.0),
-        Param("pitch", 0.06, "rise per turn [m]", low=0.0, low_open=True),
+        Param("pitch", 0.12, "rise per turn [m]", low=0.0, low_open=True),
         Param("per_turn", 10, "vertices per turn", low=6, high=60),
-        Param("bending", 0.01, "bending stiffness EI [N m^2]", low=0.0, low_open=True),
+        Param("bending", 0.2, "bending stiffness EI [N m^2]", low=0.0, low_open=True),
         Param("poisson", 0.3, "Poisson ratio: twisting stiffness GJ = EI / (1 + nu)", low=0.0, high=0.5),
         Param("linear_density", 0.02, "wire mass per length [kg/m]", low=0.0, low_open=True),
         Param("mass", 0.5, "body mass [kg]", low=0.0, low_open=True),
-        Param("tuning", 0.95, "body moment of inertia about the axis over the close-coiled estimate (0.95: measured best exchange)", low=0.0, low_open=True),
-        Param("v0", 0.05, "initial downward speed of the body [m/s]", low=0.0, low_open=True),
-        Param("g", 0.0, "gravity [m/s^2] (0: oscillation about the rest shape; see docs/coupling.md)", low=0.0),
-        Param("periods", 30.0, "simulated time in vertical periods 2 pi sqrt(M/k)", low=1.0, high=1000.0),
+        Param("tuning", 1.0, "body moment of inertia about the axis over the tuned value", low=0.0, low_open=True),
+        Param("calibrate", True, "tune by measuring both periods about the hanging equilibrium (else the close-coiled estimate)"),
+        Param("v0", 0.2, "initial downward speed of the body [m/s]", low=0.0, low_open=True),
+        Param("g", 9.81, "gravity [m/s^2]; the spring first settles under the body's weight (damped), then the body is kicked", low=0.0),
+        Param("settle_periods", 8.0, "damped settling time under gravity, in vertical periods", low=0.0),
+        Param("periods", 50.0, "simulated time in vertical periods 2 pi sqrt(M/k)", low=1.0, high=1000.0),
         Param("dt", 0.0, "time step [s] (0: suggested_time_step)", low=0.0),
     ],
     paper="Bergou et al. 2008, Sec. 9.4, Fig. 11",
@@ -91,9 +116,39 @@ def wilberforce(p, progress):
     rod, body, centre, th = wilberforce_model(p)
     dt = p["dt"] or suggested_time_step(rod)
     st = CoupledDERStepper(rod, [body], [Weld(0, -1)], Loads(gravity=(0.0, 0.0, -p["g"])), DEROptions(dt=dt))
-    s = st.initial_state(centers=[centre], body_velocities=[[0.0, 0.0, -p["v0"]]])
     M, Iz = body.mass, th["Iz"]
     T_vert = 2 * np.pi * math.sqrt((M + th["m_rod"] / 3) / th["k"])
+    s = st.initial_state(centers=[centre])
+    sag = 0.0
+    if p["g"] > 0 and p["settle_periods"] > 0:
+        # hang the body: damped run to the static equilibrium under gravity, then undamped
+        z_start = s.r[0, 2]
+        rate = 2 * np.pi / T_vert
+        st.set_damping(rate, rate)
+        st.advance(s, int(p["settle_periods"] * T_vert / dt))
+        st.set_damping(0.0, 0.0)
+        sag = float(z_start - s.r[0, 2])
+        s.rod.t = 0.0
+        s.rod.v[:] = 0.0
+        s.V[:] = 0.0
+        s.w[:] = 0.0
+    T_tors = T_vert
+    T_close = T_vert
+    if p["calibrate"]:
+        # short runs from the equilibrium, one mode kicked at a time (the coupling is weak, so
+        # over a few periods each oscillates at its own frequency); then I_z is set so that the
+        # torsional period equals the vertical one (the rod's own rotary inertia m R^2 / 3 kept)
+        T_meas = _kick_period(st, s, [0.0, 0.0, -p["v0"]], None, T_vert, dt)
+        T_tors = _kick_period(st, s, None, [0.0, 0.0, p["v0"] / p["coil_radius"]], T_vert, dt)
+        i_rod = th["m_rod"] * p["coil_radius"] ** 2 / 3.0
+        Iz_new = p["tuning"] * ((Iz + i_rod) * (T_meas / T_tors) ** 2 - i_rod)
+        body = RigidBody(M, np.diag([0.5 * Iz_new, 0.5 * Iz_new, Iz_new]))
+        st2 = CoupledDERStepper(rod, [body], [Weld(0, -1)], Loads(gravity=(0.0, 0.0, -p["g"])), DEROptions(dt=dt))
+        s = st2.initial_state(x=s.rod.x, centers=s.r, orientations=s.q)
+        st, Iz, T_vert = st2, Iz_new, T_meas
+    s.V[0, 2] = -p["v0"]
+    for k in st.b_vidx[0]:
+        s.rod.v[k] = s.V[0]
     frames_per_period = 40
     spf = max(1, int(round(T_vert / frames_per_period / dt)))
     nframes = int(p["periods"] * frames_per_period)
@@ -125,13 +180,15 @@ def wilberforce(p, progress):
     metrics = {
         "exchange_period": period if math.isfinite(period) else -1.0,
         "exchange_periods_in_vertical_periods": period / T_vert if math.isfinite(period) else -1.0,
-        "vertical_period_theory": T_vert,
-        "torsional_period_theory": 2 * np.pi * math.sqrt((Iz + th["m_rod"] * rod.rest_positions[0, 0] ** 2 / 3) / th["kappa"]),
+        "vertical_period": T_vert,
+        "vertical_period_close_coiled": T_close,
         "max_fraction_vertical": float(np.max(1 - frac_t)),
         "max_fraction_torsional": float(np.max(frac_t)),
         "min_fraction_vertical": float(np.min(1 - frac_t)),
         "energy_drift": float((rows[-1, 4] - e0) / max(abs(e0), 1e-300)),
         "body_Iz": Iz,
+        "torsional_period_before_tuning": T_tors if p["calibrate"] else -1.0,
+        "static_sag": sag,
         "spring_k": th["k"],
         "spring_kappa": th["kappa"],
         "inextensibility": st.inextensibility(s),
