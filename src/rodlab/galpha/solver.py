@@ -419,7 +419,8 @@ class GAlphaSolver:
         self.substeps = 0
         self.total_iterations = 0
         self.total_steps = 0
-        self.solve_time = 0.0
+        self.solve_time = 0.0  # wall time inside step() [s]
+        self.cpu_time = 0.0  # CPU time of this process inside step() [s] (time.process_time)
 
     # ------------------------------------------------------------------------------------------
     def _prm(self, dt: float, coeffs: Coefficients, static: bool, damping: float | None = None) -> np.ndarray:
@@ -525,6 +526,7 @@ class GAlphaSolver:
         m = self.model
         opts = self.options
         t0 = time.perf_counter()
+        c0 = time.process_time()
         first = state.step == 0
         if first and opts.init == "paper":
             self._paper_initial_xdot(state, dt)
@@ -558,6 +560,7 @@ class GAlphaSolver:
         else:
             log.warning("galpha step at t=%g failed: %s", t_new, res.message)
         self.solve_time += time.perf_counter() - t0
+        self.cpu_time += time.process_time() - c0
         return res
 
     def step_robust(self, state: GAlphaState, dt: float, max_halvings: int = 4) -> StepResult:

@@ -331,11 +331,19 @@ def make_block_lu(nb: int, c: int):
         for i in range(C):
             for a in range(m):
                 v[i, a] = 0.0
+        zero = True  # leading zero right-hand-side blocks stay zero: skip their elimination
         for s in range(S):
             Ws = W[s]
             for i in range(NB):
                 for a in range(m):
                     v[C + i, a] = B[s * NB + i, a]
+                    if zero and B[s * NB + i, a] != 0.0:
+                        zero = False
+            if zero:
+                for i in range(NB):
+                    for a in range(m):
+                        Z[s * NB + i, a] = 0.0
+                continue
             for k in range(NB):
                 p = piv[s, k]
                 if p != k:
