@@ -146,6 +146,16 @@ class CoupledDERStepper:
         self.loads = Loads(gravity=self.loads.gravity, damping=float(rod_rate), point_forces=self.loads.point_forces)
         self.body_damping = float(body_rate)
 
+    def set_body(self, b: int, body: RigidBody) -> None:
+        """Replace body ``b``'s mass and inertia (its pose, weld and state are kept)."""
+        require(0 <= b < len(self.bodies), f"body must be in [0, {len(self.bodies) - 1}] (got {b})")
+        bodies = list(self.bodies)
+        bodies[b] = body
+        self.bodies = tuple(bodies)
+        self.b_mass[b] = body.mass
+        self.b_I[b] = body.inertia
+        self.b_Iinv[b] = np.linalg.inv(body.inertia)
+
     # ---- states --------------------------------------------------------------------------------
     def initial_state(self, x=None, centers=None, orientations=None, theta=None, v=None,
                       body_velocities=None, body_angular_velocities=None) -> CoupledState:
