@@ -144,7 +144,7 @@ def test_pack_unpack_roundtrip():
     assert q[4 * 2 + 1] == x[2, 1] and q[4 * 3 + 3] == th[3]
 
 
-@pytest.mark.parametrize("p,n", [(10, 83), (18, 64), (3, 5), (10, 7)])
+@pytest.mark.parametrize("p,n", [(10, 83), (18, 64), (3, 5), (10, 7), (10, 11), (10, 12), (10, 22)])
 def test_banded_ldlt_solves_spd_systems(p, n):
     rng = np.random.default_rng(p * 100 + n)
     A = np.zeros((n, n))
@@ -170,6 +170,26 @@ def test_banded_ldlt_solves_spd_systems(p, n):
         ldlt_solve_band10(B2, D, x2)
         np.testing.assert_allclose(A @ x2, b, atol=1e-10)
         np.testing.assert_allclose(B2, B, atol=1e-12)
+
+
+def test_band10_factor_matches_generic_bitwise_including_clamps():
+    """The unrolled band-10 factor and the windowed solve do the generic kernels' operations in the same
+    order: identical factors, pivots, clamp counts and solutions, also for indefinite matrices."""
+    rng = np.random.default_rng(7)
+    n = 57
+    band = rng.normal(size=(n, 11))
+    band[:, 0] = 40.0
+    band[[5, 20, 50], 0] = -1.0  # indefinite: these pivots get clamped (to 0.5 |A_ii|)
+    B1, D1, B2, D2 = band.copy(), np.empty(n), band.copy(), np.empty(n)
+    c1 = ldlt_factor_band(B1, D1, 0.5)
+    c2 = ldlt_factor_band10(B2, D2, 0.5)
+    assert c1 == c2 and c1 > 0
+    assert np.array_equal(B1, B2) and np.array_equal(D1, D2)
+    b = rng.normal(size=n)
+    x1, x2 = b.copy(), b.copy()
+    ldlt_solve_band(B1, D1, x1)
+    ldlt_solve_band10(B2, D2, x2)
+    assert np.all(np.isfinite(x1)) and np.array_equal(x1, x2)
 
 
 def test_ldlt_clamps_nonpositive_pivots():

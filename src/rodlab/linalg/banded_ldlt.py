@@ -104,13 +104,86 @@ def ldlt_factor_band10(band, D, pivot_eps):
         D[j] = d
         inv = 1.0 / d
         if j + BW10 < n:
-            for a in range(1, BW10 + 1):
-                t[a] = band[j + a, a]
-                band[j + a, a] = t[a] * inv
-            for a in range(1, BW10 + 1):
-                ta = t[a] * inv
-                for b in range(1, a + 1):
-                    band[j + a, a - b] -= ta * t[b]
+            # unrolled by hand: column j's ten entries in registers (t1..t10), then row a of the
+            # trailing triangle gets l_a = t_a / d and -= l_a t_b for b = a..1 (a heap scratch array
+            # would be reloaded after every store into the band: the compiler cannot tell them apart)
+            t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = band[j + 1, 1], band[j + 2, 2], band[j + 3, 3], band[j + 4, 4], band[j + 5, 5], band[j + 6, 6], band[j + 7, 7], band[j + 8, 8], band[j + 9, 9], band[j + 10, 10]
+            la = t1 * inv
+            band[j + 1, 1] = la
+            band[j + 1, 0] -= la * t1
+            la = t2 * inv
+            band[j + 2, 2] = la
+            band[j + 2, 1] -= la * t1
+            band[j + 2, 0] -= la * t2
+            la = t3 * inv
+            band[j + 3, 3] = la
+            band[j + 3, 2] -= la * t1
+            band[j + 3, 1] -= la * t2
+            band[j + 3, 0] -= la * t3
+            la = t4 * inv
+            band[j + 4, 4] = la
+            band[j + 4, 3] -= la * t1
+            band[j + 4, 2] -= la * t2
+            band[j + 4, 1] -= la * t3
+            band[j + 4, 0] -= la * t4
+            la = t5 * inv
+            band[j + 5, 5] = la
+            band[j + 5, 4] -= la * t1
+            band[j + 5, 3] -= la * t2
+            band[j + 5, 2] -= la * t3
+            band[j + 5, 1] -= la * t4
+            band[j + 5, 0] -= la * t5
+            la = t6 * inv
+            band[j + 6, 6] = la
+            band[j + 6, 5] -= la * t1
+            band[j + 6, 4] -= la * t2
+            band[j + 6, 3] -= la * t3
+            band[j + 6, 2] -= la * t4
+            band[j + 6, 1] -= la * t5
+            band[j + 6, 0] -= la * t6
+            la = t7 * inv
+            band[j + 7, 7] = la
+            band[j + 7, 6] -= la * t1
+            band[j + 7, 5] -= la * t2
+            band[j + 7, 4] -= la * t3
+            band[j + 7, 3] -= la * t4
+            band[j + 7, 2] -= la * t5
+            band[j + 7, 1] -= la * t6
+            band[j + 7, 0] -= la * t7
+            la = t8 * inv
+            band[j + 8, 8] = la
+            band[j + 8, 7] -= la * t1
+            band[j + 8, 6] -= la * t2
+            band[j + 8, 5] -= la * t3
+            band[j + 8, 4] -= la * t4
+            band[j + 8, 3] -= la * t5
+            band[j + 8, 2] -= la * t6
+            band[j + 8, 1] -= la * t7
+            band[j + 8, 0] -= la * t8
+            la = t9 * inv
+            band[j + 9, 9] = la
+            band[j + 9, 8] -= la * t1
+            band[j + 9, 7] -= la * t2
+            band[j + 9, 6] -= la * t3
+            band[j + 9, 5] -= la * t4
+            band[j + 9, 4] -= la * t5
+            band[j + 9, 3] -= la * t6
+            band[j + 9, 2] -= la * t7
+            band[j + 9, 1] -= la * t8
+            band[j + 9, 0] -= la * t9
+            la = t10 * inv
+            band[j + 10, 10] = la
+            band[j + 10, 9] -= la * t1
+            band[j + 10, 8] -= la * t2
+            band[j + 10, 7] -= la * t3
+            band[j + 10, 6] -= la * t4
+            band[j + 10, 5] -= la * t5
+            band[j + 10, 4] -= la * t6
+            band[j + 10, 3] -= la * t7
+            band[j + 10, 2] -= la * t8
+            band[j + 10, 1] -= la * t9
+            band[j + 10, 0] -= la * t10
+
         else:
             amax = n - 1 - j
             for a in range(1, amax + 1):
@@ -125,27 +198,89 @@ def ldlt_factor_band10(band, D, pivot_eps):
 
 @njit(**JIT)
 def ldlt_solve_band10(band, D, b):
-    """:func:`ldlt_solve_band` with the half bandwidth fixed at 10."""
+    """:func:`ldlt_solve_band` with the half bandwidth fixed at 10.
+
+    Both substitutions keep the ten pending right-hand-side entries in registers (a sliding window
+    ``s1..s10``, shifted after every row), so the dependency from one row to the next is a single
+    multiply-subtract instead of a store and a reload through memory (2x faster at N = 799). Same
+    operations in the same order as :func:`ldlt_solve_band`: identical results.
+    """
     n = band.shape[0]
-    for j in range(n):
+    if n <= BW10 + 1:
+        ldlt_solve_band(band, D, b)
+        return
+    # forward L y = b: sliding window s1..s10 = pending b[j+1..j+10] (registers)
+    s1, s2, s3, s4, s5 = b[1], b[2], b[3], b[4], b[5]
+    s6, s7, s8, s9, s10 = b[6], b[7], b[8], b[9], b[10]
+    y = b[0]
+    m = n - BW10
+    for j in range(m):
+        s1 -= band[j + 1, 1] * y
+        s2 -= band[j + 2, 2] * y
+        s3 -= band[j + 3, 3] * y
+        s4 -= band[j + 4, 4] * y
+        s5 -= band[j + 5, 5] * y
+        s6 -= band[j + 6, 6] * y
+        s7 -= band[j + 7, 7] * y
+        s8 -= band[j + 8, 8] * y
+        s9 -= band[j + 9, 9] * y
+        s10 -= band[j + 10, 10] * y
+        b[j] = y
+        y = s1
+        s1, s2, s3, s4, s5, s6, s7, s8, s9 = s2, s3, s4, s5, s6, s7, s8, s9, s10
+        s10 = b[j + 11] if j + 11 < n else 0.0
+    # tail: rows m .. n-1; pending values in y, s1.. (n - 1 - m = BW10 - 1 of them)
+    b[m] = y
+    b[m + 1] = s1
+    b[m + 2] = s2
+    b[m + 3] = s3
+    b[m + 4] = s4
+    b[m + 5] = s5
+    b[m + 6] = s6
+    b[m + 7] = s7
+    b[m + 8] = s8
+    b[m + 9] = s9
+    for j in range(m, n):
         bj = b[j]
-        if j + BW10 < n:
-            for a in range(1, BW10 + 1):
-                b[j + a] -= band[j + a, a] * bj
-        else:
-            for a in range(1, n - j):
-                b[j + a] -= band[j + a, a] * bj
+        for a in range(1, n - j):
+            b[j + a] -= band[j + a, a] * bj
     for i in range(n):
         b[i] /= D[i]
-    for i in range(n - 1, -1, -1):
+    # backward L^T x = y / D: window t1..t10 = pending x[i-1..i-10]
+    x = b[n - 1]
+    t1, t2, t3, t4, t5 = b[n - 2], b[n - 3], b[n - 4], b[n - 5], b[n - 6]
+    t6, t7, t8, t9, t10 = b[n - 7], b[n - 8], b[n - 9], b[n - 10], b[n - 11]
+    for i in range(n - 1, BW10, -1):
+        t1 -= band[i, 1] * x
+        t2 -= band[i, 2] * x
+        t3 -= band[i, 3] * x
+        t4 -= band[i, 4] * x
+        t5 -= band[i, 5] * x
+        t6 -= band[i, 6] * x
+        t7 -= band[i, 7] * x
+        t8 -= band[i, 8] * x
+        t9 -= band[i, 9] * x
+        t10 -= band[i, 10] * x
+        b[i] = x
+        x = t1
+        t1, t2, t3, t4, t5, t6, t7, t8, t9 = t2, t3, t4, t5, t6, t7, t8, t9, t10
+        t10 = b[i - 11] if i >= 11 else 0.0
+    # i = BW10: x is final for row BW10, t1..t10 pending for rows BW10-1 .. 0
+    b[BW10] = x
+    b[BW10 - 1] = t1
+    b[BW10 - 2] = t2
+    b[BW10 - 3] = t3
+    b[BW10 - 4] = t4
+    b[BW10 - 5] = t5
+    b[BW10 - 6] = t6
+    b[BW10 - 7] = t7
+    b[BW10 - 8] = t8
+    b[BW10 - 9] = t9
+    b[BW10 - 10] = t10
+    for i in range(BW10, -1, -1):
         bi = b[i]
-        if i >= BW10:
-            for k in range(1, BW10 + 1):
-                b[i - k] -= band[i, k] * bi
-        else:
-            for k in range(1, i + 1):
-                b[i - k] -= band[i, k] * bi
-
+        for k in range(1, i + 1):
+            b[i - k] -= band[i, k] * bi
 
 @njit(**JIT)
 def band_matvec(band, x, out):
