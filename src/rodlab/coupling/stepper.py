@@ -16,7 +16,7 @@ import numpy as np
 
 from ..der import kernels as K
 from ..der.stepper import DEROptions, DERStepper, SimulationError, StepInfo, suggested_time_step
-from ..model import Loads, ModelError, Rod, require
+from ..model import Loads, Rod, require
 from ..state import RodState
 from . import kernels as CK
 
