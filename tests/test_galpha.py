@@ -38,14 +38,17 @@ def test_jacobian_matches_central_differences(static, tip_kind, seed, cnew):
 
 
 # ---------------------------------------------------------------------------------- banded LU
-@pytest.mark.parametrize("nb, c", [(15, 9), (4, 3)])
-def test_block_lu_matches_dense_with_pivoting(nb, c):
+@pytest.mark.parametrize("seed", [1, 2])
+def test_block_lu_matches_dense_with_pivoting(seed):
     """Staircase LU (rodlab.linalg.banded_lu.make_block_lu) vs a dense solve of the reduced
-    system: random blocks with zero diagonals (pivoting needed), one and several right-hand
-    sides, fixed unknowns come out 0, a singular system is reported."""
+    system: random blocks with zero diagonals (pivoting needed), random positions of the fixed
+    unknowns, one and several right-hand sides, fixed unknowns come out 0, a singular system is
+    reported. (The solver's instance, nb = 15 with 9 fixed root unknowns: another (nb, c) would
+    only add compilation time to the test run.)"""
+    nb, c = 15, 9
     from rodlab.linalg.banded_lu import block_lu
     factor, solve, solve1 = block_lu(nb, c)
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(seed)
     N = 7
     S = N - 1
     J = rng.normal(size=(S, nb, 2 * nb))
