@@ -260,6 +260,158 @@ def coupled_projection(x, inv_mass, vbody, rest_lengths, b_inv_mass, b_Iinv, b_r
 
 
 @njit(**JIT)
+def _solve_tridiag_general(lower, diag, upper, rhs, active, out):
+    """Thomas algorithm for a general (non-symmetric) tridiagonal system; inactive unknowns get 0.
+    ``lower[j]`` couples row j + 1 to unknown j, ``upper[j]`` row j to unknown j + 1."""
+    n = diag.shape[0]
+    cp = np.empty(n)
+    dp = np.empty(n)
+    for i in range(n):
+        out[i] = 0.0
+    i = 0
+    while i < n:
+        if not active[i]:
+            i += 1
+            continue
+        start = i
+        while i < n and active[i]:
+            i += 1
+        stop = i
+        b = diag[start]
+        if b == 0.0:
+            raise ValueError("singular projection matrix")
+        cp[start] = upper[start] / b
+        dp[start] = rhs[start] / b
+        for r in range(start + 1, stop):
+            a = lower[r - 1]
+            b = diag[r] - a * cp[r - 1]
+            if b == 0.0:
+                raise ValueError("singular projection matrix")
+            cp[r] = upper[r] / b
+            dp[r] = (rhs[r] - a * dp[r - 1]) / b
+        out[stop - 1] = dp[stop - 1]
+        for r in range(stop - 2, start - 1, -1):
+            out[r] = dp[r] - cp[r] * out[r + 1]
+
+
+@njit(**JIT)
+def shake_projection(x, x0, r0, inv_mass, vbody, rest_lengths, b_inv_mass, b_Iinv, b_r, b_q, b_p, b_vidx,
+                     tol, max_iter, edges, edges0, a_diag, a_lower, a_upper, rhs, active, dlam, Iw_inv, R,
+                     b_force, b_torque):
+    """SHAKE-type projection (Ryckaert et al. 1977): like :func:`coupled_projection`, but every
+    correction moves along the constraint gradients of the step's *start* ``x0`` (levers
+    ``x0_k - r0`` for welded vertices): ``y = y~ - M~^-1 grad C(y0)^T mu`` with ``mu`` such that
+    ``C(y) = 0`` (quasi-Newton on ``mu``; the matrix ``grad C(y) M~^-1 grad C(y0)^T`` is
+    tridiagonal but not symmetric). With symplectic Euler this is the constrained leapfrog,
+    which does not dissipate energy the way closest-point projection does.
+    Returns ``(iterations, final max |C_j| / ebar_j^2)``.
+    """
+    ne = rest_lengths.shape[0]
+    nb = b_r.shape[0]
+    wa = np.empty(3)
+    wb = np.empty(3)
+    g = np.empty(3)
+    rho = np.empty(3)
+    rho0 = np.empty(3)
+    for j in range(ne):
+        a = j
+        b = j + 1
+        rigid_pair = vbody[a] >= 0 and vbody[a] == vbody[b]
+        held = inv_mass[a] == 0.0 and inv_mass[b] == 0.0 and vbody[a] < 0 and vbody[b] < 0
+        active[j] = not (rigid_pair or held)
+    compute_edges(x0, False, edges0)
+    viol = 0.0
+    for it in range(max_iter + 1):
+        compute_edges(x, False, edges)
+        viol = 0.0
+        for j in range(ne):
+            c = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest_lengths[j] ** 2
+            rhs[j] = c if active[j] else 0.0
+            viol = max(viol, abs(rhs[j]) / (rest_lengths[j] * rest_lengths[j]))
+        if viol <= tol or it == max_iter:
+            return it, viol
+        for j in range(ne):
+            a = j
+            b = j + 1
+            if not active[j]:
+                a_diag[j] = 1.0
+                a_lower[j] = 0.0
+                a_upper[j] = 0.0
+                continue
+            s = 0.0
+            for v in (a, b):
+                if vbody[v] >= 0:
+                    bb = vbody[v]
+                    world_inverse_inertia(b_q[bb], b_Iinv[bb], R, Iw_inv)
+                    for d in range(3):
+                        rho[d] = x0[v, d] - r0[bb, d]
+                    _apply_W(b_inv_mass[bb], Iw_inv, rho, edges0[j], wa)
+                    s += edges[j, 0] * wa[0] + edges[j, 1] * wa[1] + edges[j, 2] * wa[2]
+                else:
+                    s += inv_mass[v] * (edges[j, 0] * edges0[j, 0] + edges[j, 1] * edges0[j, 1] + edges[j, 2] * edges0[j, 2])
+            a_diag[j] = 4.0 * s
+            a_lower[j] = 0.0
+            a_upper[j] = 0.0
+            if j + 1 < ne and active[j + 1]:
+                # shared vertex b: row j (edge j, dC_j/dx_b = +2 e_j) with unknown j + 1
+                # (moves x_b by +M^-1 2 e0_{j+1}); row j + 1 (dC_{j+1}/dx_b = -2 e_{j+1}) with unknown j
+                if vbody[b] >= 0:
+                    bb = vbody[b]
+                    world_inverse_inertia(b_q[bb], b_Iinv[bb], R, Iw_inv)
+                    for d in range(3):
+                        rho[d] = x0[b, d] - r0[bb, d]
+                    _apply_W(b_inv_mass[bb], Iw_inv, rho, edges0[j + 1], wa)
+                    a_upper[j] = -4.0 * (edges[j, 0] * wa[0] + edges[j, 1] * wa[1] + edges[j, 2] * wa[2])
+                    _apply_W(b_inv_mass[bb], Iw_inv, rho, edges0[j], wb)
+                    a_lower[j] = -4.0 * (edges[j + 1, 0] * wb[0] + edges[j + 1, 1] * wb[1] + edges[j + 1, 2] * wb[2])
+                else:
+                    a_upper[j] = -4.0 * inv_mass[b] * (edges[j, 0] * edges0[j + 1, 0] + edges[j, 1] * edges0[j + 1, 1] + edges[j, 2] * edges0[j + 1, 2])
+                    a_lower[j] = -4.0 * inv_mass[b] * (edges[j + 1, 0] * edges0[j, 0] + edges[j + 1, 1] * edges0[j, 1] + edges[j + 1, 2] * edges0[j, 2])
+        _solve_tridiag_general(a_lower, a_diag, a_upper, rhs, active, dlam)
+        for bb in range(nb):
+            for d in range(3):
+                b_force[bb, d] = 0.0
+                b_torque[bb, d] = 0.0
+        for j in range(ne):
+            if not active[j]:
+                continue
+            lam = 2.0 * dlam[j]
+            for d in range(3):
+                g[d] = lam * edges0[j, d]
+            for side in range(2):
+                v = j + 1 if side == 0 else j
+                sign = -1.0 if side == 0 else 1.0
+                if vbody[v] >= 0:
+                    bb = vbody[v]
+                    for d in range(3):
+                        rho0[d] = x0[v, d] - r0[bb, d]
+                    b_force[bb, 0] += sign * g[0]
+                    b_force[bb, 1] += sign * g[1]
+                    b_force[bb, 2] += sign * g[2]
+                    b_torque[bb, 0] += sign * (rho0[1] * g[2] - rho0[2] * g[1])
+                    b_torque[bb, 1] += sign * (rho0[2] * g[0] - rho0[0] * g[2])
+                    b_torque[bb, 2] += sign * (rho0[0] * g[1] - rho0[1] * g[0])
+                elif inv_mass[v] > 0.0:
+                    for d in range(3):
+                        x[v, d] += sign * inv_mass[v] * g[d]
+        for bb in range(nb):
+            world_inverse_inertia(b_q[bb], b_Iinv[bb], R, Iw_inv)
+            for d in range(3):
+                b_r[bb, d] += b_inv_mass[bb] * b_force[bb, d]
+                wb[d] = Iw_inv[d, 0] * b_torque[bb, 0] + Iw_inv[d, 1] * b_torque[bb, 1] + Iw_inv[d, 2] * b_torque[bb, 2]
+            dq0, dq1, dq2, dq3 = _rotvec_quat(wb[0], wb[1], wb[2])
+            q0, q1, q2, q3 = _qmul(dq0, dq1, dq2, dq3, b_q[bb, 0], b_q[bb, 1], b_q[bb, 2], b_q[bb, 3])
+            b_q[bb, 0] = q0
+            b_q[bb, 1] = q1
+            b_q[bb, 2] = q2
+            b_q[bb, 3] = q3
+            _normalize_into(b_q[bb])
+        place_body_vertices(x, b_r, b_q, b_p, b_vidx, R)
+    return max_iter, viol
+
+
+
+@njit(**JIT)
 def rod_wrench_on_bodies(x, forces, grad, tangents, b_r, b_vidx, b_edge, out_force, out_torque):
     """Force and torque (world, about the centre of mass) of the rod on each body.
 
@@ -299,7 +451,7 @@ def run_coupled_steps(nsteps, h, uniform, x, v, theta, ref_d1, ref_twist, inv_ma
                       clamp_edges, clamp_m1, free_theta, rest_lengths, lbar, omega_bar, bend_k, twist_bar,
                       twist_k, stretch_k, b_mass, b_I, b_Iinv, b_r, b_q, b_V, b_w, b_p, b_vidx, b_edge, b_m1,
                       b_slot, b_damping, proj_tol, proj_max_iter, twist_tol, twist_max_iter,
-                      work_v3, work_e3, work_s, kb, omega, diag):
+                      work_v3, work_e3, work_s, kb, omega, diag, shake):
     """Advance ``nsteps`` coupled steps. Per step (Algorithm 1 of Bergou 2008):
 
     1. forces ``F = -dE/dx`` at the quasistatic twist (Sec. 7.1) and ``dE/dtheta`` (Eq. 7);
@@ -334,6 +486,7 @@ def run_coupled_steps(nsteps, h, uniform, x, v, theta, ref_d1, ref_twist, inv_ma
     rhs = work_s[5]
     dlam = work_s[6]
     active = np.empty(ne, dtype=np.bool_)
+    edges0 = np.empty((ne, 3))
     R = np.empty((3, 3))
     Iw_inv = np.empty((3, 3))
     r_old = np.empty((nb, 3))
@@ -392,9 +545,14 @@ def run_coupled_steps(nsteps, h, uniform, x, v, theta, ref_d1, ref_twist, inv_ma
                     x[i, d] += h * v[i, d]
         place_body_vertices(x, b_r, b_q, b_p, b_vidx, R)
         # ---- inextensibility + coupling (step 8)
-        it, viol = coupled_projection(x, inv_mass, vbody, rest_lengths, 1.0 / b_mass, b_Iinv, b_r, b_q, b_p, b_vidx,
-                                      proj_tol, proj_max_iter, edges, h_diag, h_lower, rhs, active, dlam,
-                                      Iw_inv, R, b_force, b_torque)
+        if shake:
+            it, viol = shake_projection(x, x_old, r_old, inv_mass, vbody, rest_lengths, 1.0 / b_mass, b_Iinv, b_r, b_q,
+                                        b_p, b_vidx, proj_tol, proj_max_iter, edges, edges0, h_diag, h_lower, step,
+                                        rhs, active, dlam, Iw_inv, R, b_force, b_torque)
+        else:
+            it, viol = coupled_projection(x, inv_mass, vbody, rest_lengths, 1.0 / b_mass, b_Iinv, b_r, b_q, b_p, b_vidx,
+                                          proj_tol, proj_max_iter, edges, h_diag, h_lower, rhs, active, dlam,
+                                          Iw_inv, R, b_force, b_torque)
         diag[0] = max(diag[0], it)
         diag[1] = max(diag[1], viol)
         finite = True

@@ -87,11 +87,13 @@ class CoupledDERStepper:
 
     ``rod`` may carry its own static clamps (``Clamp(edge)`` without motion); bodies are welded
     to end edges (edge 0 and/or the last edge, one body per end). ``body_damping`` [1/s]
-    damps body velocities (``V, w <- . / (1 + h c)``), for settling runs.
+    damps body velocities (``V, w <- . / (1 + h c)``), for settling runs. ``projection``:
+    "fast" (Goldenthal fast projection, the paper's Sec. 8.1) or "shake" (corrections along the
+    constraint gradients at the step's start: the constrained leapfrog, no projection damping).
     """
 
     def __init__(self, rod: Rod, bodies, welds, loads: Loads = Loads(), options: DEROptions | None = None,
-                 body_damping: float = 0.0):
+                 body_damping: float = 0.0, projection: str = "fast"):
         require(not rod.closed, "rigid-body coupling needs an open rod")
         require(rod.n_edges >= 3, f"rigid-body coupling needs at least 3 edges (got {rod.n_edges})")
         self.bodies = tuple(bodies)
@@ -109,6 +111,8 @@ class CoupledDERStepper:
         require(sorted(w.body for w in self.welds) == list(range(len(self.bodies))), "each body needs exactly one weld")
         for c in rod.boundary.clamps:
             require(c.motion is None and not c.free_rotation, "coupled rods support static clamps only")
+        require(projection in ("fast", "shake"), f"projection must be one of fast, shake (got {projection!r})")
+        self.projection = projection
         require(math.isfinite(body_damping) and body_damping >= 0, f"body_damping must be >= 0 1/s (got {body_damping})")
         self.der = DERStepper(rod, loads, options)
         self.rod = rod
@@ -344,7 +348,7 @@ class CoupledDERStepper:
                 der.omega_bar, der.bend_k, der.twist_bar, der.twist_k, der.stretch_k, self.b_mass, self.b_I, self.b_Iinv,
                 state.r, state.q, state.V, state.w, self._p, self.b_vidx, self.weld_edges, self._m1, self.b_slot,
                 self.body_damping, opt.projection_tol, opt.projection_max_iter, tol, opt.twist_max_iter,
-                der._v3, der._e3, der._s, der._kb, der._omega, diag)
+                der._v3, der._e3, der._s, der._kb, der._omega, diag, self.projection == "shake")
         except (ValueError, ZeroDivisionError) as exc:
             done = -1
             err = str(exc)

@@ -109,13 +109,15 @@ def _kick_period(st, s0, velocity, angular_velocity, T_guess, dt):
         Param("settle_periods", 8.0, "damped settling time under gravity, in vertical periods", low=0.0),
         Param("periods", 50.0, "simulated time in vertical periods 2 pi sqrt(M/k)", low=1.0, high=1000.0),
         Param("dt", 0.0, "time step [s] (0: suggested_time_step)", low=0.0),
+        Param("projection", "shake", "constraint step: shake (no projection damping) or fast (the paper's fast projection)", choices=("shake", "fast")),
     ],
     paper="Bergou et al. 2008, Sec. 9.4, Fig. 11",
 )
 def wilberforce(p, progress):
     rod, body, centre, th = wilberforce_model(p)
     dt = p["dt"] or suggested_time_step(rod)
-    st = CoupledDERStepper(rod, [body], [Weld(0, -1)], Loads(gravity=(0.0, 0.0, -p["g"])), DEROptions(dt=dt))
+    st = CoupledDERStepper(rod, [body], [Weld(0, -1)], Loads(gravity=(0.0, 0.0, -p["g"])), DEROptions(dt=dt),
+                           projection=p["projection"])
     M, Iz = body.mass, th["Iz"]
     T_vert = 2 * np.pi * math.sqrt((M + th["m_rod"] / 3) / th["k"])
     s = st.initial_state(centers=[centre])
@@ -221,6 +223,7 @@ def wilberforce(p, progress):
         Param("wobble", 0.0, "initial transverse angular velocity of body a [rad/s] (bends the rod)", low=0.0),
         Param("periods", 4.0, "simulated time in torsional periods", low=0.1, high=1000.0),
         Param("dt", 0.0, "time step [s] (0: suggested_time_step)", low=0.0),
+        Param("projection", "shake", "constraint step: shake (no projection damping) or fast (the paper's fast projection)", choices=("shake", "fast")),
     ],
     paper="Bergou et al. 2008, Sec. 9.4, Fig. 6",
 )
@@ -232,7 +235,7 @@ def torque_transducer(p, progress):
     A = RigidBody.disk(p["mass_a"], p["radius_a"], 0.02, axis=0)
     B = RigidBody.disk(p["mass_b"], p["radius_b"], 0.02, axis=0)
     dt = p["dt"] or suggested_time_step(rod)
-    st = CoupledDERStepper(rod, [A, B], [Weld(0, 0), Weld(1, -1)], Loads(), DEROptions(dt=dt))
+    st = CoupledDERStepper(rod, [A, B], [Weld(0, 0), Weld(1, -1)], Loads(), DEROptions(dt=dt), projection=p["projection"])
     h = L / (n - 1)
     centres = [[-h / 2 - 0.02, 0.0, 0.0], [L + h / 2 + 0.02, 0.0, 0.0]]
     s = st.initial_state(centers=centres, body_angular_velocities=[[p["spin"], p["wobble"], 0.0], [0.0, 0.0, 0.0]])
