@@ -359,3 +359,15 @@ def test_failed_step_reports_and_keeps_state():
     assert st.t == 0.0 and np.array_equal(st.x, before.x) and np.array_equal(st.r, before.r)
     with pytest.raises(ModelError, match="dt must be > 0"):
         s.step(st, 0.0)
+
+
+def test_singular_newton_matrix_is_reported_and_state_kept():
+    """A straight rod between two kinematic ends has an undetermined axial force: the compiled
+    Newton step reports the zero pivot (node, unknown) and leaves the state unchanged."""
+    m = GAlphaRod.from_material(11, 1.0, radius=0.01, E=1e6, G=1e6 / 3, rho=1000.0, gravity=(0, 0, 0), root_R=ROOT_R)
+    s = GAlphaSolver(m, Boundary(tip=TipMotion(velocity=(-0.05, 0, 0))))
+    st = s.initial_state()
+    before = st.copy()
+    res = s.step(st, 0.01)
+    assert not res.success and "singular Jacobian" in res.message and "node 10" in res.message, res.message
+    assert st.t == 0.0 and np.array_equal(st.x, before.x)

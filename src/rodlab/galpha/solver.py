@@ -517,7 +517,11 @@ class GAlphaSolver:
         if code == NEWTON_CONVERGED_STEP:
             return StepResult(True, it, fn, "converged (step at rounding level)", mu)
         if code == NEWTON_SINGULAR:
-            return StepResult(False, it, fn, f"singular Jacobian (zero pivot in column {int(out[5])})", mu)
+            col = int(out[5])
+            names = ("u1", "u2", "u3", "omega1", "omega2", "omega3", "kappa1", "kappa2", "kappa3", "n1", "n2", "n3",
+                     "g1", "g2", "g3")
+            return StepResult(False, it, fn, f"singular Jacobian (zero pivot in column {col}: node {col // NV}, "
+                              f"unknown {names[col % NV]})", mu)
         return StepResult(False, it, fn, f"Newton did not converge in {it} iterations (residual {fn:.3e} > tol {tol:.1e})", mu)
 
     def step(self, state: GAlphaState, dt: float) -> StepResult:
