@@ -70,10 +70,10 @@ def test_block_lu_matches_dense_with_pivoting(seed):
     x = np.linalg.solve(Ar, b)
     assert np.allclose(y[free.ravel()], x, rtol=1e-10, atol=1e-10 * np.abs(x).max())
     assert np.all(y[~free.ravel()] == 0.0)
-    B = rng.normal(size=(S * nb, 3))
+    B = rng.normal(size=(S * nb, 6))
     B[:2 * nb] = 0.0  # leading zero blocks (skipped in the forward pass)
-    Y = np.zeros((N * nb, 3))
-    solve(W, piv, T, tp, B, Y, np.zeros((S * nb, 3)))
+    Y = np.zeros((N * nb, 6))
+    solve(W, piv, T, tp, B, Y, np.zeros((S * nb, 6)))
     assert np.allclose(Ar @ Y[free.ravel()], B, atol=1e-9)
     J[2, :, :] = 0.0
     J[1, :, nb:] = 0.0

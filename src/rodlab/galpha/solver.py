@@ -148,7 +148,7 @@ def _update_free(x, colmap, delta, mu):
 
 
 # block LU for the Newton matrix: 15 unknowns per node, 9 of them (u, omega, g) fixed at the root
-_LU_FACTOR, _LU_SOLVE, _LU_SOLVE1 = block_lu(NV, 9)
+_LU_FACTOR, _LU_SOLVE, _LU_SOLVE1 = block_lu(NV, 9, 6)  # 6 right-hand sides: the Woodbury term
 
 # integer / float option slots of newton_kernel
 I_MAXIT, I_ADAPT, I_EXACT, I_NEEDF, I_COUPLED, I_KIND, I_CAY = range(7)
@@ -377,7 +377,7 @@ class GAlphaSolver:
         # boundary values are pinned by identity rows (rodlab.linalg.banded_lu.make_block_lu)
         self._colfull = {k: np.where(self._masks[k].ravel(), np.arange(N * NV), -1).astype(np.int64) for k in (0, 1)}
         n_root_fixed = int((~self._masks[1][0]).sum())
-        self._lu_factor, self._lu_solve, self._lu_solve1 = block_lu(NV, n_root_fixed)
+        assert n_root_fixed == 9  # the compiled block LU (_LU_FACTOR) is built for 9 fixed root unknowns
         nf = N * NV
         nr = (N - 1) * NV
         self._P = np.zeros((N, 12))

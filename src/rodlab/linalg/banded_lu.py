@@ -202,7 +202,7 @@ def solve_banded_lu(a_or_ab: np.ndarray, b: np.ndarray, kl: int, ku: int, *, pac
 # ---------------------------------------------------------------------------------------------
 
 
-def make_block_lu(nb: int, c: int):
+def make_block_lu(nb: int, c: int, nrhs: int = 6):
     """Compiled (factor, solve, solve1) kernels for block size ``nb`` and ``c`` fixed root unknowns
     (compile-time constants):
 
@@ -216,16 +216,17 @@ def make_block_lu(nb: int, c: int):
     ``solve1(W, piv, T, tpiv, b, y, z)``: the same for one right-hand side, b (S nb,), y (N nb,),
     z (S nb,).
 
-    ``solve(W, piv, T, tpiv, B, Y, Z)``: B (S nb, m) right-hand sides of the segment equations
+    ``solve(W, piv, T, tpiv, B, Y, Z)``: B (S nb, m) with m = ``nrhs`` (a compile-time constant
+    too: 2.4x faster than a run-time m for m = 6) right-hand sides of the segment equations
     (the fixed unknowns' identity rows have right-hand side 0), Y (N nb, m) out: every nodal
     unknown (the fixed ones come out 0), Z (S nb, m) workspace.
     """
     NB = int(nb)
     C = int(c)
+    MR = int(nrhs)
     M = C + NB
-    require_ok = 0 <= C <= NB
-    if not require_ok:
-        raise ValueError(f"make_block_lu: c must be in [0, nb] (got c={c}, nb={nb})")
+    if not (NB >= 1 and 0 <= C <= NB and MR >= 1):
+        raise ValueError(f"make_block_lu: need nb >= 1, c in [0, nb], nrhs >= 1 (got nb={nb}, c={c}, nrhs={nrhs})")
 
     def factor(J, root_free, tip_free, W, piv, T, tpiv):
         S = J.shape[0]
@@ -326,7 +327,9 @@ def make_block_lu(nb: int, c: int):
 
     def solve(W, piv, T, tpiv, B, Y, Z):
         S = W.shape[0]
-        m = B.shape[1]
+        if B.shape[1] != MR or Y.shape[1] != MR or Z.shape[1] != MR:
+            raise ValueError("block LU solve: B, Y, Z need exactly nrhs columns")
+        m = MR
         v = np.empty((M, m))
         for i in range(C):
             for a in range(m):
@@ -457,7 +460,7 @@ def make_block_lu(nb: int, c: int):
     # one name per (nb, c): compiled symbols and cache files of different instances must not collide
     out = []
     for f in (factor, solve, solve1):
-        f.__name__ = f"{f.__name__}_{NB}_{C}"
+        f.__name__ = f"{f.__name__}_{NB}_{C}_{MR}"
         f.__qualname__ = f"block_lu_{f.__name__}"
         out.append(njit(**JIT)(f))
     return tuple(out)
@@ -466,9 +469,9 @@ def make_block_lu(nb: int, c: int):
 _BLOCK_LU = {}
 
 
-def block_lu(nb: int, c: int):
-    """Cached :func:`make_block_lu` (one compiled set per (nb, c))."""
-    key = (int(nb), int(c))
+def block_lu(nb: int, c: int, nrhs: int = 6):
+    """Cached :func:`make_block_lu` (one compiled set per (nb, c, nrhs))."""
+    key = (int(nb), int(c), int(nrhs))
     if key not in _BLOCK_LU:
         _BLOCK_LU[key] = make_block_lu(*key)
     return _BLOCK_LU[key]
