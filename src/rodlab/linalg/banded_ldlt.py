@@ -87,13 +87,24 @@ def ldlt_solve_band(band, D, b):
 
 @njit(**JIT)
 def ldlt_factor_band10(band, D, pivot_eps):
-    """:func:`ldlt_factor_band` with the half bandwidth fixed at 10 (compile-time constant loops)."""
+    """:func:`ldlt_factor_band` with the half bandwidth fixed at 10, two columns per pass.
+
+    Interior columns are taken in pairs ``(j, j + 1)``: column j's ten entries and multipliers, then
+    column j+1 updated by column j, are held in registers (``t``, ``l``, ``u``, ``m``), and every entry
+    of the trailing triangle is loaded and stored once for both rank-1 updates (column j's first,
+    then column j+1's, as in :func:`ldlt_factor_band`: the result is bitwise identical, which
+    ``tests/test_der_implicit_energies.py`` checks, clamped pivots included). The straight-line
+    code is unrolled by hand from the loop form (a scratch array instead would be reloaded after every
+    store into the band, since the compiler cannot tell them apart; the right-looking update is bound
+    by its stores, and the pairing removes ~40 % of them): factor 18.5 -> ~13.5 us at N = 799.
+    """
     n = band.shape[0]
     t = np.empty(BW10 + 1)
     for i in range(n):
         D[i] = band[i, 0]
     clamped = 0
-    for j in range(n):
+    j = 0
+    while j < n:
         ref = abs(D[j])
         if ref < 1e-300:
             ref = 1e-300
@@ -103,89 +114,141 @@ def ldlt_factor_band10(band, D, pivot_eps):
             clamped += 1
         D[j] = d
         inv = 1.0 / d
-        if j + BW10 < n:
-            # unrolled by hand: column j's ten entries in registers (t1..t10), then row a of the
-            # trailing triangle gets l_a = t_a / d and -= l_a t_b for b = a..1 (a heap scratch array
-            # would be reloaded after every store into the band: the compiler cannot tell them apart)
-            t1, t2, t3, t4, t5, t6, t7, t8, t9, t10 = band[j + 1, 1], band[j + 2, 2], band[j + 3, 3], band[j + 4, 4], band[j + 5, 5], band[j + 6, 6], band[j + 7, 7], band[j + 8, 8], band[j + 9, 9], band[j + 10, 10]
-            la = t1 * inv
-            band[j + 1, 1] = la
-            band[j + 1, 0] -= la * t1
-            la = t2 * inv
-            band[j + 2, 2] = la
-            band[j + 2, 1] -= la * t1
-            band[j + 2, 0] -= la * t2
-            la = t3 * inv
-            band[j + 3, 3] = la
-            band[j + 3, 2] -= la * t1
-            band[j + 3, 1] -= la * t2
-            band[j + 3, 0] -= la * t3
-            la = t4 * inv
-            band[j + 4, 4] = la
-            band[j + 4, 3] -= la * t1
-            band[j + 4, 2] -= la * t2
-            band[j + 4, 1] -= la * t3
-            band[j + 4, 0] -= la * t4
-            la = t5 * inv
-            band[j + 5, 5] = la
-            band[j + 5, 4] -= la * t1
-            band[j + 5, 3] -= la * t2
-            band[j + 5, 2] -= la * t3
-            band[j + 5, 1] -= la * t4
-            band[j + 5, 0] -= la * t5
-            la = t6 * inv
-            band[j + 6, 6] = la
-            band[j + 6, 5] -= la * t1
-            band[j + 6, 4] -= la * t2
-            band[j + 6, 3] -= la * t3
-            band[j + 6, 2] -= la * t4
-            band[j + 6, 1] -= la * t5
-            band[j + 6, 0] -= la * t6
-            la = t7 * inv
-            band[j + 7, 7] = la
-            band[j + 7, 6] -= la * t1
-            band[j + 7, 5] -= la * t2
-            band[j + 7, 4] -= la * t3
-            band[j + 7, 3] -= la * t4
-            band[j + 7, 2] -= la * t5
-            band[j + 7, 1] -= la * t6
-            band[j + 7, 0] -= la * t7
-            la = t8 * inv
-            band[j + 8, 8] = la
-            band[j + 8, 7] -= la * t1
-            band[j + 8, 6] -= la * t2
-            band[j + 8, 5] -= la * t3
-            band[j + 8, 4] -= la * t4
-            band[j + 8, 3] -= la * t5
-            band[j + 8, 2] -= la * t6
-            band[j + 8, 1] -= la * t7
-            band[j + 8, 0] -= la * t8
-            la = t9 * inv
-            band[j + 9, 9] = la
-            band[j + 9, 8] -= la * t1
-            band[j + 9, 7] -= la * t2
-            band[j + 9, 6] -= la * t3
-            band[j + 9, 5] -= la * t4
-            band[j + 9, 4] -= la * t5
-            band[j + 9, 3] -= la * t6
-            band[j + 9, 2] -= la * t7
-            band[j + 9, 1] -= la * t8
-            band[j + 9, 0] -= la * t9
-            la = t10 * inv
-            band[j + 10, 10] = la
-            band[j + 10, 9] -= la * t1
-            band[j + 10, 8] -= la * t2
-            band[j + 10, 7] -= la * t3
-            band[j + 10, 6] -= la * t4
-            band[j + 10, 5] -= la * t5
-            band[j + 10, 4] -= la * t6
-            band[j + 10, 3] -= la * t7
-            band[j + 10, 2] -= la * t8
-            band[j + 10, 1] -= la * t9
-            band[j + 10, 0] -= la * t10
+        if j + BW10 + 1 < n:
+            # column j: entries t_a = A[j+a, j] (a = 1..10) and l_a = t_a / d
+            t1 = band[j + 1, 1]
+            t2 = band[j + 2, 2]
+            t3 = band[j + 3, 3]
+            t4 = band[j + 4, 4]
+            t5 = band[j + 5, 5]
+            t6 = band[j + 6, 6]
+            t7 = band[j + 7, 7]
+            t8 = band[j + 8, 8]
+            t9 = band[j + 9, 9]
+            t10 = band[j + 10, 10]
+            l1 = t1 * inv
+            l2 = t2 * inv
+            l3 = t3 * inv
+            l4 = t4 * inv
+            l5 = t5 * inv
+            l6 = t6 * inv
+            l7 = t7 * inv
+            l8 = t8 * inv
+            l9 = t9 * inv
+            l10 = t10 * inv
+            band[j + 1, 1] = l1
+            band[j + 2, 2] = l2
+            band[j + 3, 3] = l3
+            band[j + 4, 4] = l4
+            band[j + 5, 5] = l5
+            band[j + 6, 6] = l6
+            band[j + 7, 7] = l7
+            band[j + 8, 8] = l8
+            band[j + 9, 9] = l9
+            band[j + 10, 10] = l10
+            # column j + 1 after column j's update: u_b = A[j+1+b, j+1] - l_(1+b) t_1
+            d = band[j + 1, 0] - l1 * t1
+            u1 = band[j + 2, 1] - l2 * t1
+            u2 = band[j + 3, 2] - l3 * t1
+            u3 = band[j + 4, 3] - l4 * t1
+            u4 = band[j + 5, 4] - l5 * t1
+            u5 = band[j + 6, 5] - l6 * t1
+            u6 = band[j + 7, 6] - l7 * t1
+            u7 = band[j + 8, 7] - l8 * t1
+            u8 = band[j + 9, 8] - l9 * t1
+            u9 = band[j + 10, 9] - l10 * t1
+            u10 = band[j + 11, 10]
+            band[j + 1, 0] = d
+            ref = abs(D[j + 1])
+            if ref < 1e-300:
+                ref = 1e-300
+            if not d > pivot_eps * ref:
+                d = pivot_eps * ref
+                clamped += 1
+            D[j + 1] = d
+            inv = 1.0 / d
+            m1 = u1 * inv
+            m2 = u2 * inv
+            m3 = u3 * inv
+            m4 = u4 * inv
+            m5 = u5 * inv
+            m6 = u6 * inv
+            m7 = u7 * inv
+            m8 = u8 * inv
+            m9 = u9 * inv
+            m10 = u10 * inv
+            band[j + 2, 1] = m1
+            band[j + 3, 2] = m2
+            band[j + 4, 3] = m3
+            band[j + 5, 4] = m4
+            band[j + 6, 5] = m5
+            band[j + 7, 6] = m6
+            band[j + 8, 7] = m7
+            band[j + 9, 8] = m8
+            band[j + 10, 9] = m9
+            band[j + 11, 10] = m10
+            # rank-2 update of rows j+2 .. j+11 (columns j+2 .. row), column j first, then column j+1
+            band[j + 2, 0] = (band[j + 2, 0] - l2 * t2) - m1 * u1
+            band[j + 3, 1] = (band[j + 3, 1] - l3 * t2) - m2 * u1
+            band[j + 3, 0] = (band[j + 3, 0] - l3 * t3) - m2 * u2
+            band[j + 4, 2] = (band[j + 4, 2] - l4 * t2) - m3 * u1
+            band[j + 4, 1] = (band[j + 4, 1] - l4 * t3) - m3 * u2
+            band[j + 4, 0] = (band[j + 4, 0] - l4 * t4) - m3 * u3
+            band[j + 5, 3] = (band[j + 5, 3] - l5 * t2) - m4 * u1
+            band[j + 5, 2] = (band[j + 5, 2] - l5 * t3) - m4 * u2
+            band[j + 5, 1] = (band[j + 5, 1] - l5 * t4) - m4 * u3
+            band[j + 5, 0] = (band[j + 5, 0] - l5 * t5) - m4 * u4
+            band[j + 6, 4] = (band[j + 6, 4] - l6 * t2) - m5 * u1
+            band[j + 6, 3] = (band[j + 6, 3] - l6 * t3) - m5 * u2
+            band[j + 6, 2] = (band[j + 6, 2] - l6 * t4) - m5 * u3
+            band[j + 6, 1] = (band[j + 6, 1] - l6 * t5) - m5 * u4
+            band[j + 6, 0] = (band[j + 6, 0] - l6 * t6) - m5 * u5
+            band[j + 7, 5] = (band[j + 7, 5] - l7 * t2) - m6 * u1
+            band[j + 7, 4] = (band[j + 7, 4] - l7 * t3) - m6 * u2
+            band[j + 7, 3] = (band[j + 7, 3] - l7 * t4) - m6 * u3
+            band[j + 7, 2] = (band[j + 7, 2] - l7 * t5) - m6 * u4
+            band[j + 7, 1] = (band[j + 7, 1] - l7 * t6) - m6 * u5
+            band[j + 7, 0] = (band[j + 7, 0] - l7 * t7) - m6 * u6
+            band[j + 8, 6] = (band[j + 8, 6] - l8 * t2) - m7 * u1
+            band[j + 8, 5] = (band[j + 8, 5] - l8 * t3) - m7 * u2
+            band[j + 8, 4] = (band[j + 8, 4] - l8 * t4) - m7 * u3
+            band[j + 8, 3] = (band[j + 8, 3] - l8 * t5) - m7 * u4
+            band[j + 8, 2] = (band[j + 8, 2] - l8 * t6) - m7 * u5
+            band[j + 8, 1] = (band[j + 8, 1] - l8 * t7) - m7 * u6
+            band[j + 8, 0] = (band[j + 8, 0] - l8 * t8) - m7 * u7
+            band[j + 9, 7] = (band[j + 9, 7] - l9 * t2) - m8 * u1
+            band[j + 9, 6] = (band[j + 9, 6] - l9 * t3) - m8 * u2
+            band[j + 9, 5] = (band[j + 9, 5] - l9 * t4) - m8 * u3
+            band[j + 9, 4] = (band[j + 9, 4] - l9 * t5) - m8 * u4
+            band[j + 9, 3] = (band[j + 9, 3] - l9 * t6) - m8 * u5
+            band[j + 9, 2] = (band[j + 9, 2] - l9 * t7) - m8 * u6
+            band[j + 9, 1] = (band[j + 9, 1] - l9 * t8) - m8 * u7
+            band[j + 9, 0] = (band[j + 9, 0] - l9 * t9) - m8 * u8
+            band[j + 10, 8] = (band[j + 10, 8] - l10 * t2) - m9 * u1
+            band[j + 10, 7] = (band[j + 10, 7] - l10 * t3) - m9 * u2
+            band[j + 10, 6] = (band[j + 10, 6] - l10 * t4) - m9 * u3
+            band[j + 10, 5] = (band[j + 10, 5] - l10 * t5) - m9 * u4
+            band[j + 10, 4] = (band[j + 10, 4] - l10 * t6) - m9 * u5
+            band[j + 10, 3] = (band[j + 10, 3] - l10 * t7) - m9 * u6
+            band[j + 10, 2] = (band[j + 10, 2] - l10 * t8) - m9 * u7
+            band[j + 10, 1] = (band[j + 10, 1] - l10 * t9) - m9 * u8
+            band[j + 10, 0] = (band[j + 10, 0] - l10 * t10) - m9 * u9
+            band[j + 11, 9] -= m10 * u1
+            band[j + 11, 8] -= m10 * u2
+            band[j + 11, 7] -= m10 * u3
+            band[j + 11, 6] -= m10 * u4
+            band[j + 11, 5] -= m10 * u5
+            band[j + 11, 4] -= m10 * u6
+            band[j + 11, 3] -= m10 * u7
+            band[j + 11, 2] -= m10 * u8
+            band[j + 11, 1] -= m10 * u9
+            band[j + 11, 0] -= m10 * u10
 
+            j += 2
         else:
             amax = n - 1 - j
+            if amax > BW10:
+                amax = BW10
             for a in range(1, amax + 1):
                 t[a] = band[j + a, a]
                 band[j + a, a] = t[a] * inv
@@ -193,6 +256,7 @@ def ldlt_factor_band10(band, D, pivot_eps):
                 ta = t[a] * inv
                 for b in range(1, a + 1):
                     band[j + a, a - b] -= ta * t[b]
+            j += 1
     return clamped
 
 
