@@ -631,12 +631,11 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
                                        edges, h_diag, h_lower, rhs, active, dlam)
             diag[0] = max(diag[0], it)
             diag[1] = max(diag[1], viol)
-        finite = True
+        probe = 0.0  # x - x is 0 for finite x and NaN for inf/NaN: one vectorisable pass
         for i in range(nv):
             for d in range(3):
-                if not math.isfinite(x[i, d]):
-                    finite = False
-        if not finite:
+                probe += x[i, d] - x[i, d]
+        if probe != 0.0:
             for i in range(nv):
                 for d in range(3):
                     x[i, d] = x_old[i, d]
@@ -646,7 +645,8 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
             for d in range(3):
                 v[i, d] = (x[i, d] - x_old[i, d]) * inv_h
         if twist_free:
-            compute_edges(x, closed, edges)
+            if not inextensible:  # the projection leaves the final edges in ``edges``
+                compute_edges(x, closed, edges)
             compute_tangents(edges, lengths, tangents)
             compute_curvature_binormals(tangents, closed, kb)
             done += 1

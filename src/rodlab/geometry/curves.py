@@ -50,8 +50,9 @@ def compute_tangents(edges, lengths_out, tangents_out):
         if not length > 1e-300:
             raise ValueError("zero-length (or non-finite) edge: tangent undefined")
         lengths_out[j] = length
+        inv = 1.0 / length
         for c in range(3):
-            tangents_out[j, c] = edges[j, c] / length
+            tangents_out[j, c] = edges[j, c] * inv
 
 
 @njit(**JIT)
