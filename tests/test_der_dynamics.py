@@ -103,3 +103,16 @@ def test_bad_options_name_the_parameter():
         DEROptions(dt=-1.0)
     with pytest.raises(ValueError, match="twist_solver"):
         DEROptions(dt=1e-3, twist_solver="magic")
+
+
+def test_failed_projection_is_refused_not_stepped_through():
+    rod = _cantilever(20)
+    st = DERStepper(rod, Loads(gravity=(0, 0, -9.81)),
+                    DEROptions(dt=suggested_time_step(rod), projection_max_iter=1, projection_tol=1e-15, projection_fail=1e-14))
+    state = st.initial_state()
+    before = state.copy()
+    with pytest.raises(SimulationError, match="fast projection did not converge"):
+        st.advance(state, 500)
+    e = np.linalg.norm(np.diff(state.x, axis=0), axis=1)
+    assert np.abs(e / rod.rest_lengths - 1).max() < 1e-12  # the kept state is a good one
+    assert state.t >= before.t

@@ -559,6 +559,21 @@ def clamp_material_angles(ref_d1, ref_d2, tangents, theta, clamp_edges, clamp_m1
 
 
 @njit(**JIT)
+def set_material_angles(ref_d1, tangents, m1, theta):
+    """``theta_j`` = signed angle from ``a1_j`` to the material director ``m1_j`` about ``t_j``,
+    unwrapped against the current ``theta_j``."""
+    two_pi = 2.0 * math.pi
+    for j in range(theta.shape[0]):
+        a0, a1, a2 = ref_d1[j, 0], ref_d1[j, 1], ref_d1[j, 2]
+        u0, u1, u2 = m1[j, 0], m1[j, 1], m1[j, 2]
+        c0 = a1 * u2 - a2 * u1
+        c1 = a2 * u0 - a0 * u2
+        c2 = a0 * u1 - a1 * u0
+        ang = math.atan2(c0 * tangents[j, 0] + c1 * tangents[j, 1] + c2 * tangents[j, 2], a0 * u0 + a1 * u1 + a2 * u2)
+        theta[j] = ang + two_pi * math.floor((theta[j] - ang) / two_pi + 0.5)
+
+
+@njit(**JIT)
 def update_twist(kb, ref_d1, ref_d2, tangents, theta, ref_twist, lengths, rest_lengths, lbar, omega_bar,
                  bend_k, twist_bar, twist_k, stretch_k, free_theta, closed, uniform, tol, max_iter,
                  m1, m2, omega, grad, h_diag, h_lower, step):
@@ -575,13 +590,16 @@ def update_twist(kb, ref_d1, ref_d2, tangents, theta, ref_twist, lengths, rest_l
 def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta, ref_d1, ref_twist,
               inv_mass, ext_accel, ext_force, damping, presc_idx, presc_pos, clamp_edges, clamp_m1,
               free_theta, rest_lengths, lbar, omega_bar, bend_k, twist_bar, twist_k, stretch_k,
-              proj_tol, proj_max_iter, twist_tol, twist_max_iter, work_v3, work_e3, work_s, kb, omega, diag):
+              proj_tol, proj_fail, proj_max_iter, twist_tol, twist_max_iter, work_v3, work_e3, work_s, kb, omega, diag):
     """Advance ``nsteps`` symplectic-Euler steps with fast projection and quasistatic twist.
 
     Per step: forces ``-dE/dx`` (+ external), ``v += h M^-1 F`` with implicit viscous damping,
     ``x += h v``, prescribed vertices set, projection onto inextensibility, ``v = (x - x_old)/h``,
     frames transported in time, clamped angles set, twist re-equilibrated.
-    ``presc_pos[s]`` / ``clamp_m1[s]`` hold step ``s``'s prescribed positions and directors.
+    ``presc_pos[s]`` / ``clamp_m1[s]`` hold step ``s``'s prescribed positions and directors (a
+    single row stands for every step: clamps that do not move). A projection that does not reach
+    ``proj_fail`` (relative length violation) restores the step's start and stops, like a
+    non-finite state; ``diag[5]`` is then 1.
     ``diag`` receives (max projection iterations, max violation, max twist iterations,
     max twist gradient, steps completed). Returns the number of steps completed (fewer if the
     state became non-finite; the state is then the last finite one).
@@ -625,12 +643,18 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
                     x[i, d] += h * v[i, d]
         for c in range(presc_idx.shape[0]):
             for d in range(3):
-                x[presc_idx[c], d] = presc_pos[s, c, d]
+                x[presc_idx[c], d] = presc_pos[min(s, presc_pos.shape[0] - 1), c, d]
         if inextensible:
             it, viol = fast_projection(x, inv_mass, rest_lengths, closed, proj_tol, proj_max_iter,
                                        edges, h_diag, h_lower, rhs, active, dlam)
             diag[0] = max(diag[0], it)
             diag[1] = max(diag[1], viol)
+            if not viol <= proj_fail:
+                for i in range(nv):
+                    for d in range(3):
+                        x[i, d] = x_old[i, d]
+                diag[5] = 1.0
+                return done
         probe = 0.0  # x - x is 0 for finite x and NaN for inf/NaN: one vectorisable pass
         for i in range(nv):
             for d in range(3):
@@ -653,7 +677,7 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
             diag[4] = done
             continue
         refresh_geometry(x, closed, ref_d1, ref_twist, True, edges, lengths, tangents, kb, ref_d2)
-        clamp_material_angles(ref_d1, ref_d2, tangents, theta, clamp_edges, clamp_m1[s])
+        clamp_material_angles(ref_d1, ref_d2, tangents, theta, clamp_edges, clamp_m1[min(s, clamp_m1.shape[0] - 1)])
         it, gn = update_twist(kb, ref_d1, ref_d2, tangents, theta, ref_twist, lengths, rest_lengths, lbar,
                               omega_bar, bend_k, twist_bar, twist_k, stretch_k, free_theta, closed, uniform,
                               twist_tol, twist_max_iter, m1, m2, omega, grad, h_diag, h_lower, step)

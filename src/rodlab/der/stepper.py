@@ -19,6 +19,7 @@ from ..geometry.curves import (
     compute_tangents,
     complete_frames,
     material_curvatures,
+    material_frames,
     reference_twist,
     time_parallel_update,
 )
@@ -39,7 +40,8 @@ class DEROptions:
     """Numerical options of the DER stepper.
 
     dt: time step [s]. projection_tol: largest allowed ``|e.e - ebar.ebar| / ebar^2`` after
-    fast projection; projection_max_iter its iteration cap. twist_tol: absolute tolerance on
+    fast projection; projection_max_iter its iteration cap; projection_fail: a step whose
+    projection ends above this violation is refused (SimulationError, state kept). twist_tol: absolute tolerance on
     ``max |dE/dtheta|`` [J] for the quasistatic twist (scaled internally by the stiffest joint);
     twist_max_iter its Newton cap. inextensible: project onto fixed edge lengths (else the
     stretching energy acts). twist_solver: "auto" (closed form when the rod is naturally
@@ -49,6 +51,7 @@ class DEROptions:
     dt: float
     projection_tol: float = 1e-12
     projection_max_iter: int = 30
+    projection_fail: float = 1e-6
     twist_tol: float = 1e-10
     twist_max_iter: int = 50
     inextensible: bool = True
@@ -57,6 +60,7 @@ class DEROptions:
     def __post_init__(self):
         require(self.dt > 0 and math.isfinite(self.dt), f"dt must be > 0 s (got {self.dt})")
         require(self.projection_tol > 0, f"projection_tol must be > 0 (got {self.projection_tol})")
+        require(self.projection_fail >= self.projection_tol, f"projection_fail must be >= projection_tol (got {self.projection_fail})")
         require(self.projection_max_iter >= 1, f"projection_max_iter must be >= 1 (got {self.projection_max_iter})")
         require(self.twist_tol > 0, f"twist_tol must be > 0 (got {self.twist_tol})")
         require(self.twist_max_iter >= 1, f"twist_max_iter must be >= 1 (got {self.twist_max_iter})")
@@ -164,10 +168,8 @@ class DERStepper:
         self._solve_twist(state)
 
     def material_frames(self, state: RodState) -> tuple[np.ndarray, np.ndarray]:
-        t = _tangents(state.x, self.closed)
-        d2 = np.cross(t, state.ref_d1)
-        c, s = np.cos(state.theta)[:, None], np.sin(state.theta)[:, None]
-        return c * state.ref_d1 + s * d2, -s * state.ref_d1 + c * d2
+        """Material directors ``(m1, m2)`` per edge (Bergou 2008, Sec. 4.2.2)."""
+        return self.material_frames_from(state, _tangents(state.x, self.closed))
 
     def twist(self, state: RodState) -> np.ndarray:
         """Integrated twist per joint ``m_k = theta_f - theta_e + mref_k`` [rad]."""
@@ -272,12 +274,10 @@ class DERStepper:
         if moving:
             presc = self._prescribed_positions(state, times)
             clamp_m1 = np.array([[self._clamp_m1(j, t) for j in self.clamp_edges] for t in times]).reshape(nsteps, -1, 3)
-        else:
-            presc = np.broadcast_to(state.x[self.prescribed_vertices][None], (max(nsteps, 1), self.prescribed_vertices.size, 3))
-            presc = np.ascontiguousarray(presc)
-            m1 = np.array([self._clamp_m1(j, state.t) for j in self.clamp_edges]).reshape(1, -1, 3)
-            clamp_m1 = np.ascontiguousarray(np.broadcast_to(m1, (max(nsteps, 1), self.clamp_edges.size, 3)))
-        diag = np.zeros(5)
+        else:  # one row stands for every step
+            presc = np.ascontiguousarray(state.x[self.prescribed_vertices][None])
+            clamp_m1 = np.array([self._clamp_m1(j, state.t) for j in self.clamp_edges]).reshape(1, -1, 3)
+        diag = np.zeros(6)
         ext_accel = np.asarray(self.loads.gravity, dtype=float)
         snapshot = state.copy()
         try:
@@ -291,8 +291,10 @@ class DERStepper:
         state.t += done * h
         info = StepInfo(done, int(diag[0]), float(diag[1]), int(diag[2]), float(diag[3]))
         if done < nsteps:
-            raise SimulationError(f"DER state became non-finite after {done} of {nsteps} steps at t = {state.t:.6g} s "
-                                  f"(dt = {h:g} s; try a smaller dt); the state holds the last finite step")
+            why = (f"fast projection did not converge (length violation {info.constraint_violation_max:.3g} after "
+                   f"{info.projection_iterations_max} iterations)" if diag[5] else "the state became non-finite")
+            raise SimulationError(f"DER step failed: {why} after {done} of {nsteps} steps at t = {state.t:.6g} s "
+                                  f"(dt = {h:g} s; try a smaller dt); the state holds the last good step")
         if opt.inextensible and info.constraint_violation_max > max(opt.projection_tol, 1e-9):
             log.warning("fast projection stopped at violation %.3g after %d iterations", info.constraint_violation_max, info.projection_iterations_max)
         return info
@@ -304,7 +306,8 @@ class DERStepper:
             done = 0
             for s in range(nsteps):
                 self._fill_point_forces(state.t + h * s)
-                done += self._run(state, 1, h, ext_accel, presc[s : s + 1], clamp_m1[s : s + 1], tol, diag)
+                p_row, m_row = min(s, len(presc) - 1), min(s, len(clamp_m1) - 1)
+                done += self._run(state, 1, h, ext_accel, presc[p_row : p_row + 1], clamp_m1[m_row : m_row + 1], tol, diag)
                 if done < s + 1:
                     break
             return done
@@ -329,7 +332,7 @@ class DERStepper:
         """Frames of a twist-free rod after a call that skipped them: the material frame is the
         Bishop frame grown from the prescribed frame (or edge 0's, carried in time), and the
         reference frames are carried in time from the call's start; angles are unwrapped."""
-        from ..geometry.curves import bishop_frames, reference_twist, signed_angle, time_parallel_update
+        from ..geometry.curves import bishop_frames, reference_twist, time_parallel_update
 
         t_now = _tangents(state.x, self.closed)
         m1_old, _ = self.material_frames_from(state, t_start)
@@ -350,16 +353,16 @@ class DERStepper:
             u[:seed_edge] = ub[1:][::-1]
         previous = state.ref_twist.copy()
         reference_twist(t_now, state.ref_d1, self.closed, previous, state.ref_twist)
-        two_pi = 2 * np.pi
-        for j in range(ne):
-            ang = signed_angle(state.ref_d1[j], u[j], t_now[j])
-            state.theta[j] = ang + two_pi * np.floor((state.theta[j] - ang) / two_pi + 0.5)
+        K.set_material_angles(state.ref_d1, t_now, u, state.theta)
         self._refresh(state)
 
     def material_frames_from(self, state: RodState, tangents: np.ndarray):
-        d2 = np.cross(tangents, state.ref_d1)
-        c, s = np.cos(state.theta)[:, None], np.sin(state.theta)[:, None]
-        return c * state.ref_d1 + s * d2, -s * state.ref_d1 + c * d2
+        """Material directors ``(m1, m2)`` of ``state`` on the given tangents."""
+        d2 = np.empty_like(state.ref_d1)
+        complete_frames(tangents, state.ref_d1, d2)
+        m1, m2 = np.empty_like(d2), np.empty_like(d2)
+        material_frames(state.ref_d1, d2, state.theta, m1, m2)
+        return m1, m2
 
     def _run_kernel(self, state, nsteps, h, ext_accel, presc, clamp_m1, tol, diag) -> int:
         opt = self.options
@@ -367,7 +370,7 @@ class DERStepper:
                            state.ref_d1, state.ref_twist, self.inv_mass, ext_accel, self._ext_force, self.loads.damping,
                            self.prescribed_vertices, presc, self.clamp_edges, clamp_m1, self.free_theta,
                            self.rest_lengths, self.lbar, self.omega_bar, self.bend_k, self.twist_bar, self.twist_k,
-                           self.stretch_k, opt.projection_tol, opt.projection_max_iter, tol, opt.twist_max_iter,
+                           self.stretch_k, opt.projection_tol, opt.projection_fail, opt.projection_max_iter, tol, opt.twist_max_iter,
                            self._v3, self._e3, self._s, self._kb, self._omega, diag)
 
     def step(self, state_in: RodState, nsteps: int = 1) -> RodState:
