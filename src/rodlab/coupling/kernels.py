@@ -143,6 +143,56 @@ def _apply_W(inv_m, Iw_inv, rho, f, out):
 # fast projection in the generalized mass metric (Sec. 8.1)
 # --------------------------------------------------------------------------------------------
 @njit(**JIT)
+def _apply_multipliers(x, directions, x_ref, r_ref, dlam, active, vbody, inv_mass, b_inv_mass, b_Iinv, b_r, b_q, b_p,
+                       b_vidx, R, Iw_inv, b_force, b_torque, rho, g, wb):
+    """Move rod vertices and bodies by ``-M^-1 grad C^T dlam``: the constraint gradient of edge j
+    is ``2 d_j`` on its far vertex and ``-2 d_j`` on its near one (``d = directions``); a welded
+    vertex passes its share to its body as a force and a torque about ``r_ref`` (lever arms from
+    ``x_ref``), and the bodies then carry their vertices."""
+    nb = b_r.shape[0]
+    ne = directions.shape[0]
+    for bb in range(nb):
+        for d in range(3):
+            b_force[bb, d] = 0.0
+            b_torque[bb, d] = 0.0
+    for j in range(ne):
+        if not active[j]:
+            continue
+        lam = 2.0 * dlam[j]
+        for d in range(3):
+            g[d] = lam * directions[j, d]
+        for side in range(2):
+            v = j + 1 if side == 0 else j
+            sign = -1.0 if side == 0 else 1.0
+            if vbody[v] >= 0:
+                bb = vbody[v]
+                for d in range(3):
+                    rho[d] = x_ref[v, d] - r_ref[bb, d]
+                b_force[bb, 0] += sign * g[0]
+                b_force[bb, 1] += sign * g[1]
+                b_force[bb, 2] += sign * g[2]
+                b_torque[bb, 0] += sign * (rho[1] * g[2] - rho[2] * g[1])
+                b_torque[bb, 1] += sign * (rho[2] * g[0] - rho[0] * g[2])
+                b_torque[bb, 2] += sign * (rho[0] * g[1] - rho[1] * g[0])
+            elif inv_mass[v] > 0.0:
+                for d in range(3):
+                    x[v, d] += sign * inv_mass[v] * g[d]
+    for bb in range(nb):
+        world_inverse_inertia(b_q[bb], b_Iinv[bb], R, Iw_inv)
+        for d in range(3):
+            b_r[bb, d] += b_inv_mass[bb] * b_force[bb, d]
+            wb[d] = Iw_inv[d, 0] * b_torque[bb, 0] + Iw_inv[d, 1] * b_torque[bb, 1] + Iw_inv[d, 2] * b_torque[bb, 2]
+        dq0, dq1, dq2, dq3 = _rotvec_quat(wb[0], wb[1], wb[2])
+        q0, q1, q2, q3 = _qmul(dq0, dq1, dq2, dq3, b_q[bb, 0], b_q[bb, 1], b_q[bb, 2], b_q[bb, 3])
+        b_q[bb, 0] = q0
+        b_q[bb, 1] = q1
+        b_q[bb, 2] = q2
+        b_q[bb, 3] = q3
+        _normalize_into(b_q[bb])
+    place_body_vertices(x, b_r, b_q, b_p, b_vidx, R)
+
+
+@njit(**JIT)
 def coupled_projection(x, inv_mass, vbody, rest_lengths, b_inv_mass, b_Iinv, b_r, b_q, b_p, b_vidx,
                        tol, max_iter, edges, a_diag, a_lower, rhs, active, dlam, Iw_inv, R, b_force, b_torque):
     """Project onto ``C_j = e_j . e_j - ebar_j^2 = 0`` with bodies in the generalized metric.
@@ -216,46 +266,8 @@ def coupled_projection(x, inv_mass, vbody, rest_lengths, b_inv_mass, b_Iinv, b_r
             else:
                 a_lower[j] = 0.0
         K.solve_tridiagonal_masked(a_diag, a_lower, rhs, active, False, dlam)
-        for bb in range(nb):
-            for d in range(3):
-                b_force[bb, d] = 0.0
-                b_torque[bb, d] = 0.0
-        for j in range(ne):
-            if not active[j]:
-                continue
-            lam = 2.0 * dlam[j]
-            for d in range(3):
-                g[d] = lam * edges[j, d]
-            # dC/dx_b = 2 e, dC/dx_a = -2 e: x_b -= M^-1 g, x_a += M^-1 g
-            for side in range(2):
-                v = j + 1 if side == 0 else j
-                sign = -1.0 if side == 0 else 1.0
-                if vbody[v] >= 0:
-                    bb = vbody[v]
-                    for d in range(3):
-                        rho[d] = x[v, d] - b_r[bb, d]
-                    b_force[bb, 0] += sign * g[0]
-                    b_force[bb, 1] += sign * g[1]
-                    b_force[bb, 2] += sign * g[2]
-                    b_torque[bb, 0] += sign * (rho[1] * g[2] - rho[2] * g[1])
-                    b_torque[bb, 1] += sign * (rho[2] * g[0] - rho[0] * g[2])
-                    b_torque[bb, 2] += sign * (rho[0] * g[1] - rho[1] * g[0])
-                elif inv_mass[v] > 0.0:
-                    for d in range(3):
-                        x[v, d] += sign * inv_mass[v] * g[d]
-        for bb in range(nb):
-            world_inverse_inertia(b_q[bb], b_Iinv[bb], R, Iw_inv)
-            for d in range(3):
-                b_r[bb, d] += b_inv_mass[bb] * b_force[bb, d]
-                wb[d] = Iw_inv[d, 0] * b_torque[bb, 0] + Iw_inv[d, 1] * b_torque[bb, 1] + Iw_inv[d, 2] * b_torque[bb, 2]
-            dq0, dq1, dq2, dq3 = _rotvec_quat(wb[0], wb[1], wb[2])
-            q0, q1, q2, q3 = _qmul(dq0, dq1, dq2, dq3, b_q[bb, 0], b_q[bb, 1], b_q[bb, 2], b_q[bb, 3])
-            b_q[bb, 0] = q0
-            b_q[bb, 1] = q1
-            b_q[bb, 2] = q2
-            b_q[bb, 3] = q3
-            _normalize_into(b_q[bb])
-        place_body_vertices(x, b_r, b_q, b_p, b_vidx, R)
+        _apply_multipliers(x, edges, x, b_r, dlam, active, vbody, inv_mass, b_inv_mass, b_Iinv, b_r, b_q, b_p, b_vidx,
+                           R, Iw_inv, b_force, b_torque, rho, g, wb)
     return max_iter, viol
 
 
@@ -368,45 +380,8 @@ def shake_projection(x, x0, r0, inv_mass, vbody, rest_lengths, b_inv_mass, b_Iin
                     a_upper[j] = -4.0 * inv_mass[b] * (edges[j, 0] * edges0[j + 1, 0] + edges[j, 1] * edges0[j + 1, 1] + edges[j, 2] * edges0[j + 1, 2])
                     a_lower[j] = -4.0 * inv_mass[b] * (edges[j + 1, 0] * edges0[j, 0] + edges[j + 1, 1] * edges0[j, 1] + edges[j + 1, 2] * edges0[j, 2])
         _solve_tridiag_general(a_lower, a_diag, a_upper, rhs, active, dlam)
-        for bb in range(nb):
-            for d in range(3):
-                b_force[bb, d] = 0.0
-                b_torque[bb, d] = 0.0
-        for j in range(ne):
-            if not active[j]:
-                continue
-            lam = 2.0 * dlam[j]
-            for d in range(3):
-                g[d] = lam * edges0[j, d]
-            for side in range(2):
-                v = j + 1 if side == 0 else j
-                sign = -1.0 if side == 0 else 1.0
-                if vbody[v] >= 0:
-                    bb = vbody[v]
-                    for d in range(3):
-                        rho0[d] = x0[v, d] - r0[bb, d]
-                    b_force[bb, 0] += sign * g[0]
-                    b_force[bb, 1] += sign * g[1]
-                    b_force[bb, 2] += sign * g[2]
-                    b_torque[bb, 0] += sign * (rho0[1] * g[2] - rho0[2] * g[1])
-                    b_torque[bb, 1] += sign * (rho0[2] * g[0] - rho0[0] * g[2])
-                    b_torque[bb, 2] += sign * (rho0[0] * g[1] - rho0[1] * g[0])
-                elif inv_mass[v] > 0.0:
-                    for d in range(3):
-                        x[v, d] += sign * inv_mass[v] * g[d]
-        for bb in range(nb):
-            world_inverse_inertia(b_q[bb], b_Iinv[bb], R, Iw_inv)
-            for d in range(3):
-                b_r[bb, d] += b_inv_mass[bb] * b_force[bb, d]
-                wb[d] = Iw_inv[d, 0] * b_torque[bb, 0] + Iw_inv[d, 1] * b_torque[bb, 1] + Iw_inv[d, 2] * b_torque[bb, 2]
-            dq0, dq1, dq2, dq3 = _rotvec_quat(wb[0], wb[1], wb[2])
-            q0, q1, q2, q3 = _qmul(dq0, dq1, dq2, dq3, b_q[bb, 0], b_q[bb, 1], b_q[bb, 2], b_q[bb, 3])
-            b_q[bb, 0] = q0
-            b_q[bb, 1] = q1
-            b_q[bb, 2] = q2
-            b_q[bb, 3] = q3
-            _normalize_into(b_q[bb])
-        place_body_vertices(x, b_r, b_q, b_p, b_vidx, R)
+        _apply_multipliers(x, edges0, x0, r0, dlam, active, vbody, inv_mass, b_inv_mass, b_Iinv, b_r, b_q, b_p, b_vidx,
+                           R, Iw_inv, b_force, b_torque, rho0, g, wb)
     return max_iter, viol
 
 
