@@ -180,76 +180,30 @@ def vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm):
     """4D material curvature ``w`` (4,), its Jacobian ``Jw`` (4, 11) and the twist gradient ``gm`` (11,)
     of interior vertex ``i`` over the local unknowns ``q[4(i-1) : 4(i-1) + 11]``. Returns the twist ``m_i``
     (without the rest twist)."""
-    a = i - 1
-    b = i
-    l0 = elen[a]
-    l1 = elen[b]
-    ex0 = tan[a, 0] * l0
-    ey0 = tan[a, 1] * l0
-    ez0 = tan[a, 2] * l0
-    ex1 = tan[b, 0] * l1
-    ey1 = tan[b, 1] * l1
-    ez1 = tan[b, 2] * l1
-    D = l0 * l1 + ex0 * ex1 + ey0 * ey1 + ez0 * ez1
-    if not D > 1e-12 * l0 * l1:
-        raise ValueError("consecutive edges are anti-parallel: curvature binormal undefined")
-    invD = 1.0 / D
-    kx = 2.0 * (ey0 * ez1 - ez0 * ey1) * invD
-    ky = 2.0 * (ez0 * ex1 - ex0 * ez1) * invD
-    kz = 2.0 * (ex0 * ey1 - ey0 * ex1) * invD
-    # |e1| t0 + e1 and |e0| t1 + e0
-    px = l1 * tan[a, 0] + ex1
-    py = l1 * tan[a, 1] + ey1
-    pz = l1 * tan[a, 2] + ez1
-    sx = l0 * tan[b, 0] + ex0
-    sy = l0 * tan[b, 1] + ey0
-    sz = l0 * tan[b, 2] + ez0
-    for r in range(4):
-        e = a if r < 2 else b
-        if r % 2 == 0:
-            rx, ry, rz = m2[e, 0], m2[e, 1], m2[e, 2]
+    # the compact rows [u, t0, v, t1] of _vertex_rows stand for [-u, t0, u - v, t1, v]
+    R = np.empty(_W + 4)
+    mt = _vertex_rows(q, tan, elen, m1, m2, mref, i, R)
+    for r in range(5):
+        o = 8 * r
+        for c in range(3):
+            u = R[o + c]
+            v = R[o + 4 + c]
+            if r < 4:
+                Jw[r, c] = -u
+                Jw[r, 4 + c] = u - v
+                Jw[r, 8 + c] = v
+            else:
+                gm[c] = -u
+                gm[4 + c] = u - v
+                gm[8 + c] = v
+        if r < 4:
+            Jw[r, 3] = R[o + 3]
+            Jw[r, 7] = R[o + 7]
+            w[r] = R[_W + r]
         else:
-            rx, ry, rz = -m1[e, 0], -m1[e, 1], -m1[e, 2]
-        wr = rx * kx + ry * ky + rz * kz
-        w[r] = wr
-        # d(r.kb)/de0 = (-2 r x e1 - wr p) / D
-        g0x = (-2.0 * (ry * ez1 - rz * ey1) - wr * px) * invD
-        g0y = (-2.0 * (rz * ex1 - rx * ez1) - wr * py) * invD
-        g0z = (-2.0 * (rx * ey1 - ry * ex1) - wr * pz) * invD
-        # d(r.kb)/de1 = (2 r x e0 - wr s) / D
-        g1x = (2.0 * (ry * ez0 - rz * ey0) - wr * sx) * invD
-        g1y = (2.0 * (rz * ex0 - rx * ez0) - wr * sy) * invD
-        g1z = (2.0 * (rx * ey0 - ry * ex0) - wr * sz) * invD
-        Jw[r, 0] = -g0x
-        Jw[r, 1] = -g0y
-        Jw[r, 2] = -g0z
-        Jw[r, 3] = 0.0
-        Jw[r, 4] = g0x - g1x
-        Jw[r, 5] = g0y - g1y
-        Jw[r, 6] = g0z - g1z
-        Jw[r, 7] = 0.0
-        Jw[r, 8] = g1x
-        Jw[r, 9] = g1y
-        Jw[r, 10] = g1z
-    Jw[0, 3] = w[1]
-    Jw[1, 3] = -w[0]
-    Jw[2, 7] = w[3]
-    Jw[3, 7] = -w[2]
-    # twist: m = theta_i - theta_{i-1} + mref; dmref/de0 = kb/(2 l0), dmref/de1 = kb/(2 l1)
-    h0 = 0.5 / l0
-    h1 = 0.5 / l1
-    gm[0] = -kx * h0
-    gm[1] = -ky * h0
-    gm[2] = -kz * h0
-    gm[3] = -1.0
-    gm[4] = kx * (h0 - h1)
-    gm[5] = ky * (h0 - h1)
-    gm[6] = kz * (h0 - h1)
-    gm[7] = 1.0
-    gm[8] = kx * h1
-    gm[9] = ky * h1
-    gm[10] = kz * h1
-    return q[4 * i + 3] - q[4 * i - 1] + mref[a]
+            gm[3] = R[o + 3]
+            gm[7] = R[o + 7]
+    return mt
 
 
 @njit(inline="always", **JIT)
@@ -258,8 +212,8 @@ def _vertex_rows(q, tan, elen, m1, m2, mref, i, R):
     standing for the full row ``[-u, t0, u - v, t1, v]`` over the 11 local unknowns
     ``(x_{i-1}, theta_{i-1}, x_i, theta_i, x_{i+1})`` (positions enter only through the edges,
     ``u = d/de^{i-1}``, ``v = d/de^i``). Rows 0-3: the 4D curvature ``w``, row 4: the twist
-    ``m_i``; ``w`` into ``R[_W:_W + 4]``. Same formulas as :func:`vertex_jacobians` (module docstring), without expanding to 11
-    columns. Returns ``m_i`` (without the rest twist)."""
+    ``m_i``; ``w`` into ``R[_W:_W + 4]``. The formulas of the module docstring, not expanded to 11
+    columns (:func:`vertex_jacobians` expands them). Returns ``m_i`` (without the rest twist)."""
     a = i - 1
     b = i
     l0 = elen[a]
