@@ -255,16 +255,8 @@ def _der_implicit_frame(state):
     return x, np.cos(theta)[:, None] * a1 + np.sin(theta)[:, None] * a2
 
 
-class CompactSolver(_RodlabSolver):
-    method = "compact"
-    name = "rodlab-compact"
-    capabilities = frozenset()
-
-
-class GAlphaSolver(_RodlabSolver):
-    method = "galpha"
-    name = "rodlab-galpha"
-    capabilities = frozenset()
-
+# each method's adapter in its own module; they build on the helpers above (hence imported last)
+from .cb_compact import CompactSolver  # noqa: E402
+from .cb_galpha import GAlphaSolver  # noqa: E402
 
 SOLVERS = {cls.name: cls for cls in (DERSolver, DERImplicitSolver, CompactSolver, GAlphaSolver)}
