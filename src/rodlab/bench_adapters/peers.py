@@ -248,8 +248,8 @@ def run_cosseratbench_adapter(solver_cls, scene: Scene, scale: float) -> Cantile
 # ---------------------------------------------------------------------------------- pypbd
 def run_pypbd(scene: Scene, dt: float, check_every: int = 50) -> CantileverRun:
     """pypbd (PositionBasedDynamics), the direct position-based solver for stiff rods (Deul et
-    al. 2018): ``n - 1`` rigid segments (boxes of the rod's cross-section area, so the same mass
-    per length) joined at ``n - 2`` joints by one ``DirectPositionBasedSolverForStiffRodsConstraint``
+    al. 2018): ``n - 1`` rigid segments (slender boxes, at most half as wide as long, with the
+    density that gives the rod's mass per length; see the comment on ``side``) joined at ``n - 2`` joints by one ``DirectPositionBasedSolverForStiffRodsConstraint``
     with E, G and the radius; the first segment static and centred on x = 0 (clamp converging to
     x = 0). PBD's gravity is fixed along -y: the rod bends in the x-y plane, and y is reported as
     z. Viscous damping: velocities and angular velocities scaled by ``exp(-damping dt)`` after
@@ -260,7 +260,12 @@ def run_pypbd(scene: Scene, dt: float, check_every: int = 50) -> CantileverRun:
         raise PeerUnavailable(f"pypbd not installed ({exc})") from None
     n_seg = scene.n - 1
     h = scene.length / (scene.n - 1.5)
-    side = math.sqrt(scene.area)
+    # pypbd turns each body into its principal axes of inertia, and its stiff-rod constraint takes
+    # the torsion axis from that frame: a box shorter than it is wide (h < sqrt(A), n > ~57 here)
+    # swaps the axes and bends with G J instead of E I. Keep the boxes slender, with the density
+    # raised so the mass per length stays rho A (statics do not see the smaller rotary inertia).
+    side = min(math.sqrt(scene.area), 0.5 * h)
+    density = scene.rho * scene.area / side**2
     sim = pbd.Simulation.getCurrent()
     sim.initDefault()
     model = sim.getModel()
@@ -276,7 +281,7 @@ def run_pypbd(scene: Scene, dt: float, check_every: int = 50) -> CantileverRun:
         for f in faces:
             mesh.addFace(list(f))
         mesh.buildNeighbors()
-        model.addRigidBody(scene.rho, vd, mesh, translation=np.array([i * h, 0.0, 0.0]), generateCollisionObject=False)
+        model.addRigidBody(density, vd, mesh, translation=np.array([i * h, 0.0, 0.0]), generateCollisionObject=False)
     bodies = model.getRigidBodies()
     if len(bodies) != n_seg:
         raise PeerUnavailable(f"pypbd model holds {len(bodies)} bodies, expected {n_seg}")
