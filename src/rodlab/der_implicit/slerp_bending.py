@@ -1,0 +1,399 @@
+"""2D bending with slerped vertex material frames (Gornowicz and Borac, DigiPro 2015 = [41] of Takahashi and
+Batty), with the approximated ("frame held constant") gradient and the exact one, and an implicit-Euler
+stepper variant for the comparison of Takahashi and Batty Sec. VI-A2 / Fig. 3.
+
+Vertex frame (interior vertex ``i``, edges ``a = i - 1`` and ``b = i``, our choices where [41] is not
+available to us, see docs/sagfree-slerp.md):
+
+* common tangent ``tv = (t^a + t^b) / |t^a + t^b|`` (the vertex tangent, half-way between the edges);
+* ``m1', m2'`` = parallel transport of edge ``a``'s material frame from ``t^a`` to ``tv``;
+* the slerp of the two edge frames (both transported to ``tv``) half-way is the rotation of ``m1', m2'``
+  about ``tv`` by half the angle between them. That angle is the DER twist
+  ``m_i = theta_i - theta_{i-1} + mref_i`` (Bergou et al. 2008 Eq. 5; it is continuous in time because
+  ``mref`` is unwrapped): ``M1 = c m1' + s m2'``, ``M2 = -s m1' + c m2'``, ``(c, s) = (cos, sin)(phi / 2)``,
+  ``phi = m_i`` (``branch = 0``, default), or ``phi = m_i`` wrapped into ``(-pi, pi]`` (``branch = 1``, the
+  shortest-arc quaternion slerp, discontinuous where adjacent frames are flipped by ``pi``).
+  ``M1, M2`` are unit vectors for every twist (the averaged frames ``(m^a + m^b) / 2`` vanish at ``m_i = pi``).
+
+2D curvature and energy (the 2D energy of Takahashi and Batty Eq. 5 with the slerped frame):
+``w_i = (kb_i . M2, -kb_i . M1)``, ``E_i = kbend_i / l_i |w_i - wbar_i|^2``.
+
+Because the transport to ``tv`` is a rotation about ``kb`` (``kb`` is parallel to ``t^a x tv``),
+``kb . m1' = kb . m1^a``, so ``w_i = Rot(phi / 2) w^a_i`` with the 2x2 rotation ``Rot(u) = [[cos u, sin u],
+[-sin u, cos u]]`` applied to the 4D curvature's first half ``w^a_i = (kb.m2^a, -kb.m1^a)``. Hence
+
+* exact Jacobian: ``dw_i = Rot(phi / 2) (dw^a_i + 1/2 J w^a_i dm_i)``, ``J = [[0, 1], [-1, 0]]``
+  (``dw^a`` and ``dm`` are the verified 4D rows of :func:`.energies._vertex_rows`: ``dm`` carries the
+  holonomy gradient and ``dm/dtheta = -1, +1``);
+* approximated Jacobian ([41], as we read it: the slerped frame is held constant when differentiating):
+  ``dw_i ~ (M2 . dkb, -M1 . dkb)`` from ``d(r.kb)/de`` with ``r`` constant, and no dependence on the
+  material angles. The dropped part is ``J w_i dpsi`` (``psi`` = rotation of ``M`` about ``tv``); its
+  energy gradient is ``-C_i dpsi wbar_i^T J w_i``: it vanishes identically for ``wbar = 0`` (naturally
+  straight rods), so the approximation only errs with rest curvature (bend-twist coupling and the
+  holonomy term are dropped).
+
+Stretching and twisting are those of :func:`.energies.der_elastic` (called with zero bending stiffness).
+Hessian: Gauss-Newton ``C J^T J`` with the Jacobian actually used (approximated or exact), as the
+der-implicit stepper (Takahashi and Batty Sec. VI).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
+from .energies import (BANDWIDTH, _C, _RES, _W, _WS, _add_gn_hessian_rows, _transport, _vertex_rows,
+                       der_elastic, material_frames_q, update_frames)
+from .stepper import DERImplicitModel, DERImplicitState, StepStats, _fixed_idx, _hold_fixed
+
+JIT = dict(cache=True, error_model="numpy")
+
+GRADIENTS = ("approx", "exact")
+BRANCHES = ("twist", "shortest")
+
+
+@njit(**JIT)
+def slerp_vertex(q, tan, elen, m1, m2, mref, i, branch, exact, R, S, M):
+    """Slerped frame, 2D curvature and its Jacobian at interior vertex ``i`` (module docstring).
+
+    ``R`` (workspace, >= ``_WS``) receives the 4D rows of :func:`.energies._vertex_rows`; ``S`` (>= ``_WS``)
+    receives the two compact rows of ``w_i`` at ``S[0:8]``, ``S[8:16]`` (layout of ``_vertex_rows``:
+    ``[u (3), t0, v (3), t1]`` for the full row ``[-u, t0, u - v, t1, v]``), ``w_i`` at ``S[_W:_W + 2]``;
+    ``M`` (2, 3) receives the vertex directors ``M1, M2``. ``exact`` 1: exact rows; 0: frame held constant.
+    Returns the half angle ``phi / 2``."""
+    mt = _vertex_rows(q, tan, elen, m1, m2, mref, i, R)
+    phi = mt
+    if branch == 1:
+        two_pi = 2.0 * math.pi
+        phi = mt - two_pi * math.floor((mt + math.pi) / two_pi)
+        if phi <= -math.pi:
+            phi += two_pi
+    half = 0.5 * phi
+    c = math.cos(half)
+    s = math.sin(half)
+    w0 = R[_W]
+    w1 = R[_W + 1]
+    S[_W] = c * w0 + s * w1
+    S[_W + 1] = -s * w0 + c * w1
+    a = i - 1
+    b = i
+    tvx = tan[a, 0] + tan[b, 0]
+    tvy = tan[a, 1] + tan[b, 1]
+    tvz = tan[a, 2] + tan[b, 2]
+    nv = math.sqrt(tvx * tvx + tvy * tvy + tvz * tvz)
+    tvx /= nv
+    tvy /= nv
+    tvz /= nv
+    p1x, p1y, p1z = _transport(tan[a, 0], tan[a, 1], tan[a, 2], tvx, tvy, tvz, m1[a, 0], m1[a, 1], m1[a, 2])
+    p2x, p2y, p2z = _transport(tan[a, 0], tan[a, 1], tan[a, 2], tvx, tvy, tvz, m2[a, 0], m2[a, 1], m2[a, 2])
+    M[0, 0] = c * p1x + s * p2x
+    M[0, 1] = c * p1y + s * p2y
+    M[0, 2] = c * p1z + s * p2z
+    M[1, 0] = -s * p1x + c * p2x
+    M[1, 1] = -s * p1y + c * p2y
+    M[1, 2] = -s * p1z + c * p2z
+    if exact:
+        u0 = w1
+        u1 = -w0
+        for k in range(8):
+            r0 = R[k] + 0.5 * u0 * R[32 + k]
+            r1 = R[8 + k] + 0.5 * u1 * R[32 + k]
+            S[k] = c * r0 + s * r1
+            S[8 + k] = -s * r0 + c * r1
+    else:
+        l0 = elen[a]
+        l1 = elen[b]
+        ex0 = tan[a, 0] * l0
+        ey0 = tan[a, 1] * l0
+        ez0 = tan[a, 2] * l0
+        ex1 = tan[b, 0] * l1
+        ey1 = tan[b, 1] * l1
+        ez1 = tan[b, 2] * l1
+        invD = 1.0 / (l0 * l1 + ex0 * ex1 + ey0 * ey1 + ez0 * ez1)
+        px = l1 * tan[a, 0] + ex1
+        py = l1 * tan[a, 1] + ey1
+        pz = l1 * tan[a, 2] + ez1
+        sx = l0 * tan[b, 0] + ex0
+        sy = l0 * tan[b, 1] + ey0
+        sz = l0 * tan[b, 2] + ez0
+        for r in range(2):
+            if r == 0:
+                rx, ry, rz = M[1, 0], M[1, 1], M[1, 2]
+            else:
+                rx, ry, rz = -M[0, 0], -M[0, 1], -M[0, 2]
+            wr = S[_W + r]
+            S[8 * r + 0] = (-2.0 * (ry * ez1 - rz * ey1) - wr * px) * invD
+            S[8 * r + 1] = (-2.0 * (rz * ex1 - rx * ez1) - wr * py) * invD
+            S[8 * r + 2] = (-2.0 * (rx * ey1 - ry * ex1) - wr * pz) * invD
+            S[8 * r + 4] = (2.0 * (ry * ez0 - rz * ey0) - wr * sx) * invD
+            S[8 * r + 5] = (2.0 * (rz * ex0 - rx * ez0) - wr * sy) * invD
+            S[8 * r + 6] = (2.0 * (rx * ey0 - ry * ex0) - wr * sz) * invD
+            S[8 * r + 3] = 0.0
+            S[8 * r + 7] = 0.0
+    return half
+
+
+@njit(**JIT)
+def slerp_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar2, ktwist, mbar, lvor, branch, exact, want, grad, band):
+    """Elastic energy with slerped-frame 2D bending (module docstring) at ``q`` with frames ``a1``/``mref``.
+
+    Same contract as :func:`.energies.der_elastic` (``want`` 0/1/2, ``grad``/``band`` accumulated into),
+    with ``wbar2`` (n, 2) the rest 2D curvature and ``exact`` selecting the exact (1) or the approximated
+    (0, frame held constant, [41]) gradient and Gauss-Newton Hessian. Stretching and twisting come from
+    ``der_elastic`` with zero bending stiffness."""
+    ne = tan.shape[0]
+    nv = ne + 1
+    zb = np.zeros(nv)
+    wz = np.zeros((nv, 4))
+    E = der_elastic(q, tan, elen, a1, mref, ks, lbar, zb, wz, ktwist, mbar, lvor, False, want, grad, band)
+    m1 = np.empty((ne, 3))
+    m2 = np.empty((ne, 3))
+    material_frames_q(q, tan, a1, m1, m2)
+    R = np.empty(_WS)
+    S = np.zeros(_WS)
+    M = np.empty((2, 3))
+    gu = np.empty(8)
+    for i in range(1, nv - 1):
+        slerp_vertex(q, tan, elen, m1, m2, mref, i, branch, exact, R, S, M)
+        cw = 2.0 * kbend[i] / lvor[i]
+        for r in range(2):
+            S[_RES + r] = S[_W + r] - wbar2[i, r]
+            S[_C + r] = cw
+            E += 0.5 * cw * S[_RES + r] * S[_RES + r]
+        if want >= 1:
+            base = 4 * (i - 1)
+            f0 = cw * S[_RES]
+            f1 = cw * S[_RES + 1]
+            for k in range(8):
+                gu[k] = f0 * S[k] + f1 * S[8 + k]
+            grad[base] -= gu[0]
+            grad[base + 1] -= gu[1]
+            grad[base + 2] -= gu[2]
+            grad[base + 3] += gu[3]
+            grad[base + 4] += gu[0] - gu[4]
+            grad[base + 5] += gu[1] - gu[5]
+            grad[base + 6] += gu[2] - gu[6]
+            grad[base + 7] += gu[7]
+            grad[base + 8] += gu[4]
+            grad[base + 9] += gu[5]
+            grad[base + 10] += gu[6]
+        if want >= 2:
+            # rows 2-4 unused: zero rows and weights (the Gram routine runs over 5 rows)
+            for k in range(16, 40):
+                S[k] = 0.0
+            S[_C + 2] = 0.0
+            S[_C + 3] = 0.0
+            S[_C + 4] = 0.0
+            _add_gn_hessian_rows(band, 4 * (i - 1), S)
+    return E
+
+
+@njit(**JIT)
+def slerp_frames_all(q, tan, elen, a1, mref, branch, w_out, M_out):
+    """Slerped 2D curvature (n, 2) and vertex directors ``M_out`` (n, 2, 3) of every interior vertex
+    (ends left 0), at frames ``a1``/``mref`` of ``q``."""
+    ne = tan.shape[0]
+    nv = ne + 1
+    m1 = np.empty((ne, 3))
+    m2 = np.empty((ne, 3))
+    material_frames_q(q, tan, a1, m1, m2)
+    R = np.empty(_WS)
+    S = np.zeros(_WS)
+    M = np.empty((2, 3))
+    w_out[:, :] = 0.0
+    M_out[:, :, :] = 0.0
+    for i in range(1, nv - 1):
+        slerp_vertex(q, tan, elen, m1, m2, mref, i, branch, 1, R, S, M)
+        w_out[i, 0] = S[_W]
+        w_out[i, 1] = S[_W + 1]
+        for r in range(2):
+            for c in range(3):
+                M_out[i, r, c] = M[r, c]
+
+
+@njit(**JIT)
+def _phi_slerp(q, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a1, mref, ks, lbar, kbend,
+               wbar2, ktwist, mbar, lvor, branch, exact, g, band):
+    update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
+    E = slerp_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar2, ktwist, mbar, lvor, branch, exact, 0, g, band)
+    for r in range(q.shape[0]):
+        d1 = q[r] - qhat[r]
+        d0 = q[r] - q0[r]
+        E += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * q[r]
+    return E
+
+
+@njit(**JIT)
+def slerp_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, kbend, wbar2, ktwist, mbar, lvor,
+                      branch, exact, h, damping, nsteps, newton_iters, ls_max, stats):
+    """``nsteps`` implicit-Euler steps with slerped-frame bending, in place: the algorithm of
+    :func:`.stepper.newton_minimize` / :func:`.stepper.implicit_euler_steps` (incremental potential,
+    Gauss-Newton Hessian, banded LDL^T, Armijo backtracking on the true incremental potential with the
+    slope of the gradient in use); ``ls_max = 0`` takes the full Newton step without a line search.
+    ``stats`` (3,): Newton iterations, line-search failures, last free-gradient max-norm."""
+    n = q.shape[0]
+    ne = tanr.shape[0]
+    tan = np.empty((ne, 3))
+    elen = np.empty(ne)
+    a1w = np.empty((ne, 3))
+    mrefw = np.empty(mref.shape[0])
+    g = np.empty(n)
+    band = np.empty((n, BANDWIDTH + 1))
+    D = np.empty(n)
+    dq = np.empty(n)
+    qt = np.empty(n)
+    q0 = np.empty(n)
+    qhat = np.empty(n)
+    a_in = 1.0 / (h * h)
+    a_dmp = damping / h
+    for st in range(nsteps):
+        for r in range(n):
+            q0[r] = q[r]
+            qhat[r] = q[r] + h * v[r]
+        for t in range(fixed_idx.shape[0]):
+            qhat[fixed_idx[t]] = q[fixed_idx[t]]
+        for it in range(newton_iters):
+            update_frames(q, tanr, a1, mref, tan, elen, a1w, mrefw)
+            g[:] = 0.0
+            band[:, :] = 0.0
+            E = slerp_elastic(q, tan, elen, a1w, mrefw, ks, lbar, kbend, wbar2, ktwist, mbar, lvor, branch, exact,
+                              2, g, band)
+            for r in range(n):
+                d1 = q[r] - qhat[r]
+                d0 = q[r] - q0[r]
+                E += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * q[r]
+                g[r] += mass[r] * (a_in * d1 + a_dmp * d0) - fext[r]
+                band[r, 0] += mass[r] * (a_in + a_dmp)
+            _hold_fixed(fixed_idx, g, band)
+            gmax = 0.0
+            for r in range(n):
+                if abs(g[r]) > gmax:
+                    gmax = abs(g[r])
+            stats[2] = gmax
+            ldlt_factor_band10(band, D, 1e-13)
+            for r in range(n):
+                dq[r] = -g[r]
+            ldlt_solve_band10(band, D, dq)
+            stats[0] += 1
+            if ls_max == 0:
+                for r in range(n):
+                    q[r] += dq[r]
+                continue
+            slope = 0.0
+            for r in range(n):
+                slope += g[r] * dq[r]
+            alpha = 1.0
+            ok = False
+            for ls in range(ls_max):
+                for r in range(n):
+                    qt[r] = q[r] + alpha * dq[r]
+                Et = _phi_slerp(qt, qhat, q0, mass, a_in, a_dmp, fext, tanr, a1, mref, tan, elen, a1w, mrefw,
+                                ks, lbar, kbend, wbar2, ktwist, mbar, lvor, branch, exact, g, band)
+                if Et <= E + 1e-4 * alpha * slope + 1e-12 * (abs(E) + abs(Et)):
+                    ok = True
+                    break
+                alpha *= 0.5
+            if not ok:
+                stats[1] += 1
+                break
+            for r in range(n):
+                q[r] = qt[r]
+        update_frames(q, tanr, a1, mref, tan, elen, a1w, mrefw)
+        tanr[:, :] = tan
+        a1[:, :] = a1w
+        mref[:] = mrefw
+        for r in range(n):
+            v[r] = (q[r] - q0[r]) / h
+
+
+def rest_curvature2(model: DERImplicitModel, state: DERImplicitState, branch: str = "twist") -> np.ndarray:
+    """Slerped 2D curvature (n, 2) of ``state`` (use it as the rest curvature of a rod at rest there)."""
+    b = _branch(branch)
+    nv = model.nv
+    w = np.zeros((nv, 2))
+    Mo = np.zeros((nv, 2, 3))
+    tan, elen, a1, mref = _frames_at(state)
+    slerp_frames_all(state.q, tan, elen, a1, mref, b, w, Mo)
+    return w
+
+
+def _frames_at(state: DERImplicitState):
+    ne = state.tan.shape[0]
+    tan, elen, a1, mref = np.empty((ne, 3)), np.empty(ne), np.empty((ne, 3)), np.empty(ne - 1)
+    update_frames(state.q, state.tan, state.a1, state.mref, tan, elen, a1, mref)
+    return tan, elen, a1, mref
+
+
+def _branch(branch: str) -> int:
+    if branch not in BRANCHES:
+        raise ValueError(f"branch must be one of {BRANCHES} (got {branch!r})")
+    return BRANCHES.index(branch)
+
+
+class SlerpStepper:
+    """Implicit Euler (one Newton iteration per step by default, Gauss-Newton Hessian) for a
+    :class:`.stepper.DERImplicitModel` whose bending is replaced by the slerped-frame 2D model.
+
+    ``wbar2`` (n, 2): rest 2D curvature (see :func:`rest_curvature2`); ``gradient``: ``"approx"`` ([41],
+    frame held constant) or ``"exact"``; ``branch``: ``"twist"`` or ``"shortest"`` (module docstring);
+    ``line_search``: max halvings of the Armijo search (0: full Newton steps). ``model.wbar``/``curv2d``
+    are not used."""
+
+    def __init__(self, model: DERImplicitModel, wbar2: np.ndarray, *, gradient: str = "approx", branch: str = "twist",
+                 h: float = 1.0 / 240.0, newton_iters: int = 1, line_search: int = 12):
+        if gradient not in GRADIENTS:
+            raise ValueError(f"gradient must be one of {GRADIENTS} (got {gradient!r})")
+        if not (h > 0 and math.isfinite(h)):
+            raise ValueError(f"time step h must be > 0 s (got {h})")
+        if newton_iters < 1:
+            raise ValueError(f"newton_iters must be >= 1 (got {newton_iters})")
+        if line_search < 0:
+            raise ValueError(f"line_search must be >= 0 (got {line_search})")
+        wbar2 = np.ascontiguousarray(wbar2, dtype=float)
+        if wbar2.shape != (model.nv, 2):
+            raise ValueError(f"wbar2 must have shape {(model.nv, 2)} (got {wbar2.shape})")
+        self.model = model
+        self.wbar2 = wbar2
+        self.exact = gradient == "exact"
+        self.branch = _branch(branch)
+        self.h = float(h)
+        self.newton_iters = int(newton_iters)
+        self.line_search = int(line_search)
+        self._fixed = _fixed_idx(model)
+
+    def advance(self, state: DERImplicitState, nsteps: int) -> StepStats:
+        m = self.model
+        stats = np.zeros(3)
+        t0 = time.perf_counter()
+        slerp_euler_steps(state.q, state.v, state.a1, state.tan, state.mref, m.mass, m.fext, self._fixed, m.ks, m.lbar,
+                          m.kbend, self.wbar2, m.ktwist, m.mbar, m.lvor, self.branch, int(self.exact), self.h,
+                          float(m.damping), int(nsteps), self.newton_iters, self.line_search, stats)
+        wall = time.perf_counter() - t0
+        state.t += nsteps * self.h
+        ok = bool(np.all(np.isfinite(state.q)))
+        return StepStats(int(nsteps), int(stats[0]), int(stats[1]), wall, float(stats[2]), ok,
+                         "ok" if ok else "non-finite state")
+
+    def elastic_energy(self, state: DERImplicitState) -> float:
+        m = self.model
+        tan, elen, a1, mref = _frames_at(state)
+        n = state.q.size
+        return float(slerp_elastic(state.q, tan, elen, a1, mref, m.ks, m.lbar, m.kbend, self.wbar2, m.ktwist, m.mbar,
+                                   m.lvor, self.branch, int(self.exact), 0, np.zeros(n), np.zeros((n, BANDWIDTH + 1))))
+
+
+def der_elastic_energy(model: DERImplicitModel, state: DERImplicitState) -> float:
+    """Elastic energy of the der-implicit model (4D or averaged 2D, ``model.curv2d``) at ``state``."""
+    tan, elen, a1, mref = _frames_at(state)
+    n = state.q.size
+    return float(der_elastic(state.q, tan, elen, a1, mref, model.ks, model.lbar, model.kbend, model.wbar, model.ktwist,
+                             model.mbar, model.lvor, bool(model.curv2d), 0, np.zeros(n), np.zeros((n, BANDWIDTH + 1))))
+
+
+def total_energy(model: DERImplicitModel, state: DERImplicitState, elastic: float) -> float:
+    """Kinetic + elastic + gravity potential energy ``1/2 v^T M v + E - f_ext . q`` [J]."""
+    return float(0.5 * np.sum(model.mass * state.v ** 2) + elastic - np.dot(model.fext, state.q))
