@@ -57,3 +57,32 @@ def test_unsupported_features_raise_not_implemented():
     for name in ("rodlab-compact", "rodlab-galpha"):
         with pytest.raises(NotImplementedError):
             SOLVERS[name]().run(scen, n_elements=4, n_frames=2)
+
+
+def test_der_implicit_drives_a_sliding_turning_clamp():
+    """Both ends clamped, the end turned by 1 rad about the rod's axis while it slides along it
+    under a tension F: the twist spreads uniformly (material angle linear along the rod) and the
+    end slides out by the stretch of the unclamped length, F L' / (E A)."""
+    from cosseratbench.scenario import Motion
+
+    from rodlab.bench_adapters.cosseratbench import DERImplicitSolver
+
+    E, r, L, F, turn = 1e7, 0.01, 0.5, 50.0, 1.0
+    t = np.linspace(0.0, 0.5, 11)
+    motion = Motion(times=tuple(t), displacement=tuple((0.0, 0.0, 0.0) for _ in t),
+                    rotation=tuple((turn * min(1.0, tt / 0.5), 0.0, 0.0) for tt in t), slides_along=(1.0, 0.0, 0.0))
+    rod = Rod(centerline=((0.0, 0.0, 0.0), (L, 0.0, 0.0)), radius=r, material=Material(E, E / 3, 1000.0),
+              normal=(0.0, 0.0, 1.0), start=EndCondition.CLAMPED, end=EndCondition.CLAMPED, end_motion=motion,
+              loads=(PointLoad(force=(F, 0.0, 0.0)),))
+    scen = Scenario(rods=(rod,), duration=2.0, quasi_static=True, gravity=(0.0, 0.0, 0.0), self_contact=False)
+    traj = DERImplicitSolver().run(scen, n_elements=10, n_frames=3)
+    x, d = traj.positions[0][-1], traj.directors[0][-1]
+    assert np.allclose(x[:, 1:], 0.0, atol=1e-9)                       # stays straight, on the axis
+    slide = x[-1, 0] - L
+    free_length = L * 9 / 10  # the root clamp holds its edge's two vertices: that edge does not stretch
+    assert slide == pytest.approx(F * free_length / (E * np.pi * r**2), rel=1e-3)  # stretched by the tension
+    angles = np.arctan2(-d[:, 1], d[:, 2])                               # d1 turned about +x from +z
+    assert angles[-1] == pytest.approx(turn, abs=1e-9)                   # the clamp's frame is imposed
+    mid = 0.5 * (angles[:-1] + angles[1:])
+    assert np.allclose(np.diff(angles[1:-1]), np.diff(angles[1:-1]).mean(), rtol=1e-3)  # uniform twist
+    assert angles[0] == pytest.approx(0.0, abs=1e-12) and 0.4 < mid[len(mid) // 2] < 0.6

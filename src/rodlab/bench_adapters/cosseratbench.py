@@ -20,10 +20,14 @@ shears (no ``SHEAR``); rodlab has no rod or obstacle contact yet (no contact cap
   scenarios get viscous damping ``2 * scenario.slowest_frequency()`` (critical for the slowest
   mode, as the suite's own adapters do); dynamic ones get none. Time step: the stepper's
   suggested stable step times ``time_step_scale``, shortened so frames fall on steps.
-* ``der-implicit`` (backward-Euler DER, rodlab.der_implicit): the same features as ``der``
-  except driven clamps; rest lengths from ``rest_arc_length`` (it stretches, so a pre-stretched
-  start is kept), straight stress-free shape, default step 1/240 s times ``time_step_scale``
-  (shortened so frames fall on steps), one Newton iteration per step.
+* ``der-implicit`` (backward-Euler DER, rodlab.der_implicit): the same features as ``der``, and
+  clamps that slide along a coordinate axis parallel to the clamped edge (``slides_along``: the
+  edge's coordinates along the axis are released, so the end slides under its loads, as in the
+  suite's ``twist``); a driven clamp's held unknowns (edge vertices, material angle) are set to
+  the motion's pose for the end of each step (``_ClampDrive``). Rest lengths from
+  ``rest_arc_length`` (it stretches, so a pre-stretched start is kept), straight stress-free
+  shape, default step 1/240 s times ``time_step_scale`` (shortened so frames fall on steps), one
+  Newton iteration per step.
 * ``compact``, ``galpha``: their steppers are driven only through rodlab's own scenes so far;
   their adapters declare their capabilities and raise ``NotImplementedError`` for every scenario
   (reported by the suite as unsupported). See docs/benchmarks.md.
@@ -76,13 +80,13 @@ def _damping(scenario) -> float:
     return 2.0 * scenario.slowest_frequency() if scenario.quasi_static else 0.0
 
 
-def _check_supported(scenario) -> None:
+def _check_supported(scenario, sliding_ok: bool = False) -> None:
     if scenario.obstacles:
         raise NotImplementedError("rodlab has no obstacle contact")
     for i, rod in enumerate(scenario.rods):
         for end in End:
             motion = rod.motion(end)
-            if motion is not None and motion.slides_along is not None:
+            if motion is not None and motion.slides_along is not None and not sliding_ok:
                 raise NotImplementedError(f"rod {i}: a clamped end that slides along an axis (slides_along) is not modelled")
         if rod.friction:
             pass  # friction only acts through contact, which is not claimed
@@ -180,9 +184,6 @@ class DERImplicitSolver(_RodlabSolver):
     def _build(self, crod, n_elements: int, scenario):
         from ..der_implicit.stepper import build_rod, with_params
 
-        for end in End:
-            if crod.motion(end) is not None:
-                raise NotImplementedError("rodlab-der-implicit: driven (moving) clamps are not modelled by this adapter")
         nodes = crod.nodes(n_elements)
         m = crod.material
         model, state = build_rod(nodes, radius=crod.radius, E=m.youngs_modulus, G=m.shear_modulus, rho=m.density,
@@ -203,10 +204,14 @@ class DERImplicitSolver(_RodlabSolver):
         lvor = np.zeros(nv)
         lvor[1:-1] = lbar[:-1] + lbar[1:]
         fixed = np.zeros(4 * nv - 1, dtype=bool)
+        drives = []
         for end, first in ((End.START, 0), (End.END, 4 * (nv - 2))):
             cond = crod.condition(end)
             if cond is EndCondition.CLAMPED:
                 fixed[first:first + 7] = True
+                motion = crod.motion(end)
+                if motion is not None:
+                    drives.append(_ClampDrive(motion, end, nodes, state, fixed))
             elif cond is EndCondition.PINNED:
                 v = 0 if end is End.START else nv - 1
                 fixed[4 * v:4 * v + 3] = True
@@ -214,12 +219,12 @@ class DERImplicitSolver(_RodlabSolver):
             v = 0 if load.at is End.START else nv - 1
             fext[4 * v:4 * v + 3] += np.asarray(load.force, dtype=float)
         model = with_params(model, lbar=lbar, lvor=lvor, mass=mass, fext=fext, fixed=fixed)
-        return model, state
+        return model, state, drives
 
     def run(self, scenario, *, n_elements: int, n_frames: int):
         from ..der_implicit.stepper import DERImplicitStepper
 
-        _check_supported(scenario)
+        _check_supported(scenario, sliding_ok=True)
         if n_elements < 2 or n_frames < 2:
             raise ValueError(f"n_elements and n_frames must be >= 2 (got {n_elements}, {n_frames})")
         frame_dt = scenario.duration / (n_frames - 1)
@@ -227,19 +232,80 @@ class DERImplicitSolver(_RodlabSolver):
         dt = frame_dt / per_frame
         positions, directors = [], []
         for i, crod in enumerate(scenario.rods):
-            model, state = self._build(crod, n_elements, scenario)
+            model, state, drives = self._build(crod, n_elements, scenario)
             stepper = DERImplicitStepper(model, h=dt)
             xs = np.empty((n_frames, n_elements + 1, 3))
             ds = np.empty((n_frames, n_elements, 3))
             xs[0], ds[0] = _der_implicit_frame(state)
             for f in range(1, n_frames):
-                st = stepper.advance(state, per_frame)
+                if drives:  # the held unknowns move: set them for the end of each step, then step
+                    for _ in range(per_frame):
+                        for drive in drives:
+                            drive.impose(state, state.t + dt)
+                        st = stepper.advance(state, 1)
+                        if not st.success:
+                            break
+                else:
+                    st = stepper.advance(state, per_frame)
                 if not st.success:
                     raise Diverged(f"rod {i}: {st.message}", time=state.t)
                 xs[f], ds[f] = _der_implicit_frame(state)
             positions.append(xs)
             directors.append(ds)
         return Trajectory(np.linspace(0.0, scenario.duration, n_frames), tuple(positions), tuple(directors))
+
+
+class _ClampDrive:
+    """A driven clamp of the implicit DER rod: the clamped edge's two vertices and its material
+    angle are held unknowns whose values follow the suite's motion (the end turns about its start
+    node). With ``slides_along`` (which must be a coordinate axis along the clamped edge) the two
+    vertices' coordinates along the axis are released: the edge keeps its direction and slides
+    under the loads, its length kept by the stretching energy; the motion acts across the axis
+    and turns the frame about it. The values are imposed for the end of each step (backward Euler
+    then meets the constraint at the new time)."""
+
+    def __init__(self, motion, end, nodes: np.ndarray, state, fixed: np.ndarray) -> None:
+        nv = len(nodes)
+        self.motion = motion
+        self.vertices = (0, 1) if end is End.START else (nv - 1, nv - 2)  # end node first
+        self.edge = 0 if end is End.START else nv - 2
+        self.pivot = nodes[self.vertices[0]].copy()
+        self.x0 = nodes[list(self.vertices)].copy()
+        x, m1 = _der_implicit_frame(state)
+        self.m1_0 = m1[self.edge].copy()
+        self.slide = None
+        if motion.slides_along is not None:
+            axis = motion.axis
+            c = int(np.argmax(np.abs(axis)))
+            t = np.diff(self.x0[[1, 0]] if end is End.END else self.x0, axis=0)[0]
+            t /= np.linalg.norm(t)
+            if abs(abs(axis[c]) - 1.0) > 1e-12 or abs(abs(t @ axis) - 1.0) > 1e-9:
+                raise NotImplementedError("rodlab-der-implicit: a clamp slides only along a coordinate axis "
+                                          "parallel to its clamped edge")
+            self.slide = c
+            for v in self.vertices:
+                fixed[4 * v + c] = False
+
+    def impose(self, state, t: float) -> None:
+        from ..geometry.curves import parallel_transport
+
+        d, R = self.motion.pose(float(t))
+        q = state.q
+        for k, v in enumerate(self.vertices):
+            target = self.pivot + d + R @ (self.x0[k] - self.pivot)
+            for c in range(3):
+                if c != self.slide:
+                    q[4 * v + c] = target[c]
+        e = self.edge
+        tan = q[4 * e + 4:4 * e + 7] - q[4 * e:4 * e + 3]
+        tan /= np.linalg.norm(tan)
+        a1 = parallel_transport(np.ascontiguousarray(state.tan[e]), tan, np.ascontiguousarray(state.a1[e]))
+        a1 -= (a1 @ tan) * tan
+        a1 /= np.linalg.norm(a1)
+        m1 = R @ self.m1_0
+        theta = math.atan2(m1 @ np.cross(tan, a1), m1 @ a1)
+        previous = q[4 * e + 3]
+        q[4 * e + 3] = theta + 2.0 * math.pi * round((previous - theta) / (2.0 * math.pi))  # no 2 pi jumps
 
 
 def _der_implicit_frame(state):
