@@ -1,5 +1,5 @@
 """Scenes of the sag-free paper (Takahashi and Batty): ``sagfree-strand`` (Figs. 6-7) and
-``flipped-frames`` (Fig. 2, 4D vs 2D curvature with flipped material frames)."""
+``flipped-frames`` (Figs. 2-3, 4D vs 2D curvature with averaged or slerped frames, material frames flipped)."""
 from __future__ import annotations
 
 import math
@@ -104,61 +104,161 @@ FLIP_PARAMS = [
     Param("E", 5e8, "Young's modulus [Pa]", low=0.0, low_open=True),
     Param("t_end", 1.0, "simulated time [s]", low=0.0),
     Param("flipped", True, "flip every other material frame by pi (theta_j = j pi)"),
+    Param("model", "2d-average", "bending model contrasted with the 4D one (always run as the reference): 2d-average "
+          "(averaged frames, Fig. 2), 2d-slerp (slerped frames [41], Fig. 3), 4d (the reference alone)",
+          choices=("2d-average", "2d-slerp", "4d")),
+    Param("gradient", "approx", "2d-slerp only: approx (slerped frame held constant when differentiating, [41]) or exact",
+          choices=("approx", "exact")),
+    Param("rest_curvature", 0.0, "rest curvature of the strand [1/m], a circular arc curling in the horizontal plane "
+          "(0: straight rest shape; the strand always starts straight)", low=0.0),
+    Param("line_search", True, "2d-slerp only: Armijo line search on the incremental potential (false: full Newton step)"),
 ]
 
 
-@register("flipped-frames", "bending with 4D vs 2D (averaged-frame) curvature, material frames flipped (Takahashi and Batty Fig. 2)",
-          FLIP_PARAMS, paper="sag-free-der-active-set-cholesky")
+def _flip_rest(n, L, kappa):
+    """Straight strand along +x and its rest shape: the same strand, or an arc of curvature ``kappa`` curling
+    towards +y in the horizontal plane."""
+    x = np.zeros((n, 3))
+    x[:, 0] = np.linspace(0.0, L, n)
+    if kappa <= 0.0:
+        return x, x.copy()
+    s = np.linspace(0.0, L, n)
+    R = 1.0 / kappa
+    xr = np.stack([R * np.sin(s / R), R * (1.0 - np.cos(s / R)), np.zeros(n)], axis=1)
+    return x, xr
+
+
+def _energy_metrics(E, tipz):
+    """Stability measures of a run: largest energy rise above the running minimum [J], its ratio to the
+    energy range, tip-height oscillation (peak to peak over the second half) [m]; stable when the state is
+    finite and the energy never rises by more than 1e-3 of its range (implicit Euler dissipates)."""
+    E = np.asarray(E)
+    finite = bool(np.all(np.isfinite(E)))
+    if E.size < 2 or not finite:
+        return dict(growth=float("nan") if not finite else 0.0, growth_rel=float("nan") if not finite else 0.0,
+                    osc=float("nan") if not finite else 0.0, stable=finite and E.size >= 1)
+    run_min = np.minimum.accumulate(E)[:-1]
+    growth = float(max(np.max(E[1:] - run_min), 0.0))
+    rng = float(np.ptp(E)) or 1.0
+    half = np.asarray(tipz)[len(tipz) // 2:]
+    return dict(growth=growth, growth_rel=growth / rng, osc=float(np.ptp(half)), stable=growth <= 1e-3 * rng)
+
+
+@register("flipped-frames", "bending with 4D vs 2D curvature (averaged or slerped frames), material frames flipped "
+          "(Takahashi and Batty Figs. 2-3)", FLIP_PARAMS, paper="sag-free-der-active-set-cholesky")
 def run_flipped(params, progress):
-    """A horizontal strand, clamped at the root, sags under gravity. Its rest shape is straight and its
-    material frames alternate by pi when ``flipped``; with 2D curvature the averaged frames vanish, so
-    the model has no bending resistance and the strand collapses. Metrics compare the tip sag and the
-    bending force at t = 0 of a prescribed bend."""
-    from ..der_implicit.energies import der_elastic, unpack_dofs, update_frames
+    """A horizontal strand, clamped at the root, sags under gravity; its material frames alternate by pi
+    when ``flipped``. The 4D model always runs; ``model`` picks the 2D model run beside it:
+
+    * ``2d-average``: the averaged frames vanish, the model has no bending resistance and the strand
+      collapses (Fig. 2; metrics ``*_2d``);
+    * ``2d-slerp``: slerped unit vertex frames (:mod:`rodlab.der_implicit.slerp_bending`), with the
+      approximated gradient of [41] or the exact one (Fig. 3; metrics ``*_slerp``). With a straight rest
+      shape the slerped energy equals the 4D one and the approximation is exact; ``rest_curvature`` > 0
+      exposes the approximation.
+
+    Metrics per run: tip height, bending force of a prescribed bend (quarter-circle arc), energy growth,
+    tip oscillation, stability; unprefixed ``stable``, ``energy_growth_max``, ``tip_oscillation`` belong to
+    the chosen model. Trajectories are recorded every frame (60 fps; 4 steps of 1/240 s per frame)."""
+    from ..der_implicit.energies import der_elastic, pack_dofs, unpack_dofs, update_frames
+    from ..der_implicit.slerp_bending import (SlerpStepper, der_elastic_energy, rest_curvature2, slerp_elastic,
+                                              slerp_frames_all, total_energy)
     from ..der_implicit.stepper import DERImplicitStepper, build_rod, with_params
 
     n = params["n"]
     L = params["length"]
-    x = np.zeros((n, 3))
-    x[:, 0] = np.linspace(0.0, L, n)
+    x, xr = _flip_rest(n, L, params["rest_curvature"])
     theta = np.array([math.pi * (j % 2) for j in range(n - 1)]) if params["flipped"] else np.zeros(n - 1)
+    choice = params["model"]
+    runs = [("4d", "4d")]
+    if choice == "2d-average":
+        runs.append(("2d", choice))
+    elif choice == "2d-slerp":
+        runs.append(("slerp", choice))
     out = {}
     trajs = {}
-    for label, c2 in (("4d", False), ("2d", True)):
-        model, state = build_rod(x, radius=params["radius"], E=params["E"], G=params["E"] / 3.0, rho=1000.0,
-                                 theta=theta, damping=1.0, u0=np.array([0.0, 0.0, 1.0]))
-        model = with_params(model, curv2d=c2)
+    energies = {}
+    kw = dict(radius=params["radius"], E=params["E"], G=params["E"] / 3.0, rho=1000.0, theta=theta, damping=1.0,
+              u0=np.array([0.0, 0.0, 1.0]))
+    ne = n - 1
+    for k, (label, kind) in enumerate(runs):
+        model, state = build_rod(x, **kw)
+        rmodel, rstate = build_rod(xr, **kw)
+        model = with_params(model, wbar=rmodel.wbar, mbar=rmodel.mbar, curv2d=(kind == "2d-average"))
+        wbar2 = rest_curvature2(rmodel, rstate)
         # bending force of a prescribed bend (quarter-circle arc), per unit bending stiffness
         s = np.linspace(0.0, L, n)
         R = 2 * L / math.pi
         xb = np.stack([R * np.sin(s / R), np.zeros(n), R * (np.cos(s / R) - 1.0)], axis=1)
-        from ..der_implicit.energies import pack_dofs
-
         qb = pack_dofs(xb, theta)
-        ne = n - 1
         tan, elen, a1, mref = np.empty((ne, 3)), np.empty(ne), np.empty((ne, 3)), np.empty(ne - 1)
         update_frames(qb, state.tan, state.a1, state.mref, tan, elen, a1, mref)
         gvec = np.zeros(qb.size)
         band = np.zeros((qb.size, 11))
         z = np.zeros(ne)
-        der_elastic(qb, tan, elen, a1, mref, z, model.lbar, model.kbend, model.wbar, np.zeros(n), model.mbar,
-                    model.lvor, c2, 1, gvec, band)
+        if kind == "2d-slerp":
+            slerp_elastic(qb, tan, elen, a1, mref, z, model.lbar, model.kbend, wbar2, np.zeros(n), model.mbar,
+                          model.lvor, 0, int(params["gradient"] == "exact"), 1, gvec, band)
+        else:
+            der_elastic(qb, tan, elen, a1, mref, z, model.lbar, model.kbend, model.wbar, np.zeros(n), model.mbar,
+                        model.lvor, kind == "2d-average", 1, gvec, band)
         force = np.sqrt(gvec[0::4] ** 2 + gvec[1::4] ** 2 + gvec[2::4] ** 2)
         out[f"bend_force_{label}"] = float(force.max())
-        st = DERImplicitStepper(model, h=1.0 / 240.0)
-        nsteps = int(round(params["t_end"] * 240))
+        if k == 0:
+            # frame norms at t = 0: averaged frames (m1^{i-1} + m1^i) / 2 and slerped vertex frames
+            q0 = pack_dofs(x, theta)
+            update_frames(q0, state.tan, state.a1, state.mref, tan, elen, a1, mref)  # state: not yet stepped
+            th = theta
+            m1 = np.cos(th)[:, None] * a1 + np.sin(th)[:, None] * np.cross(tan, a1)
+            out["average_frame_norm_min"] = float(np.linalg.norm(0.5 * (m1[:-1] + m1[1:]), axis=1).min())
+            wv, Mv = np.zeros((n, 2)), np.zeros((n, 2, 3))
+            slerp_frames_all(q0, tan, elen, a1, mref, 0, wv, Mv)
+            out["slerp_frame_norm_error_max"] = float(np.abs(np.linalg.norm(Mv[1:-1], axis=2) - 1.0).max())
+        if kind == "2d-slerp":
+            st = SlerpStepper(model, wbar2, gradient=params["gradient"], h=1.0 / 240.0,
+                              line_search=12 if params["line_search"] else 0)
+            energy = st.elastic_energy
+        else:
+            st = DERImplicitStepper(model, h=1.0 / 240.0)
+            energy = lambda state, m=model: der_elastic_energy(m, state)  # noqa: E731
+        nframes = int(round(params["t_end"] * 60))
         xs = [unpack_dofs(state.q)[0]]
-        for k in range(0, nsteps, 24):
-            st.advance(state, min(24, nsteps - k))
+        Es = [total_energy(model, state, energy(state))]
+        lsf = 0
+        for f in range(nframes):
+            r = st.advance(state, 4)
+            lsf += r.line_search_failures
+            if not r.success:
+                break
             xs.append(unpack_dofs(state.q)[0])
-        trajs[label] = np.asarray(xs)
+            Es.append(total_energy(model, state, energy(state)))
+        xs = np.asarray(xs)
+        trajs[label] = xs
+        energies[label] = np.asarray(Es)
+        em = _energy_metrics(Es, xs[:, -1, 2])
         out[f"tip_z_{label}"] = float(xs[-1][-1, 2])
-        progress.update(1 if label == "4d" else 2, 2)
+        out[f"energy_growth_{label}"] = em["growth"]
+        out[f"energy_growth_rel_{label}"] = em["growth_rel"]
+        out[f"tip_osc_{label}"] = em["osc"]
+        out[f"stable_{label}"] = bool(em["stable"] and len(xs) == nframes + 1)
+        out[f"line_search_failures_{label}"] = int(lsf)
+        progress.update(k + 1, len(runs))
     metrics = dict(out)
-    metrics["bend_force_ratio_2d_over_4d"] = out["bend_force_2d"] / out["bend_force_4d"]
+    last = runs[-1][0]
+    if last != "4d":
+        metrics[f"bend_force_ratio_{last}_over_4d"] = out[f"bend_force_{last}"] / out["bend_force_4d"]
+    metrics["stable"] = out[f"stable_{last}"]
+    metrics["energy_growth_max"] = out[f"energy_growth_{last}"]
+    metrics["tip_oscillation"] = out[f"tip_osc_{last}"]
     metrics["flipped"] = bool(params["flipped"])
-    t = np.linspace(0.0, params["t_end"], trajs["4d"].shape[0])
-    return SceneResult(metrics, {"t": t, "x": trajs["4d"], "x_2d": trajs["2d"]}, plot=_plot_flipped)
+    metrics["model"] = choice
+    t = np.arange(trajs["4d"].shape[0]) / 60.0
+    traj = {"t": t, "x": trajs["4d"], "energy_4d": energies["4d"], "rest": xr}
+    if last != "4d":
+        traj[f"x_{last}"] = trajs[last]
+        traj[f"t_{last}"] = np.arange(trajs[last].shape[0]) / 60.0
+        traj[f"energy_{last}"] = energies[last]
+    return SceneResult(metrics, traj, plot=_plot_flipped)
 
 
 def _plot_flipped(result, out_dir):
@@ -171,7 +271,9 @@ def _plot_flipped(result, out_dir):
     tr = result.trajectory
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(tr["x"][-1][:, 0], tr["x"][-1][:, 2], label="4D curvature")
-    ax.plot(tr["x_2d"][-1][:, 0], tr["x_2d"][-1][:, 2], label="2D curvature (averaged frames)")
+    for key, lab in (("x_2d", "2D curvature (averaged frames)"), ("x_slerp", "2D curvature (slerped frames)")):
+        if key in tr:
+            ax.plot(tr[key][-1][:, 0], tr[key][-1][:, 2], label=lab)
     ax.plot(tr["x"][0][:, 0], tr["x"][0][:, 2], "k--", label="initial")
     ax.set_aspect("equal")
     ax.legend()
