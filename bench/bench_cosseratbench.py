@@ -64,7 +64,7 @@ def main(argv=None) -> int:
             notes.append(f"{name}: not run ({type(exc).__name__}: {exc})")
     names = args.experiments or registry.names(registry.EXPERIMENTS)
     experiments = [registry.load_experiment(n) for n in names]
-    supported = []
+    supported, driven = [], {}
     for ex in experiments:
         reasons = []
         for name in RODLAB:
@@ -75,10 +75,12 @@ def main(argv=None) -> int:
                 reasons.append(f"{name}: lacks {', '.join(sorted(c.value for c in missing))}")
                 continue
             try:  # a short probe: does the adapter drive this scenario at all?
+                driven.setdefault(name, [])
                 solvers[name].run(ex.scenario._replace(duration=1e-4) if hasattr(ex.scenario, "_replace") else
                                   __import__("dataclasses").replace(ex.scenario, duration=ex.scenario.duration * 1e-4),
                                   n_elements=max(ex.n_elements // 4, 4), n_frames=2)
                 supported.append(ex.name) if ex.name not in supported else None
+                driven[name].append(ex.name)
             except NotImplementedError as exc:
                 reasons.append(f"{name}: {exc}")
             except Exception as exc:  # noqa: BLE001 - a probe failure is reported, not fatal
@@ -148,8 +150,8 @@ def main(argv=None) -> int:
         "(the suite's own metrics; wall time of the timed run after the suite's warm-up run, so compilation is excluded). "
         "Resolutions: each experiment's default element count, half and twice it. Error metrics are the experiment's "
         "(relative errors against its analytic reference; `settling_residual` how settled the final state is). "
-        "rodlab's adapters: `src/rodlab/bench_adapters/cosseratbench.py` (`rodlab-der` and `rodlab-der-implicit` drive scenarios; "
-        "`rodlab-compact` and `rodlab-galpha` report every scenario as unsupported).",
+        "rodlab's adapters: `src/rodlab/bench_adapters/cosseratbench.py` (`cb_compact.py`, `cb_galpha.py`); "
+        "what each one drives: " + "; ".join(f"{name}: {', '.join(driven.get(name, [])) or 'nothing'}" for name in RODLAB if name in solvers) + ".",
         "",
         table,
         "",
