@@ -32,7 +32,7 @@ from numba import njit
 
 from ..der_implicit.energies import material_frames_q, vertex_jacobians_call
 from ..linalg.banded_ldlt import ldlt_factor_band, ldlt_solve_band
-from .mprgp import ipm, mprgp, pgs, prepare_pc
+from .mprgp import NWS, PC_ASC, PC_IC, PC_MIC, ipm, mprgp, mprgp_asc_solve, pgs, prepare_pc
 
 JIT = dict(cache=True, error_model="numpy")
 
@@ -200,6 +200,14 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
     pt = np.empty(P)
     tmp = np.empty(m)
     qhist = np.zeros(0)
+    # MPRGP with the filtered-factor preconditioners: row-aligned copies of H and its factor and the
+    # solver's scratch, allocated once and reused by every QP of the run
+    fast = pc == PC_ASC or pc == PC_IC or pc == PC_MIC
+    Ar = np.empty((P, HBW + 1))
+    Lr = np.empty((P, HBW + 1))
+    qws = np.empty((NWS, P + HBW))
+    qfree = np.empty(P, dtype=np.bool_)
+    qcounts = np.zeros(4)
     stats[:] = 0.0
     status = 0
     it = 0
@@ -283,7 +291,11 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
         rt = min(qp_rtol, 0.1 * res)
         if rt < 1e-12:
             rt = 1e-12
-        if qp_mode == QP_MPRGP:
+        if qp_mode == QP_MPRGP and fast:
+            qit, qres, ncl = mprgp_asc_solve(pc, H, bq, ld, hd, d, rt, qp_atol, qp_maxit, qhist, qcounts, 1.0, Ar, Lf, Lr, Dp,
+                                             qws, qfree)
+            stats[5] += ncl
+        elif qp_mode == QP_MPRGP:
             stats[5] += prepare_pc(pc, H, Lf, Dp)
             qit, qres = mprgp(H, bq, ld, hd, d, pc, Lf, Dp, rt, qp_atol, qp_maxit, qhist)
         elif qp_mode == QP_PGS:

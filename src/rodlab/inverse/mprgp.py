@@ -540,10 +540,379 @@ def mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, gamma
     return it, math.sqrt(r2) if it > 0 else res
 
 
+# ---------------------------------------------------------------------------------------------------
+# Fast path of the filtered-factor preconditioners (PC_ASC, PC_IC, PC_MIC): "row-aligned" band layout
+#
+# ``R[i, j] = M[i, i - p + j]`` for ``j = 0..p`` (row i's band entries left of and including the diagonal,
+# in increasing column order; zero where ``i - p + j < 0``), and vectors padded with ``p`` leading zeros
+# (entry ``i`` at ``p + i``). Row i's band then meets the vector entries ``i - p .. i`` at the contiguous
+# padded positions ``i .. i + p``: the product, the forward substitution (dot products) and the backward
+# substitution (axpys) all run unit-stride over a row of ``R`` and a window of a vector, with no
+# boundary branches. The factor is stored the same way, its diagonal column holding ``1 / D_i``.
+# These kernels use ``fastmath`` reassociation (and contraction into FMAs) only, so that their dot
+# products vectorize: this changes the rounding of each dot product (relative 1e-16 per entry), never
+# the handling of infinities or NaNs, which the bound logic of the solver (in the non-fastmath caller)
+# relies on.
+# ---------------------------------------------------------------------------------------------------
+
+FAST_PCS = (PC_ASC, PC_IC, PC_MIC)
+FM = {"reassoc", "contract", "nsz"}
+NWS = 8  # padded work vectors of mprgp_fast
+
+
+@njit(fastmath=FM, **JIT)
+def rband_matvec(R, xp, op):
+    """``op = M xp`` on padded vectors for the symmetric ``M`` stored row-aligned in ``R`` (see above).
+    The padding of ``op`` must hold zeros and keeps them (``R`` is zero there)."""
+    n = R.shape[0]
+    p = R.shape[1] - 1
+    for i in range(n):
+        xi = xp[p + i]
+        s = R[i, p] * xi
+        for j in range(p):
+            a = R[i, j]
+            s += a * xp[i + j]
+            op[i + j] += a * xi
+        op[p + i] = s
+
+
+@njit(fastmath=FM, **JIT)
+def rfiltered_apply(Lr, free, r, yp, zp, v):
+    """Filtered symmetric substitution (Takahashi and Batty Eqs. 32-35) with the row-aligned factor
+    ``Lr`` (diagonal column ``1/D``): ``z = L_F^{-T} F D^{-1} F L_F^{-1} r`` into the padded ``zp``
+    (``yp``: padded scratch, both with zero padding). Forward in dot-product form, backward in axpy form
+    (each contiguous). Returns ``z . v`` (``v`` padded), accumulated as the backward sweep finalizes
+    each ``z_i`` (the CG recurrence needs it)."""
+    n = Lr.shape[0]
+    p = Lr.shape[1] - 1
+    for i in range(n):
+        if free[i]:
+            s = r[i]
+            for j in range(p):
+                s -= Lr[i, j] * yp[i + j]
+            yp[p + i] = s
+            zp[p + i] = s * Lr[i, p]
+        else:
+            yp[p + i] = 0.0
+            zp[p + i] = 0.0
+    zv = 0.0
+    for i in range(n - 1, -1, -1):
+        if free[i]:
+            zi = zp[p + i]
+            zv += zi * v[p + i]
+            for j in range(p):
+                zp[i + j] -= Lr[i, j] * zi
+        else:
+            zp[p + i] = 0.0
+    return zv
+
+
+@njit(**JIT)
+def to_rows(band, R):
+    """Lower band (``band[i, k] = M[i, i - k]``) -> row-aligned ``R`` (zeros outside the matrix); returns the
+    largest absolute row sum of the symmetric ``M`` (``||M||_inf``, an upper bound of its 2-norm)."""
+    n = band.shape[0]
+    p = band.shape[1] - 1
+    for i in range(n):
+        k0 = p if i >= p else i
+        for j in range(p - k0):
+            R[i, j] = 0.0
+        for k in range(k0 + 1):
+            R[i, p - k] = band[i, k]
+    nrm = 0.0
+    for i in range(n):
+        s = 0.0
+        for j in range(p + 1):
+            s += abs(R[i, j])
+        kmax = n - 1 - i
+        if kmax > p:
+            kmax = p
+        for k in range(1, kmax + 1):
+            s += abs(R[i + k, p - k])
+        if s > nrm:
+            nrm = s
+    return nrm
+
+
+@njit(**JIT)
+def prepare_fast(pc, A, Ar, Lb, Lr, D):
+    """Set-up of :func:`mprgp_fast` for ``pc`` in ``FAST_PCS``: ``A`` (lower band) into the row-aligned ``Ar``,
+    its factor (complete or incomplete LDL^T, :func:`prepare_pc`, into the band scratch ``Lb``, ``D``) into
+    the row-aligned ``Lr`` with ``1/D`` on its diagonal column. Returns ``(#clamped pivots, ||A||_inf)``."""
+    n = A.shape[0]
+    p = A.shape[1] - 1
+    anorm = to_rows(A, Ar)
+    clamped = prepare_pc(pc, A, Lb, D)
+    for i in range(n):
+        k0 = p if i >= p else i
+        for j in range(p - k0):
+            Lr[i, j] = 0.0
+        for k in range(1, k0 + 1):
+            Lr[i, p - k] = Lb[i, k]
+        Lr[i, p] = 1.0 / D[i]
+    return clamped, anorm
+
+
+@njit(**JIT)
+def _state_fast(x, g, lo, hi, free, phi, beta, abar, bp):
+    """:func:`_state` without storing the reduced free gradient (only its product with ``phi`` is used);
+    ``beta`` is written into the padded ``beta`` at offset ``bp``."""
+    n = x.shape[0]
+    r2 = 0.0
+    bb = 0.0
+    pp = 0.0
+    for i in range(n):
+        gi = g[i]
+        if x[i] <= lo[i]:
+            free[i] = False
+            phi[i] = 0.0
+            be = gi if (gi < 0.0 and hi[i] > lo[i]) else 0.0
+            beta[bp + i] = be
+            r2 += be * be
+            bb += be * be
+        elif x[i] >= hi[i]:
+            free[i] = False
+            phi[i] = 0.0
+            be = gi if gi > 0.0 else 0.0
+            beta[bp + i] = be
+            r2 += be * be
+            bb += be * be
+        else:
+            free[i] = True
+            phi[i] = gi
+            beta[bp + i] = 0.0
+            if gi > 0.0:
+                v = (x[i] - lo[i]) / abar
+                pt = v if v < gi else gi
+            else:
+                v = (x[i] - hi[i]) / abar
+                pt = v if v > gi else gi
+            r2 += gi * gi
+            pp += pt * gi
+    return r2, bb, pp
+
+
+@njit(**JIT)
+def mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free):
+    """:func:`mprgp_core` for the filtered-factor preconditioners (ASC, IC, MIC) on the row-aligned
+    layout: the same algorithm, the same steps and tests in the same order, with fused passes (CG move
+    and free-set update in one pass; the CG coefficient ``z.Ap`` accumulated by the backward
+    substitution; ``p.Ap``, ``g.p`` and the feasible step in one pass) and no allocation: ``ws``
+    (``NWS``, n + p) and ``free`` (n,) are caller-provided, reusable across calls (their contents on
+    entry do not matter). ``Ar``, ``Lr``, ``anorm``: from :func:`prepare_fast`. Returns ``(iterations,
+    residual)`` like :func:`mprgp_core`."""
+    n = x.shape[0]
+    p = Ar.shape[1] - 1
+    abar = 1.9 / anorm
+    pd = ws[0]
+    Ap = ws[1]
+    yp = ws[2]
+    zp = ws[3]
+    cand = ws[4]
+    beta = ws[5]
+    g = ws[6]
+    phi = ws[7]
+    for k in range(NWS):
+        for j in range(p):
+            ws[k, j] = 0.0
+    for i in range(n):
+        if x[i] < lo[i]:
+            x[i] = lo[i]
+        elif x[i] > hi[i]:
+            x[i] = hi[i]
+        cand[p + i] = x[i]
+    rband_matvec(Ar, cand, Ap)
+    for i in range(n):
+        g[i] = Ap[p + i] - b[i]
+    r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
+    res0 = math.sqrt(r2)
+    tol = max(atol, rtol * res0)
+    rfiltered_apply(Lr, free, phi, yp, zp, zp)
+    for i in range(n):
+        pd[p + i] = zp[p + i]
+    it = 0
+    res = res0
+    while it < maxit:
+        res = math.sqrt(r2)
+        if it < hist.shape[0]:
+            hist[it] = res
+        if res <= tol:
+            break
+        it += 1
+        if bb <= gamma * gamma * pp:
+            rband_matvec(Ar, pd, Ap)
+            pAp = 0.0
+            gz = 0.0
+            af = np.inf
+            for i in range(n):
+                di = pd[p + i]
+                pAp += di * Ap[p + i]
+                gz += g[i] * di
+                if di > 0.0:
+                    a = (x[i] - lo[i]) / di
+                    if a < af:
+                        af = a
+                elif di < 0.0:
+                    a = (x[i] - hi[i]) / di
+                    if a < af:
+                        af = a
+            if not pAp > 0.0:
+                break
+            acg = gz / pAp
+            if acg <= af:
+                counts[0] += 1
+                for i in range(n):
+                    x[i] -= acg * pd[p + i]
+                    g[i] -= acg * Ap[p + i]
+                r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
+                zAp = rfiltered_apply(Lr, free, phi, yp, zp, Ap)
+                gam = zAp / pAp
+                for i in range(n):
+                    pd[p + i] = zp[p + i] - gam * pd[p + i] if free[i] else 0.0
+            else:
+                counts[1] += 1
+                for i in range(n):
+                    di = pd[p + i]
+                    xi = x[i] - af * di
+                    g[i] -= af * Ap[p + i]
+                    if xi < lo[i]:
+                        xi = lo[i]
+                    elif xi > hi[i]:
+                        xi = hi[i]
+                    # snap the blocking entries onto their bound
+                    if di > 0.0 and xi - lo[i] <= 1e-14 * (1.0 + abs(xi)):
+                        xi = lo[i]
+                    elif di < 0.0 and hi[i] - xi <= 1e-14 * (1.0 + abs(xi)):
+                        xi = hi[i]
+                    x[i] = xi
+                r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
+                # expansion (see mprgp_core): projected preconditioned step, a = 1, 1/2, 1/4, else the
+                # fixed-length projected gradient step
+                fx = 0.0
+                for i in range(n):
+                    fx += 0.5 * x[i] * (g[i] - b[i])
+                rfiltered_apply(Lr, free, phi, yp, zp, zp)
+                a = 1.0
+                accepted = False
+                for trial in range(3):
+                    for i in range(n):
+                        xi = x[i] - a * zp[p + i]
+                        if xi < lo[i]:
+                            xi = lo[i]
+                        elif xi > hi[i]:
+                            xi = hi[i]
+                        cand[p + i] = xi
+                    rband_matvec(Ar, cand, Ap)
+                    ft = 0.0
+                    for i in range(n):
+                        ft += cand[p + i] * (0.5 * Ap[p + i] - b[i])
+                    if ft < fx:
+                        counts[3] += 1
+                        accepted = True
+                        for i in range(n):
+                            x[i] = cand[p + i]
+                            g[i] = Ap[p + i] - b[i]
+                        break
+                    a *= 0.5
+                if not accepted:
+                    for i in range(n):
+                        xi = x[i] - abar * phi[i]
+                        if xi < lo[i]:
+                            xi = lo[i]
+                        elif xi > hi[i]:
+                            xi = hi[i]
+                        x[i] = xi
+                        cand[p + i] = xi
+                    rband_matvec(Ar, cand, Ap)
+                    for i in range(n):
+                        g[i] = Ap[p + i] - b[i]
+                r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
+                rfiltered_apply(Lr, free, phi, yp, zp, zp)
+                for i in range(n):
+                    pd[p + i] = zp[p + i]
+        else:
+            # proportioning along the chopped gradient
+            counts[2] += 1
+            rband_matvec(Ar, beta, Ap)
+            dAd = 0.0
+            gd = 0.0
+            af = np.inf
+            for i in range(n):
+                di = beta[p + i]
+                dAd += di * Ap[p + i]
+                gd += g[i] * di
+                if di > 0.0:
+                    a = (x[i] - lo[i]) / di
+                    if a < af:
+                        af = a
+                elif di < 0.0:
+                    a = (x[i] - hi[i]) / di
+                    if a < af:
+                        af = a
+            a = gd / dAd
+            if af < a:
+                a = af
+            for i in range(n):
+                xi = x[i] - a * beta[p + i]
+                g[i] -= a * Ap[p + i]
+                if xi < lo[i]:
+                    xi = lo[i]
+                elif xi > hi[i]:
+                    xi = hi[i]
+                x[i] = xi
+            r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
+            rfiltered_apply(Lr, free, phi, yp, zp, zp)
+            for i in range(n):
+                pd[p + i] = zp[p + i]
+    return it, math.sqrt(r2) if it > 0 else res
+
+
+@njit(**JIT)
+def mprgp_asc_solve(pc, A, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, Ar, Lb, Lr, D, ws, free):
+    """Factor and solve in one compiled call: :func:`prepare_fast` then :func:`mprgp_fast` (all scratch
+    caller-provided, see :class:`MprgpWorkspace`). Returns ``(iterations, residual, #clamped pivots)``."""
+    clamped, anorm = prepare_fast(pc, A, Ar, Lb, Lr, D)
+    it, res = mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free)
+    return it, res, clamped
+
+
+class MprgpWorkspace:
+    """Scratch of :func:`mprgp_asc_solve` for ``n`` unknowns and half bandwidth ``p``, reusable across solves."""
+
+    def __init__(self, n: int, p: int):
+        self.Ar = np.zeros((n, p + 1))
+        self.Lb = np.zeros((n, p + 1))
+        self.Lr = np.zeros((n, p + 1))
+        self.D = np.zeros(n)
+        self.ws = np.zeros((NWS, n + p))
+        self.free = np.zeros(n, dtype=np.bool_)
+        self.counts = np.zeros(4)
+
+    def solve(self, pc, A, b, lo, hi, x, rtol=1e-8, atol=1e-14, maxit=10000, hist=None, gamma=1.0):
+        """Factor ``A`` (lower band) and solve the box QP from ``x`` (in place); ``(iterations, residual, #clamped)``."""
+        h = np.zeros(0) if hist is None else hist
+        return mprgp_asc_solve(int(pc), A, b, lo, hi, x, float(rtol), float(atol), int(maxit), h, self.counts, float(gamma),
+                               self.Ar, self.Lb, self.Lr, self.D, self.ws, self.free)
+
+
 @njit(**JIT)
 def mprgp(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist):
-    """:func:`mprgp_core` with ``Gamma = 1`` and no step counters."""
+    """MPRGP with ``Gamma = 1`` and no step counters: :func:`mprgp_fast` for the filtered-factor
+    preconditioners (``L``, ``D`` from :func:`prepare_pc`, copied into the row-aligned layout; scratch
+    allocated here: use :func:`mprgp_asc_solve` with a workspace to avoid that), else :func:`mprgp_core`."""
     counts = np.zeros(4)
+    if pc == PC_ASC or pc == PC_IC or pc == PC_MIC:
+        n = A.shape[0]
+        p = A.shape[1] - 1
+        Ar = np.empty((n, p + 1))
+        anorm = to_rows(A, Ar)
+        Lr = np.empty((n, p + 1))
+        to_rows(L, Lr)
+        for i in range(n):
+            Lr[i, p] = 1.0 / D[i]
+        ws = np.empty((NWS, n + p))
+        free = np.empty(n, dtype=np.bool_)
+        return mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, 1.0, ws, free)
     return mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, 1.0)
 
 
