@@ -21,7 +21,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from rodlab.inverse.mprgp import PC_NAMES, ipm, mprgp, pgs, prepare_pc  # noqa: E402
+from rodlab.inverse.mprgp import PC_NAMES, MprgpWorkspace, ipm, mprgp, mprgp_asc_solve, pgs, prepare_pc  # noqa: E402
 from rodlab.inverse.sagfree import SagFreeOptions, forward_drift, make_problem, optimize_strand  # noqa: E402
 from rodlab.scenes.sagfree_scenes import strand_shape  # noqa: E402
 
@@ -132,6 +132,51 @@ def run_qp(cap, solver, pc="asc", rtol=1e-8, maxit=10000, rounds=5):
             it, res = ipm(H, b, lo, hi, x, rtol, 1e-14, 200, hist)
         best = min(best, time.process_time() - t)
     return it, res, best, hist[: it + 1].copy(), x
+
+
+def all_qps(orientation, precond="asc", n=N):
+    """Every BCQP of the full ALM optimization of a strand (captured one Newton step at a time), with the
+    relative tolerance the optimizer gave it (``min(qp_rtol, residual/10)``, at least 1e-12)."""
+    pb = problem(orientation, n)
+    opts = SagFreeOptions(precond=precond)
+    ref = optimize_strand(pb, opts)
+    qps = []
+    for k in range(ref.iterations):
+        cap = {}
+        optimize_strand(pb, opts, capture_at=k, capture=cap)
+        cap["rtol"] = max(min(opts.qp_rtol, 0.1 * float(ref.residual_history[k])), 1e-12)
+        qps.append(cap)
+    return ref, qps
+
+
+def time_solve(cap, pc="asc", reps=20, rounds=5):
+    """CPU time [s] of one factor + solve (:func:`mprgp_asc_solve`, one compiled call, workspace reused),
+    best over ``rounds`` of the mean over ``reps`` calls; and the iteration count."""
+    H, b, lo, hi = cap["H"], cap["b"], cap["lo"], cap["hi"]
+    P = b.shape[0]
+    ws = MprgpWorkspace(P, H.shape[1] - 1)
+    x = np.zeros(P)
+    h = np.zeros(0)
+    code = PC_NAMES[pc]
+    args = (H, b, lo, hi, x, cap["rtol"], 1e-14, 500, h, ws.counts, 1.0, ws.Ar, ws.Lb, ws.Lr, ws.D, ws.ws, ws.free)
+    best = math.inf
+    for _ in range(rounds):
+        t = time.process_time()
+        for _ in range(reps):
+            x[:] = 0.0
+            it, _, _ = mprgp_asc_solve(code, *args)
+        best = min(best, (time.process_time() - t) / reps)
+    return best, it
+
+
+def solve_distribution(rows):
+    """Per-solve time and iterations of ASC-MPRGP over every QP of the full vertical and horizontal ALM runs."""
+    for orientation in ("vertical", "horizontal"):
+        ref, qps = all_qps(orientation)
+        t_it = np.array([time_solve(c) for c in qps])
+        ts, its = t_it[:, 0] * 1e3, t_it[:, 1]
+        rows.append([orientation, len(qps), f"{ts.mean():.3f} / {np.median(ts):.3f} / {ts.max():.3f}",
+                     f"{its.mean():.1f} / {np.median(its):.0f} / {its.max():.0f}", f"{1e3 * ts.sum() / its.sum():.1f}"])
 
 
 def preconditioners_figure(rows, cap):
