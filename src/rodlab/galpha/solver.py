@@ -96,13 +96,26 @@ class StepResult:
 
 @njit(**JIT)
 def apply_bc(x, R, kind, vals, khat, K, gw):
-    """Write the boundary values into x (GA paper, Sec. 3.4.1). Root: u, omega from world
-    velocity vals[0], angular velocity vals[1]; g(0) = R0^T gw. Tip: natural (kind 1) n = R^T
-    vals[2], kappa = khat + K^-1 R^T vals[3]; kinematic (kind 0) u = R^T vals[2], omega = R^T vals[3]."""
+    """Write the boundary values into x (GA paper, Sec. 3.4.1), kinematic root: see
+    :func:`apply_bc_kinds` with ``root_kind = 0``."""
+    apply_bc_kinds(x, R, 0, kind, vals, khat, K, gw)
+
+
+@njit(**JIT)
+def apply_bc_kinds(x, R, root_kind, kind, vals, khat, K, gw):
+    """Write the boundary values into x (GA paper, Sec. 3.4.1). Root: g(0) = R0^T gw; u = R0^T
+    vals[0] (world velocity); kinematic root (root_kind 0): omega = R0^T vals[1]; pinned root
+    (1): kappa = khat (no end couple). Tip: natural (kind 1) n = R^T vals[2], kappa = khat +
+    K^-1 R^T vals[3]; kinematic (0) u = R^T vals[2], omega = R^T vals[3]; pin (2) u = R^T
+    vals[2], kappa = khat + K^-1 R^T vals[3]; slide (3) u1, u2 = (R^T vals[2])_1,2, omega = R^T
+    vals[3], n3 = vals[4, 0]."""
     N = x.shape[0]
     for q in range(3):
         x[0, q] = R[0, 0, q] * vals[0, 0] + R[0, 1, q] * vals[0, 1] + R[0, 2, q] * vals[0, 2]
-        x[0, 3 + q] = R[0, 0, q] * vals[1, 0] + R[0, 1, q] * vals[1, 1] + R[0, 2, q] * vals[1, 2]
+        if root_kind == 1:
+            x[0, 6 + q] = khat[0, q]
+        else:
+            x[0, 3 + q] = R[0, 0, q] * vals[1, 0] + R[0, 1, q] * vals[1, 1] + R[0, 2, q] * vals[1, 2]
         x[0, 12 + q] = R[0, 0, q] * gw[0] + R[0, 1, q] * gw[1] + R[0, 2, q] * gw[2]
     L = N - 1
     for q in range(3):
@@ -111,9 +124,69 @@ def apply_bc(x, R, kind, vals, khat, K, gw):
         if kind == 1:
             x[L, 9 + q] = a
             x[L, 6 + q] = khat[L, q] + b / K[q]
-        else:
+        elif kind == 0:
             x[L, q] = a
             x[L, 3 + q] = b
+        elif kind == 2:
+            x[L, q] = a
+            x[L, 6 + q] = khat[L, q] + b / K[q]
+        else:
+            if q < 2:
+                x[L, q] = a
+            x[L, 3 + q] = b
+    if kind == 3:
+        x[L, 11] = vals[4, 0]
+
+
+@njit(**JIT)
+def root_pin_frame(x, rootinfo, R0):
+    """Pinned root: ``R0 = R0_old cay(h)``, ``h = c_new omega(0) + h_old`` (rootinfo: [root kind,
+    c_new, h_old (3), R0_old (9, row-major)])."""
+    c = rootinfo[1]
+    E = np.empty((3, 3))
+    _cayley(c * x[0, 3] + rootinfo[2], c * x[0, 4] + rootinfo[3], c * x[0, 5] + rootinfo[4], E)
+    for a in range(3):
+        for b in range(3):
+            R0[a, b] = (rootinfo[5 + 3 * a] * E[0, b] + rootinfo[6 + 3 * a] * E[1, b]
+                        + rootinfo[7 + 3 * a] * E[2, b])
+
+
+@njit(**JIT)
+def root_pin_jacobian(x, rootinfo, gw, Jb):
+    """Chain rule for the pinned root: ``g(0) = R0^T gw = cay(-h) p`` (p = R0_old^T gw) depends
+    on omega(0) through h; ``(I + [h]/2) dg = [(p + g)/2]x dh`` (differentiating ``(I + [h]/2)
+    g = (I - [h]/2) p``), ``dh = c_new d omega(0)``. Adds ``J_g dg/domega`` to the omega(0)
+    columns of segment 0's block (g(0) only enters segment 0)."""
+    c = rootinfo[1]
+    h0 = 0.5 * (c * x[0, 3] + rootinfo[2])
+    h1 = 0.5 * (c * x[0, 4] + rootinfo[3])
+    h2 = 0.5 * (c * x[0, 5] + rootinfo[4])
+    p = np.empty(3)
+    for q in range(3):
+        p[q] = rootinfo[5 + q] * gw[0] + rootinfo[8 + q] * gw[1] + rootinfo[11 + q] * gw[2]
+    m0 = 0.5 * (p[0] + x[0, 12])
+    m1 = 0.5 * (p[1] + x[0, 13])
+    m2 = 0.5 * (p[2] + x[0, 14])
+    den = 1.0 + h0 * h0 + h1 * h1 + h2 * h2
+    Minv = np.empty((3, 3))
+    Minv[0, 0] = (1.0 + h0 * h0) / den
+    Minv[1, 1] = (1.0 + h1 * h1) / den
+    Minv[2, 2] = (1.0 + h2 * h2) / den
+    Minv[0, 1] = (h2 + h0 * h1) / den
+    Minv[1, 0] = (-h2 + h0 * h1) / den
+    Minv[0, 2] = (-h1 + h0 * h2) / den
+    Minv[2, 0] = (h1 + h0 * h2) / den
+    Minv[1, 2] = (h0 + h1 * h2) / den
+    Minv[2, 1] = (-h0 + h1 * h2) / den
+    G = np.empty((3, 3))
+    for r in range(3):
+        G[r, 0] = c * (Minv[r, 1] * m2 - Minv[r, 2] * m1)
+        G[r, 1] = c * (-Minv[r, 0] * m2 + Minv[r, 2] * m0)
+        G[r, 2] = c * (Minv[r, 0] * m1 - Minv[r, 1] * m0)
+    blk = Jb[0]
+    for r in range(blk.shape[0]):
+        for q in range(3):
+            blk[r, 3 + q] += blk[r, 12] * G[0, q] + blk[r, 13] * G[1, q] + blk[r, 14] * G[2, q]
 
 
 @njit(**JIT)
@@ -208,8 +281,11 @@ def _woodbury_kernel(x, R, ds, vals, kind, colmap, K, tipblock, W, piv, T, tpiv,
             if kind == 1:
                 C[r0 + r, q] = tipblock[r, 9 + q]
                 C[r0 + r, 3 + q] = tipblock[r, 6 + q] / K[q]
-            else:
+            elif kind == 2:
                 C[r0 + r, q] = tipblock[r, q]
+                C[r0 + r, 3 + q] = tipblock[r, 6 + q] / K[q]
+            else:
+                C[r0 + r, q] = tipblock[r, q] if (kind == 0 or q < 2) else 0.0
                 C[r0 + r, 3 + q] = tipblock[r, 3 + q]
     _LU_SOLVE(W, piv, T, tpiv, C, Y, Cz)
     Smat = np.zeros((6, 6))
@@ -226,7 +302,7 @@ def _woodbury_kernel(x, R, ds, vals, kind, colmap, K, tipblock, W, piv, T, tpiv,
 @njit(**JIT)
 def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, gw, colmap, root_free, tip_free,
                   iopt, fopt, P, dP, F, Jb, tipblock, R, W, piv, T, tpiv, rhs, delta, zwork, D, C, Y, Cz, Sinv,
-                  x_base, out):
+                  x_base, out, rootinfo):
     """Newton iterations of one step (GA paper, Algorithm 1, lines 10-23), all in compiled code.
 
     Per iteration: frames (Eq. 23), boundary values (Sec. 3.4.1), residual and (when needed)
@@ -239,8 +315,12 @@ def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, 
     iopt (int64): max_iter, adaptive, exact_end_loads, need_factor (in), coupled (in/out: the
     current factors carry a Woodbury term), tip kind, cayley. fopt: tol, relaxation,
     min_relaxation, reuse_ratio. out (float64, 6): iterations, residual, relaxation,
-    factorizations, factors valid (1/0), zero-pivot column. Returns a NEWTON_* code.
+    factorizations, factors valid (1/0), zero-pivot column. rootinfo: see
+    :func:`root_pin_frame` (rootinfo[0] = 1: pinned root, R0 is recomputed from omega(0) in
+    every iteration and written back; the Jacobian gets :func:`root_pin_jacobian`). Returns a
+    NEWTON_* code.
     """
+    pinned = rootinfo[0] == 1.0
     kind = iopt[I_KIND]
     cay = iopt[I_CAY] != 0
     max_iter = iopt[I_MAXIT]
@@ -272,9 +352,13 @@ def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, 
     dtmp = np.empty(6)
     etmp = np.empty(6)
     while True:
+        if pinned:
+            root_pin_frame(x, rootinfo, R0)
         integrate_frames(x, R0, ds, cay, R)
-        apply_bc(x, R, kind, vals, khat, K, gw)
+        apply_bc_kinds(x, R, 1 if pinned else 0, kind, vals, khat, K, gw)
         fn = residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, need_factor, F, Jb, tipblock)
+        if pinned and need_factor:
+            root_pin_jacobian(x, rootinfo, gw, Jb)
         if not np.isfinite(fn):
             fn = np.inf
         if fn < tol:
@@ -305,6 +389,8 @@ def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, 
         if stale and fn > reuse_ratio * f_base and not need_factor:
             need_factor = True
             residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, True, F, Jb, tipblock)
+            if pinned:
+                root_pin_jacobian(x, rootinfo, gw, Jb)
         if adaptive and rejects == 0 and it > 0:
             mu = min(relax, 2.0 * mu)
         rejects = 0
@@ -371,11 +457,13 @@ class GAlphaSolver:
         self.boundary = boundary or Boundary()
         self.options = options or GAlphaOptions()
         N = model.n_nodes
-        self._maps = {k: column_map(free_mask(N, k)) for k in (0, 1)}
-        self._masks = {k: free_mask(N, k) for k in (0, 1)}
+        self._root_kind = self.boundary.root_kind
+        self._maps = {k: column_map(free_mask(N, k, self._root_kind)) for k in (0, 1, 2, 3)}
+        self._masks = {k: free_mask(N, k, self._root_kind) for k in (0, 1, 2, 3)}
+        self._rootinfo = np.zeros(14)
         # full node-major indexing for the block LU: every nodal unknown has a column, the
         # boundary values are pinned by identity rows (rodlab.linalg.banded_lu.make_block_lu)
-        self._colfull = {k: np.where(self._masks[k].ravel(), np.arange(N * NV), -1).astype(np.int64) for k in (0, 1)}
+        self._colfull = {k: np.where(self._masks[k].ravel(), np.arange(N * NV), -1).astype(np.int64) for k in (0, 1, 2, 3)}
         n_root_fixed = int((~self._masks[1][0]).sum())
         assert n_root_fixed == 9  # the compiled block LU (_LU_FACTOR) is built for 9 fixed root unknowns
         nf = N * NV
@@ -505,7 +593,7 @@ class GAlphaSolver:
                              vals, gw, self._colfull[kind], mask[0], mask[-1], iopt, fopt, self._P, self._dP, self._F,
                              self._Jb, self._tipblock, self._R, self._W, self._piv, self._T, self._tpiv, self._rhs,
                              self._delta, self._zwork, self._D, self._C, self._Y, self._Cz, self._Sinv, self._xbase,
-                             out)
+                             out, self._rootinfo)
         it, fn, mu, nfact = int(out[0]), float(out[1]), float(out[2]), int(out[3])
         self.factorizations += nfact
         if out[4] == 0.0:
@@ -544,6 +632,14 @@ class GAlphaSolver:
         E = np.empty((3, 3))
         _expm(w_mid[0] * dt, w_mid[1] * dt, w_mid[2] * dt, E)
         R0 = np.ascontiguousarray(E @ state.R[0])
+        ri = self._rootinfo
+        ri[:] = 0.0
+        if self._root_kind == 1:  # pinned root: R0 follows omega(0), midpoint rule (Euler in the first step)
+            th = coeffs.gamma if coeffs is BACKWARD_EULER else 0.5
+            ri[0] = 1.0
+            ri[1] = th * dt
+            ri[2:5] = (1.0 - th) * dt * state.x[0, 3:6]
+            ri[5:14] = state.R[0].ravel()
         x = state.x.copy()
         res = self._newton(x, state.x, state.xdot, prm, R0, kind, vals, np.ascontiguousarray(m.gravity), opts.tol)
         self.total_iterations += res.iterations
@@ -617,8 +713,8 @@ class GAlphaSolver:
         m = self.model
         state = self.initial_state() if state is None else state.copy()
         kind, vals = self.boundary.values(state.t)
-        if kind != 1:
-            raise ModelError("solve_static needs a natural (TipLoad) tip condition")
+        if kind != 1 or self._root_kind != 0:
+            raise ModelError("solve_static needs a kinematic root and a natural (TipLoad) tip condition")
         vals = vals.copy()
         vals[0:2] = 0.0
         state.x[:, 0:6] = 0.0
