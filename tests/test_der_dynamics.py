@@ -116,3 +116,40 @@ def test_failed_projection_is_refused_not_stepped_through():
     e = np.linalg.norm(np.diff(state.x, axis=0), axis=1)
     assert np.abs(e / rod.rest_lengths - 1).max() < 1e-12  # the kept state is a good one
     assert state.t >= before.t
+
+
+def test_sliding_clamp_drags_the_rod_with_the_whole_mass():
+    """A free rod whose last edge is clamped but slides along the rod's axis, pulled by F along
+    it: rod and clamp move together as one rigid body, x = F t^2 / (2 M). The projection must
+    share the pull with the clamp's own mass (a clamp treated as immovable, or as massless, would
+    not give M); across the axis and in angle the clamp stays held."""
+    from rodlab import PointForce
+
+    n, F, T = 12, 0.3, 0.5
+    x = np.zeros((n, 3))
+    x[:, 0] = np.linspace(0.0, 1.0, n)
+    rod = Rod.from_material(x, Material(1e6, 4e5, 1000.0), CrossSection.circle(0.01),
+                            boundary=BoundaryConditions(clamps=(Clamp(-1, slide_axis=(1.0, 0.0, 0.0)),)))
+    stepper = DERStepper(rod, Loads(point_forces=(PointForce(n - 1, np.array([F, 0.0, 0.0])),)),
+                         DEROptions(dt=suggested_time_step(rod)))
+    state = stepper.initial_state()
+    m1_before = stepper.material_frames(state)[0][-1].copy()
+    steps = int(round(T / stepper.options.dt))
+    stepper.advance(state, steps)
+    M = rod.vertex_masses.sum()
+    shift = state.x[:, 0] - x[:, 0]
+    assert np.allclose(shift, shift[0], atol=1e-12)                   # rigid: every vertex the same
+    h = stepper.options.dt  # symplectic Euler's exact distance under a constant force: h^2 a N (N + 1) / 2
+    assert shift[0] == pytest.approx(F / M * h * h * steps * (steps + 1) / 2, rel=1e-9)
+    assert np.abs(state.x[:, 1:]).max() < 1e-12                        # nothing moves across the axis
+    assert np.allclose(stepper.material_frames(state)[0][-1], m1_before, atol=1e-12)
+
+
+def test_sliding_clamp_validation_names_the_problem():
+    x = np.zeros((6, 3))
+    x[:, 0] = np.linspace(0.0, 1.0, 6)
+    for clamp, match in ((Clamp(2, slide_axis=(1.0, 0.0, 0.0)), "end edge"),
+                         (Clamp(-1, slide_axis=(0.0, 1.0, 0.0)), "parallel")):
+        rod = Rod.from_stiffness(x, bending=1.0, twisting=1.0, boundary=BoundaryConditions(clamps=(clamp,)))
+        with pytest.raises(Exception, match=match):
+            DERStepper(rod, Loads(), DEROptions(dt=1e-4))

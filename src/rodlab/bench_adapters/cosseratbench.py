@@ -11,8 +11,9 @@ shears (no ``SHEAR``); rodlab has no rod or obstacle contact yet (no contact cap
 ``NotImplementedError`` (the suite reports the run as unsupported):
 
 * ``der`` (explicit Discrete Elastic Rods, Bergou et al. 2008): any number of independent rods
-  with free, pinned or clamped ends, end point loads, gravity, clamped-end motions without
-  ``slides_along``. A clamped end holds its first (last) edge, both vertices and the material
+  with free, pinned or clamped ends, end point loads, gravity, clamped-end motions, clamps that
+  slide along an axis parallel to the clamped edge (``slides_along``: ``Clamp.slide_axis``, the
+  slide is one more unknown of the step and of the fast projection). A clamped end holds its first (last) edge, both vertices and the material
   frame; a pinned end holds the end vertex. ``rest_arc_length``: the rest edge lengths come from
   it and the rod starts at the given (stretched) positions, which the first fast projection
   brings back to the rest lengths (an inextensible rod cannot start stretched). The stress-free
@@ -115,7 +116,8 @@ class DERSolver(_RodlabSolver):
             cond = crod.condition(end)
             if cond is EndCondition.CLAMPED:
                 motion = crod.motion(end)
-                clamps.append(Clamp(edge, None if motion is None else _clamp_motion(motion, nodes, vertex, edge)))
+                clamps.append(Clamp(edge, None if motion is None else _clamp_motion(motion, nodes, vertex, edge),
+                                    slide_axis=None if motion is None or motion.slides_along is None else tuple(motion.axis)))
             elif cond is EndCondition.PINNED:
                 pins.append(vertex)
         m = crod.material
@@ -129,7 +131,7 @@ class DERSolver(_RodlabSolver):
         from ..der.stepper import DEROptions, DERStepper, SimulationError, suggested_time_step
         from ..model import Loads
 
-        _check_supported(scenario)
+        _check_supported(scenario, sliding_ok=True)
         if n_elements < 2:
             raise ValueError(f"n_elements must be >= 2 (got {n_elements})")
         if n_frames < 2:

@@ -491,12 +491,19 @@ def isotropic_bending_forces(kb, tangents, lengths, lbar, bend_k, forces):
 # inextensibility by fast manifold projection (Bergou 2008, Sec. 8.1; Goldenthal et al. 2007)
 # --------------------------------------------------------------------------------------------
 @njit(**JIT)
-def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_diag, a_lower, rhs, active, dlam):
+def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_diag, a_lower, rhs, active, dlam,
+                    slide_v, slide_axis, slide_w, slide_edge, slide_side):
     """Project ``x`` onto ``C_j = e_j . e_j - ebar_j . ebar_j = 0`` in the mass metric.
 
     Each iteration is one Newton step of Goldenthal's fast projection: solve the (cyclic)
     tridiagonal ``(grad C M^-1 grad C^T) dlam = C`` and move ``x -= M^-1 grad C^T dlam``.
     Stops when ``max_j |C_j| / ebar_j^2 <= tol``. Returns ``(iterations, final violation)``.
+
+    Sliding clamps (``slide_*``, see :func:`run_steps`): the clamped edge's two vertices share one
+    unknown, the slide along ``slide_axis[k]`` with inverse mass ``slide_w[k]``; it enters only the
+    one constraint ``slide_edge[k]`` that joins the clamp to the free rod (the clamped edge itself
+    keeps its length), with ``grad_s C = 2 side (e . axis)``, ``side = +1`` when the slider is that
+    edge's first vertex and ``-1`` when it is its second.
     """
     nv = x.shape[0]
     ne = rest_lengths.shape[0]
@@ -506,6 +513,8 @@ def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_d
         if b == nv:
             b = 0
         active[j] = inv_mass[j] + inv_mass[b] > 0.0
+    for k in range(slide_edge.shape[0]):
+        active[slide_edge[k]] = True
     for it in range(max_iter + 1):
         compute_edges(x, closed, edges)
         viol = 0.0
@@ -529,7 +538,18 @@ def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_d
                 a_lower[j] = -4.0 * inv_mass[b] * (edges[j, 0] * edges[nxt, 0] + edges[j, 1] * edges[nxt, 1] + edges[j, 2] * edges[nxt, 2])
             else:
                 a_lower[j] = 0.0
+        for k in range(slide_edge.shape[0]):
+            j = slide_edge[k]
+            ea = edges[j, 0] * slide_axis[k, 0] + edges[j, 1] * slide_axis[k, 1] + edges[j, 2] * slide_axis[k, 2]
+            a_diag[j] += 4.0 * slide_w[k] * ea * ea
         solve_tridiagonal_masked(a_diag, a_lower, rhs, active, closed, dlam)
+        for k in range(slide_edge.shape[0]):  # before the loop below moves x (edges[] is of the old x)
+            j = slide_edge[k]
+            ea = edges[j, 0] * slide_axis[k, 0] + edges[j, 1] * slide_axis[k, 1] + edges[j, 2] * slide_axis[k, 2]
+            ds = slide_side[k] * slide_w[k] * 2.0 * dlam[j] * ea
+            for c in range(2):
+                for d in range(3):
+                    x[slide_v[k, c], d] += ds * slide_axis[k, d]
         for j in range(ne):
             b = j + 1
             if b == nv:
@@ -540,6 +560,12 @@ def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_d
                 x[b, d] -= inv_mass[b] * g
                 x[j, d] += inv_mass[j] * g
     return max_iter, viol
+
+
+def no_sliders():
+    """The ``slide_*`` arguments of :func:`fast_projection` / :func:`run_steps` for a rod without
+    sliding clamps (empty arrays of the compiled types)."""
+    return (np.zeros((0, 2), dtype=np.int64), np.zeros((0, 3)), np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0))
 
 
 # --------------------------------------------------------------------------------------------
@@ -589,13 +615,16 @@ def update_twist(kb, ref_d1, ref_d2, tangents, theta, ref_twist, lengths, rest_l
 @njit(**JIT)
 def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta, ref_d1, ref_twist,
               inv_mass, ext_accel, ext_force, damping, presc_idx, presc_pos, clamp_edges, clamp_m1,
-              free_theta, rest_lengths, lbar, omega_bar, bend_k, twist_bar, twist_k, stretch_k,
+              slide_v, slide_axis, slide_w, slide_edge, slide_side, free_theta, rest_lengths, lbar, omega_bar, bend_k, twist_bar, twist_k, stretch_k,
               proj_tol, proj_fail, proj_max_iter, twist_tol, twist_max_iter, work_v3, work_e3, work_s, kb, omega, diag):
     """Advance ``nsteps`` symplectic-Euler steps with fast projection and quasistatic twist.
 
     Per step: forces ``-dE/dx`` (+ external), ``v += h M^-1 F`` with implicit viscous damping,
     ``x += h v``, prescribed vertices set, projection onto inextensibility, ``v = (x - x_old)/h``,
     frames transported in time, clamped angles set, twist re-equilibrated.
+    A sliding clamp ``k`` (vertices ``slide_v[k]``, prescribed like any clamp) is free along
+    ``slide_axis[k]``: its slide is one more unknown, with inverse mass ``slide_w[k]`` (of the two
+    vertices together), driven by the axial forces on its two vertices and by the projection.
     ``presc_pos[s]`` / ``clamp_m1[s]`` hold step ``s``'s prescribed positions and directors (a
     single row stands for every step: clamps that do not move). A projection that does not reach
     ``proj_fail`` (relative length violation) restores the step's start and stops, like a
@@ -644,9 +673,28 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
         for c in range(presc_idx.shape[0]):
             for d in range(3):
                 x[presc_idx[c], d] = presc_pos[min(s, presc_pos.shape[0] - 1), c, d]
+        for k in range(slide_w.shape[0]):
+            a, b = slide_v[k, 0], slide_v[k, 1]
+            f_ax = 0.0
+            v_ax = 0.0
+            g_ax = 0.0
+            for d in range(3):
+                f_ax += (forces[a, d] + ext_force[a, d] + forces[b, d] + ext_force[b, d]) * slide_axis[k, d]
+                v_ax += v[a, d] * slide_axis[k, d]
+                g_ax += ext_accel[d] * slide_axis[k, d]
+            v_ax = (v_ax + h * (slide_w[k] * f_ax + g_ax)) * damp
+            for c in range(2):
+                p = slide_v[k, c]
+                shift = 0.0  # from the prescribed axial coordinate to the old one plus h v
+                for d in range(3):
+                    shift += (x_old[p, d] - x[p, d]) * slide_axis[k, d]
+                shift += h * v_ax
+                for d in range(3):
+                    x[p, d] += shift * slide_axis[k, d]
         if inextensible:
             it, viol = fast_projection(x, inv_mass, rest_lengths, closed, proj_tol, proj_max_iter,
-                                       edges, h_diag, h_lower, rhs, active, dlam)
+                                       edges, h_diag, h_lower, rhs, active, dlam,
+                                       slide_v, slide_axis, slide_w, slide_edge, slide_side)
             diag[0] = max(diag[0], it)
             diag[1] = max(diag[1], viol)
             if not viol <= proj_fail:

@@ -169,7 +169,8 @@ class _NewtonSolver:
         if self.cons.size:
             ne = st.rest_lengths.shape[0]
             K.fast_projection(x_new, self.free.astype(float), st.rest_lengths, st.closed, 1e-14, 50, np.zeros((ne, 3)),
-                              np.zeros(ne), np.zeros(ne), np.zeros(ne), np.zeros(ne, dtype=bool), np.zeros(ne))
+                              np.zeros(ne), np.zeros(ne), np.zeros(ne), np.zeros(ne, dtype=bool), np.zeros(ne),
+                              *K.no_sliders())
         if not np.all(np.isfinite(x_new)):
             raise ValueError("projection diverged")
         return x_new

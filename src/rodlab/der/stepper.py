@@ -115,6 +115,7 @@ class DERStepper:
         self.free_theta = np.ones(ne, dtype=bool)
         self.free_theta[self.clamp_edges] = False
         self.prescribed_vertices = np.flatnonzero(fixed).astype(np.int64)
+        self._sliders = self._build_sliders(rod, masses)
         # the closed-form twist needs angle-independent bending: isotropic and naturally straight
         straight = np.allclose(self.omega_bar, 0.0, atol=1e-12)
         isotropic = np.allclose(self.bend_k[:, 0], self.bend_k[:, 1], rtol=1e-12)
@@ -133,6 +134,31 @@ class DERStepper:
         self._omega = np.zeros((nj, 4))
         self._ext_force = np.zeros((nv, 3))
         self._clamp_rest = {}
+
+    def _build_sliders(self, rod: Rod, masses: np.ndarray) -> tuple:
+        """``run_steps``' ``slide_*`` arrays for the clamps with a ``slide_axis``."""
+        sliding = [(j, c) for j, c in self.clamps.items() if c.slide_axis is not None]
+        if not sliding:
+            return K.no_sliders()
+        ne = rod.n_edges
+        require(not rod.closed, "a sliding clamp needs an open rod")
+        require(self.options.inextensible, "sliding clamps are modelled for the inextensible rod only")
+        verts, axes, w, edge, side = [], [], [], [], []
+        x = np.asarray(rod.rest_positions)
+        for j, c in sliding:
+            require(j in (0, ne - 1) and ne >= 3, f"a sliding clamp must hold an end edge of a rod of >= 3 edges (edge {j})")
+            axis = np.asarray(c.slide_axis, dtype=float)
+            require(axis.shape == (3,) and np.linalg.norm(axis) > 0, f"slide_axis must be a nonzero 3-vector (got {c.slide_axis})")
+            axis = axis / np.linalg.norm(axis)
+            t = x[j + 1] - x[j]
+            require(abs(abs(t @ axis) / np.linalg.norm(t) - 1.0) < 1e-9, "slide_axis must be parallel to the clamped edge")
+            verts.append((j, j + 1))
+            axes.append(axis)
+            w.append(1.0 / (masses[j] + masses[j + 1]))
+            # the constraint joining the clamp to the rest of the rod
+            edge.append(1 if j == 0 else ne - 2)
+            side.append(1.0 if j == 0 else -1.0)
+        return (np.array(verts, dtype=np.int64), np.array(axes), np.array(w), np.array(edge, dtype=np.int64), np.array(side))
 
     # ---- states ------------------------------------------------------------------------------
     def initial_state(self, x=None, theta=None, v=None, t: float = 0.0) -> RodState:
@@ -368,7 +394,7 @@ class DERStepper:
         opt = self.options
         return K.run_steps(nsteps, h, self.closed, opt.inextensible, self.uniform_twist, self.twist_free, state.x, state.v, state.theta,
                            state.ref_d1, state.ref_twist, self.inv_mass, ext_accel, self._ext_force, self.loads.damping,
-                           self.prescribed_vertices, presc, self.clamp_edges, clamp_m1, self.free_theta,
+                           self.prescribed_vertices, presc, self.clamp_edges, clamp_m1, *self._sliders, self.free_theta,
                            self.rest_lengths, self.lbar, self.omega_bar, self.bend_k, self.twist_bar, self.twist_k,
                            self.stretch_k, opt.projection_tol, opt.projection_fail, opt.projection_max_iter, tol, opt.twist_max_iter,
                            self._v3, self._e3, self._s, self._kb, self._omega, diag)
