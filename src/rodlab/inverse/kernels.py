@@ -203,9 +203,9 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
     # MPRGP with the filtered-factor preconditioners: row-aligned copies of H and its factor and the
     # solver's scratch, allocated once and reused by every QP of the run
     fast = pc == PC_ASC or pc == PC_IC or pc == PC_MIC
-    Ar = np.empty((P, HBW + 1))
+    Ar = np.empty((P, 2 * HBW + 1))
     Lr = np.empty((P, HBW + 1))
-    qws = np.empty((NWS, P + HBW))
+    qws = np.empty((NWS, P + 2 * HBW))
     qfree = np.empty(P, dtype=np.bool_)
     qcounts = np.zeros(4)
     stats[:] = 0.0

@@ -543,12 +543,13 @@ def mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, gamma
 # ---------------------------------------------------------------------------------------------------
 # Fast path of the filtered-factor preconditioners (PC_ASC, PC_IC, PC_MIC): "row-aligned" band layout
 #
-# ``R[i, j] = M[i, i - p + j]`` for ``j = 0..p`` (row i's band entries left of and including the diagonal,
-# in increasing column order; zero where ``i - p + j < 0``), and vectors padded with ``p`` leading zeros
-# (entry ``i`` at ``p + i``). Row i's band then meets the vector entries ``i - p .. i`` at the contiguous
-# padded positions ``i .. i + p``: the product, the forward substitution (dot products) and the backward
-# substitution (axpys) all run unit-stride over a row of ``R`` and a window of a vector, with no
-# boundary branches. The factor is stored the same way, its diagonal column holding ``1 / D_i``.
+# The factor: ``Lr[i, j] = L[i, i - p + j]`` for ``j = 0..p-1`` (row i's band entries left of the diagonal
+# in increasing column order; zero where ``i - p + j < 0``) and ``Lr[i, p] = 1 / D_i``. The matrix: full
+# rows ``F[i, j] = A[i, i - p + j]``, ``j = 0..2p``. Vectors are padded with ``p`` zeros at both ends
+# (entry ``i`` at ``p + i``). Row i then meets the vector entries ``i - p .. i (+ p)`` at the contiguous
+# padded positions ``i .. i + p (+ p)``: the product (dot products), the forward substitution (dot
+# products) and the backward substitution (axpys) all run unit-stride over a row and a window of a
+# vector, with no boundary branches.
 # These kernels use ``fastmath`` reassociation (and contraction into FMAs) only, so that their dot
 # products vectorize: this changes the rounding of each dot product (relative 1e-16 per entry), never
 # the handling of infinities or NaNs, which the bound logic of the solver (in the non-fastmath caller)
@@ -561,18 +562,17 @@ NWS = 8  # padded work vectors of mprgp_fast
 
 
 @njit(fastmath=FM, **JIT)
-def rband_matvec(R, xp, op):
-    """``op = M xp`` on padded vectors for the symmetric ``M`` stored row-aligned in ``R`` (see above).
-    The padding of ``op`` must hold zeros and keeps them (``R`` is zero there)."""
-    n = R.shape[0]
-    p = R.shape[1] - 1
+def rband_matvec(F, xp, op):
+    """``op = M xp`` for the symmetric ``M`` stored as full rows ``F[i, j] = M[i, i - p + j]``, ``j = 0..2p``
+    (zero outside the matrix), on vectors padded with ``p`` zeros at both ends (entry ``i`` at ``p + i``):
+    one contiguous dot product per row, no dependency between rows."""
+    n = F.shape[0]
+    w = F.shape[1]
+    p = (w - 1) // 2
     for i in range(n):
-        xi = xp[p + i]
-        s = R[i, p] * xi
-        for j in range(p):
-            a = R[i, j]
-            s += a * xp[i + j]
-            op[i + j] += a * xi
+        s = 0.0
+        for j in range(w):
+            s += F[i, j] * xp[i + j]
         op[p + i] = s
 
 
@@ -609,26 +609,34 @@ def rfiltered_apply(Lr, free, r, yp, zp, v):
 
 @njit(**JIT)
 def to_rows(band, R):
-    """Lower band (``band[i, k] = M[i, i - k]``) -> row-aligned ``R`` (zeros outside the matrix); returns the
-    largest absolute row sum of the symmetric ``M`` (``||M||_inf``, an upper bound of its 2-norm)."""
+    """Lower band (``band[i, k] = M[i, i - k]``) -> row-aligned lower part ``R[i, j] = M[i, i - p + j]``
+    (``R`` of width p + 1), or full rows (width 2p + 1, :func:`rband_matvec`); zeros outside the matrix.
+    Returns the largest absolute row sum of the symmetric ``M`` (``||M||_inf``, an upper bound of its
+    2-norm; computed from the full rows, 0 for the lower part only)."""
     n = band.shape[0]
     p = band.shape[1] - 1
+    full = R.shape[1] == 2 * p + 1
     for i in range(n):
         k0 = p if i >= p else i
         for j in range(p - k0):
             R[i, j] = 0.0
         for k in range(k0 + 1):
             R[i, p - k] = band[i, k]
-    nrm = 0.0
+    if not full:
+        return 0.0
     for i in range(n):
-        s = 0.0
-        for j in range(p + 1):
-            s += abs(R[i, j])
         kmax = n - 1 - i
         if kmax > p:
             kmax = p
         for k in range(1, kmax + 1):
-            s += abs(R[i + k, p - k])
+            R[i, p + k] = band[i + k, k]
+        for k in range(kmax + 1, p + 1):
+            R[i, p + k] = 0.0
+    nrm = 0.0
+    for i in range(n):
+        s = 0.0
+        for j in range(2 * p + 1):
+            s += abs(R[i, j])
         if s > nrm:
             nrm = s
     return nrm
@@ -636,7 +644,7 @@ def to_rows(band, R):
 
 @njit(**JIT)
 def prepare_fast(pc, A, Ar, Lb, Lr, D):
-    """Set-up of :func:`mprgp_fast` for ``pc`` in ``FAST_PCS``: ``A`` (lower band) into the row-aligned ``Ar``,
+    """Set-up of :func:`mprgp_fast` for ``pc`` in ``FAST_PCS``: ``A`` (lower band) into the full rows ``Ar`` (n, 2p + 1),
     its factor (complete or incomplete LDL^T, :func:`prepare_pc`, into the band scratch ``Lb``, ``D``) into
     the row-aligned ``Lr`` with ``1/D`` on its diagonal column. Returns ``(#clamped pivots, ||A||_inf)``."""
     n = A.shape[0]
@@ -698,11 +706,11 @@ def mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
     layout: the same algorithm, the same steps and tests in the same order, with fused passes (CG move
     and free-set update in one pass; the CG coefficient ``z.Ap`` accumulated by the backward
     substitution; ``p.Ap``, ``g.p`` and the feasible step in one pass) and no allocation: ``ws``
-    (``NWS``, n + p) and ``free`` (n,) are caller-provided, reusable across calls (their contents on
+    (``NWS``, n + 2p) and ``free`` (n,) are caller-provided, reusable across calls (their contents on
     entry do not matter). ``Ar``, ``Lr``, ``anorm``: from :func:`prepare_fast`. Returns ``(iterations,
     residual)`` like :func:`mprgp_core`."""
     n = x.shape[0]
-    p = Ar.shape[1] - 1
+    p = Lr.shape[1] - 1
     abar = 1.9 / anorm
     pd = ws[0]
     Ap = ws[1]
@@ -715,6 +723,7 @@ def mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
     for k in range(NWS):
         for j in range(p):
             ws[k, j] = 0.0
+            ws[k, n + p + j] = 0.0
     for i in range(n):
         if x[i] < lo[i]:
             x[i] = lo[i]
@@ -880,11 +889,11 @@ class MprgpWorkspace:
     """Scratch of :func:`mprgp_asc_solve` for ``n`` unknowns and half bandwidth ``p``, reusable across solves."""
 
     def __init__(self, n: int, p: int):
-        self.Ar = np.zeros((n, p + 1))
+        self.Ar = np.zeros((n, 2 * p + 1))
         self.Lb = np.zeros((n, p + 1))
         self.Lr = np.zeros((n, p + 1))
         self.D = np.zeros(n)
-        self.ws = np.zeros((NWS, n + p))
+        self.ws = np.zeros((NWS, n + 2 * p))
         self.free = np.zeros(n, dtype=np.bool_)
         self.counts = np.zeros(4)
 
@@ -904,13 +913,13 @@ def mprgp(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist):
     if pc == PC_ASC or pc == PC_IC or pc == PC_MIC:
         n = A.shape[0]
         p = A.shape[1] - 1
-        Ar = np.empty((n, p + 1))
+        Ar = np.empty((n, 2 * p + 1))
         anorm = to_rows(A, Ar)
         Lr = np.empty((n, p + 1))
         to_rows(L, Lr)
         for i in range(n):
             Lr[i, p] = 1.0 / D[i]
-        ws = np.empty((NWS, n + p))
+        ws = np.empty((NWS, n + 2 * p))
         free = np.empty(n, dtype=np.bool_)
         return mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, 1.0, ws, free)
     return mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, 1.0)
