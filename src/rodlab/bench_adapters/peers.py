@@ -316,3 +316,124 @@ def run_pypbd(scene: Scene, dt: float, check_every: int = 50) -> CantileverRun:
     tip = np.asarray(last.getPosition()) + np.asarray(last.getRotationMatrix()) @ np.array([0.5 * h, 0.0, 0.0])
     sim.reset()
     return CantileverRun(ok, np.array([tip[0], tip[1]]), wall, cpu, nsteps, dt, "" if ok else f"exploded after {done} steps")
+
+
+# ---------------------------------------------------------------------------------- dismech-newton
+def import_dismech_newton():
+    """Import dismech-newton (implicit DER on NVIDIA Newton/warp), or raise :class:`PeerUnavailable`.
+
+    dismech-newton 0.1.0.post4 targets Python >= 3.14, which evaluates annotations lazily; on older
+    Pythons the return annotation ``-> Slots | None`` (dismech_newton/contact.py:77, ``Slots`` a warp
+    struct) is evaluated at import and raises ``TypeError`` (warp's ``Struct`` has no ``|``). The
+    annotation is never used at run time, so before importing we give warp's ``Struct`` an ``|`` that
+    returns ``typing.Any``. This patches warp's class for the whole process (harmless: nothing else
+    takes ``|`` of a warp struct) and is applied only here, only on Python < 3.14.
+    """
+    import sys
+    import typing
+
+    try:
+        import warp as wp
+    except ImportError as exc:
+        raise PeerUnavailable(f"dismech-newton needs warp, not installed ({exc})") from None
+    if hasattr(wp, "LOG_WARNING"):  # no per-module load/compile lines in the harness's output
+        wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)
+    if sys.version_info < (3, 14):
+        try:
+            from warp._src import codegen as cg
+        except ImportError:  # another warp layout: try without the shim
+            cg = None
+        if cg is not None and "__or__" not in vars(cg.Struct):
+            cg.Struct.__or__ = lambda self, other: typing.Any
+            cg.Struct.__ror__ = lambda self, other: typing.Any
+    try:
+        import newton
+        import dismech_newton
+    except ImportError as exc:
+        raise PeerUnavailable(f"dismech-newton not installed ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - report why it does not load here
+        raise PeerUnavailable(f"dismech-newton does not import on Python {sys.version.split()[0]} even with the "
+                              f"annotation shim: {type(exc).__name__}: {exc}"[:300]) from None
+    return wp, newton, dismech_newton
+
+
+def run_dismech_newton(scene: Scene, dt: float, iterations: int = 10, warmup: int = 3,
+                       stall_window: float = 0.25) -> CantileverRun:
+    """dismech-newton's ``DiSMechSolver`` (implicit Euler; per step ``iterations`` strain-space ADMM
+    iterations with a line search, SciPy's SuperLU as the linear solver on the CPU; float32 DOFs) on
+    warp's CPU device.
+
+    The rod: ``newton.Rod`` through ``n`` nodes with the section rigidities given directly (EA, EI =
+    E pi r^4 / 4, GJ = G pi r^4 / 2; dismech folds them per edge / per Voronoi length), masses from a
+    ``ShapeConfig`` of density ``rho`` (its radius is the scene's, so the mass per length is rho A),
+    no capsule proxies, no contact. The clamp: ``fix_segment`` on edge 0 (both its nodes and its twist),
+    edge 0 centred on x = 0 (converges to a clamp at x = 0, as the other drivers). Gravity along -z
+    (the builder's gravity vector). Damping: dismech offers only strain-rate (Kelvin-Voigt) damping,
+    not mass-proportional; the scene's ``-c m v`` is applied as every DOF's velocity (nodes and twist
+    angles, i.e. with the twist inertia) scaled by ``exp(-c dt)`` after each step, in place on the
+    solver state's CPU arrays (as for pypbd).
+
+    Timing: the solver is built and ``warmup`` steps taken (loads/compiles warp's kernels), then it
+    is reset (``DiSMechSolver.reset``) onto a fresh rest state; only the stepping is timed.
+
+    Not ok: non-finite or exploded, or a *stall*: a step within the first ``stall_window`` seconds
+    whose result equals its inertial prediction exactly, i.e. every line search took no step (the
+    rod starts from rest and cannot be settled then). This happens at large dt for fine rods
+    (n = 1000): no candidate lowers the step's objective beyond its float32 rounding, and the rod
+    then hangs nearly straight without blowing up.
+    """
+    wp, newton, dn = import_dismech_newton()
+    n = scene.n
+    h = scene.length / (n - 1.5)
+    pts = np.zeros((n, 3))
+    pts[:, 0] = -0.5 * h + h * np.arange(n)
+    I = math.pi * scene.radius**4 / 4
+    device = "cpu"
+    builder = newton.ModelBuilder(gravity=(0.0, 0.0, -scene.g))
+    rod = newton.Rod(pts, radius=scene.radius, stretch_rigidity=scene.E * scene.area, shear_rigidity=0.9 * scene.G * scene.area,
+                     bend_rigidity=scene.E * I, twist_rigidity=scene.G * 2 * I)
+    edges = dn.add_rod(builder, rod, cfg=newton.ModelBuilder.ShapeConfig(density=scene.rho), proxies=False)
+    dn.fix_segment(builder, edge=edges[0])
+    model = builder.finalize(device=device)
+    solver = dn.DiSMechSolver(model, iterations=iterations, self_contact=False)
+
+    s0, s1 = model.state(), model.state()
+    for _ in range(warmup):  # load / compile the kernels outside the timing
+        solver.step(s0, s1, None, None, dt)
+        s0, s1 = s1, s0
+    s0, s1 = model.state(), model.state()
+    dn.flatten_state(s0)
+    dn.flatten_state(s1)
+    solver.reset(s0)  # as a fresh solver's first step would
+    views = {id(s): (s.dismech.q.numpy(), s.dismech.qd.numpy(), s.particle_q.numpy()) for s in (s0, s1)}  # CPU: views
+    q_pred = solver.q_pred.numpy()
+    factor = math.exp(-scene.damping * dt)
+    nsteps = int(round(scene.t_end / dt))
+    watch = max(1, int(stall_window / dt))
+    ok, msg, done, stalls, first_stall = True, "", 0, 0, None
+    w0, c0 = time.perf_counter(), time.process_time()
+    while done < nsteps:
+        solver.step(s0, s1, None, None, dt)
+        q, qd, x = views[id(s1)]
+        qd *= factor
+        if np.array_equal(q, q_pred):
+            stalls += 1
+            if first_stall is None:
+                first_stall = done
+        done += 1
+        s0, s1 = s1, s0
+        if first_stall is not None and first_stall < watch:
+            ok, msg = False, (f"stalled: step {first_stall} (t = {first_stall * dt:.3g} s) took no line-search step "
+                              "in any iteration (float32 rounding)")
+            break
+        if done % 50 == 0 and _exploded(x, scene.length):
+            ok, msg = False, f"exploded after {done} steps"
+            break
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    x = views[id(s0)][2]
+    if ok and _exploded(x, scene.length):
+        ok, msg = False, "non-finite or exploded"
+    if 0 < done < nsteps:
+        wall, cpu = wall * nsteps / done, cpu * nsteps / done
+    return CantileverRun(ok, np.array([x[-1, 0], x[-1, 2]], dtype=float), wall, cpu, nsteps, dt, msg,
+                         extra={"stalled_steps": stalls})
