@@ -199,19 +199,24 @@ def test_sliding_clamp_turns_the_end_and_carries_the_tension():
     for _ in range(30 * per):
         assert setup.solver.step(setup.state, dt).success
     x = setup.state.x
-    # uniform twist rate; the Cayley frame update turns a segment by 2 atan(kappa3 ds / 2), so
-    # kappa3 exceeds angle / L by (kappa3 ds)^2 / 12 = 1.3e-3 at 8 segments
-    assert np.allclose(x[:, 8], 2.0 / 0.125 * math.tan(angle / 8 / 2), rtol=1e-4)  # 6e-5: still settling
+    # uniform twist rate kappa3 = the time integral of the tip's angular velocity, plus galpha's
+    # start-up term: after its backward-Euler first step the generalized-alpha sums keep
+    # (beta - alpha + 1 - gamma) dt W1 = dt W1 / 2 of the first step's rate W1 = turn(dt) / dt
+    turn_dt = angle * (0.5 - 0.5 * math.cos(math.pi * dt / 2.0))
+    k3 = (angle + 0.5 * turn_dt) / 1.0
+    assert np.allclose(x[:, 8], k3, rtol=1e-4)  # spread 5e-5: torsion still settling
     assert np.allclose(x[:, 11], tension, rtol=1e-6)  # axial force = the load all along
     assert np.max(np.abs(setup.state.r[:, 1:])) < 1e-9  # straight, on the axis
     R = setup.state.R
     turned = math.atan2(R[-1, 1, 0], R[-1, 2, 0])  # d1 started along +z, turned about +x: d1 = (0, -sin, cos)
-    assert -turned == pytest.approx(angle, rel=1e-4)  # 2.3e-5: drift correction still converging
+    # the Cayley frame update turns a segment by 2 atan(kappa3 ds / 2)
+    assert -turned == pytest.approx(16.0 * math.atan(x[:, 8].mean() / 16.0), rel=1e-6)
+    assert -turned == pytest.approx(angle, rel=3e-3)
     # the whole adapter run: first and last element directors differ by the twist (less half elements)
     tr = GAlphaSolver().run(sc, n_elements=8, n_frames=31)
     d = tr.directors[0][-1]
     phi = math.atan2(-d[-1, 1], d[-1, 2]) - math.atan2(-d[0, 1], d[0, 2])
-    assert phi == pytest.approx(angle * (1 - 1.0 / 8), rel=1e-3)
+    assert phi == pytest.approx(angle * (1 - 1.0 / 8), rel=3e-3)
 
 
 def test_unsupported_features_raise_not_implemented():
