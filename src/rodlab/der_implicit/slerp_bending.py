@@ -40,14 +40,18 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
 
-from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
 from .energies import (BANDWIDTH, _C, _RES, _W, _WS, _add_gn_hessian_rows, _transport, _vertex_rows,
                        der_elastic, material_frames_q, update_frames)
-from .stepper import DERImplicitModel, DERImplicitState, StepStats, _fixed_idx, _hold_fixed
+
+# the stepper's Newton loop calls slerp_elastic, so the stepper module imports this one: the
+# classes and helpers of .stepper used below are imported where they are used
+if TYPE_CHECKING:
+    from .stepper import DERImplicitModel, DERImplicitState, StepStats
 
 JIT = dict(cache=True, error_model="numpy")
 
@@ -214,101 +218,6 @@ def slerp_frames_all(q, tan, elen, a1, mref, branch, w_out, M_out):
                 M_out[i, r, c] = M[r, c]
 
 
-@njit(**JIT)
-def _phi_slerp(q, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a1, mref, ks, lbar, kbend,
-               wbar2, ktwist, mbar, lvor, branch, exact, g, band):
-    update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
-    E = slerp_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar2, ktwist, mbar, lvor, branch, exact, 0, g, band)
-    for r in range(q.shape[0]):
-        d1 = q[r] - qhat[r]
-        d0 = q[r] - q0[r]
-        E += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * q[r]
-    return E
-
-
-@njit(**JIT)
-def slerp_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, kbend, wbar2, ktwist, mbar, lvor,
-                      branch, exact, h, damping, nsteps, newton_iters, ls_max, stats):
-    """``nsteps`` implicit-Euler steps with slerped-frame bending, in place: the algorithm of
-    :func:`.stepper.newton_minimize` / :func:`.stepper.implicit_euler_steps` (incremental potential,
-    Gauss-Newton Hessian, banded LDL^T, Armijo backtracking on the true incremental potential with the
-    slope of the gradient in use); ``ls_max = 0`` takes the full Newton step without a line search.
-    ``stats`` (3,): Newton iterations, line-search failures, last free-gradient max-norm."""
-    n = q.shape[0]
-    ne = tanr.shape[0]
-    tan = np.empty((ne, 3))
-    elen = np.empty(ne)
-    a1w = np.empty((ne, 3))
-    mrefw = np.empty(mref.shape[0])
-    g = np.empty(n)
-    band = np.empty((n, BANDWIDTH + 1))
-    D = np.empty(n)
-    dq = np.empty(n)
-    qt = np.empty(n)
-    q0 = np.empty(n)
-    qhat = np.empty(n)
-    a_in = 1.0 / (h * h)
-    a_dmp = damping / h
-    for st in range(nsteps):
-        for r in range(n):
-            q0[r] = q[r]
-            qhat[r] = q[r] + h * v[r]
-        for t in range(fixed_idx.shape[0]):
-            qhat[fixed_idx[t]] = q[fixed_idx[t]]
-        for it in range(newton_iters):
-            update_frames(q, tanr, a1, mref, tan, elen, a1w, mrefw)
-            g[:] = 0.0
-            band[:, :] = 0.0
-            E = slerp_elastic(q, tan, elen, a1w, mrefw, ks, lbar, kbend, wbar2, ktwist, mbar, lvor, branch, exact,
-                              2, g, band)
-            for r in range(n):
-                d1 = q[r] - qhat[r]
-                d0 = q[r] - q0[r]
-                E += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * q[r]
-                g[r] += mass[r] * (a_in * d1 + a_dmp * d0) - fext[r]
-                band[r, 0] += mass[r] * (a_in + a_dmp)
-            _hold_fixed(fixed_idx, g, band)
-            gmax = 0.0
-            for r in range(n):
-                if abs(g[r]) > gmax:
-                    gmax = abs(g[r])
-            stats[2] = gmax
-            ldlt_factor_band10(band, D, 1e-13)
-            for r in range(n):
-                dq[r] = -g[r]
-            ldlt_solve_band10(band, D, dq)
-            stats[0] += 1
-            if ls_max == 0:
-                for r in range(n):
-                    q[r] += dq[r]
-                continue
-            slope = 0.0
-            for r in range(n):
-                slope += g[r] * dq[r]
-            alpha = 1.0
-            ok = False
-            for ls in range(ls_max):
-                for r in range(n):
-                    qt[r] = q[r] + alpha * dq[r]
-                Et = _phi_slerp(qt, qhat, q0, mass, a_in, a_dmp, fext, tanr, a1, mref, tan, elen, a1w, mrefw,
-                                ks, lbar, kbend, wbar2, ktwist, mbar, lvor, branch, exact, g, band)
-                if Et <= E + 1e-4 * alpha * slope + 1e-12 * (abs(E) + abs(Et)):
-                    ok = True
-                    break
-                alpha *= 0.5
-            if not ok:
-                stats[1] += 1
-                break
-            for r in range(n):
-                q[r] = qt[r]
-        update_frames(q, tanr, a1, mref, tan, elen, a1w, mrefw)
-        tanr[:, :] = tan
-        a1[:, :] = a1w
-        mref[:] = mrefw
-        for r in range(n):
-            v[r] = (q[r] - q0[r]) / h
-
-
 def rest_curvature2(model: DERImplicitModel, state: DERImplicitState, branch: str = "twist") -> np.ndarray:
     """Slerped 2D curvature (n, 2) of ``state`` (use it as the rest curvature of a rod at rest there)."""
     b = _branch(branch)
@@ -362,15 +271,21 @@ class SlerpStepper:
         self.h = float(h)
         self.newton_iters = int(newton_iters)
         self.line_search = int(line_search)
+        from .stepper import _fixed_idx
+
         self._fixed = _fixed_idx(model)
 
     def advance(self, state: DERImplicitState, nsteps: int) -> StepStats:
+        """The der-implicit Newton loop (:func:`.stepper.implicit_euler_steps`) with this bending."""
+        from .stepper import BENDING_2D_SLERP, StepStats, implicit_euler_steps
+
         m = self.model
         stats = np.zeros(3)
         t0 = time.perf_counter()
-        slerp_euler_steps(state.q, state.v, state.a1, state.tan, state.mref, m.mass, m.fext, self._fixed, m.ks, m.lbar,
-                          m.kbend, self.wbar2, m.ktwist, m.mbar, m.lvor, self.branch, int(self.exact), self.h,
-                          float(m.damping), int(nsteps), self.newton_iters, self.line_search, stats)
+        implicit_euler_steps(state.q, state.v, state.a1, state.tan, state.mref, m.mass, m.fext, self._fixed, m.ks,
+                             m.lbar, m.kbend, m.wbar, m.ktwist, m.mbar, m.lvor, BENDING_2D_SLERP, self.wbar2, self.branch,
+                             int(self.exact), self.h, float(m.damping), int(nsteps), self.newton_iters, 0.0,
+                             self.line_search, stats)
         wall = time.perf_counter() - t0
         state.t += nsteps * self.h
         ok = bool(np.all(np.isfinite(state.q)))

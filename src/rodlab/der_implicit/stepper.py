@@ -26,6 +26,7 @@ from numba import njit
 
 from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
 from .energies import BANDWIDTH, der_elastic, update_frames
+from .slerp_bending import slerp_elastic
 
 JIT = dict(cache=True, error_model="numpy")
 
@@ -130,10 +131,30 @@ def _hold_fixed(fixed_idx, g, band):
         band[r, 0] = 1.0
 
 
+# bending models of the Newton loop (``bending`` argument)
+BENDING_4D = 0          # 4D curvature, the paper's model [6]
+BENDING_2D_AVERAGE = 1  # 2D curvature on averaged material frames [7] (Fig. 2)
+BENDING_2D_SLERP = 2    # 2D curvature on slerped frames [41] (Fig. 3), see slerp_bending.py
+NO_SLERP = np.zeros((0, 2))  # ``wbar2`` when the bending is not slerped
+
+
 @njit(**JIT)
-def _phi(q, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, g, band):
+def _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch, exact,
+             want, g, band):
+    """Elastic energy (and gradient / Gauss-Newton Hessian for ``want`` 1 / 2) of the chosen bending model."""
+    if bending == BENDING_2D_SLERP:
+        return slerp_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar2, ktwist, mbar, lvor, branch, exact,
+                             want, g, band)
+    return der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor,
+                       bending == BENDING_2D_AVERAGE, want, g, band)
+
+
+@njit(**JIT)
+def _phi(q, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist,
+         mbar, lvor, bending, wbar2, branch, exact, g, band):
     update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
-    E = der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, 0, g, band)
+    E = _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch, exact,
+                 0, g, band)
     for r in range(q.shape[0]):
         d1 = q[r] - qhat[r]
         d0 = q[r] - q0[r]
@@ -143,20 +164,23 @@ def _phi(q, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a
 
 @njit(**JIT)
 def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b, mref_b,
-                    ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, max_iters, gtol, ls_max, rebase,
-                    tan, elen, a1, mref, g, band, D, dq, qt, stats):
+                    ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, branch, exact, max_iters, gtol, ls_max,
+                    rebase, tan, elen, a1, mref, g, band, D, dq, qt, stats):
     """Minimize ``Phi`` (module docstring) from ``q`` in place. ``a_in = 1/h^2``, ``a_dmp = c/h``
     (both 0 for statics). ``rebase``: after each accepted iterate, the current frames become the
     base of the next transport (statics); otherwise frames are always transported from the step's
     start (``tan_b``, ``a1_b``, ``mref_b``). ``stats`` (3,) accumulates iterations, line-search
-    failures, and receives the last free-gradient max-norm. Returns the number of iterations."""
+    failures, and receives the last free-gradient max-norm. Returns the number of iterations.
+    ``bending``: ``BENDING_*`` (``wbar2``, ``branch``, ``exact``: the slerped model's rest curvature
+    and options, see slerp_bending.py). ``ls_max = 0`` takes full Newton steps (no line search)."""
     n = q.shape[0]
     its = 0
     for it in range(max_iters):
         update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
         g[:] = 0.0
         band[:, :] = 0.0
-        E = der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, 2, g, band)
+        E = _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch, exact,
+                     2, g, band)
         for r in range(n):
             d1 = q[r] - qhat[r]
             d0 = q[r] - q0[r]
@@ -179,12 +203,15 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
         for r in range(n):
             slope += g[r] * dq[r]
         alpha = 1.0
-        ok = False
+        ok = ls_max == 0
+        if ok:
+            for r in range(n):
+                qt[r] = q[r] + dq[r]
         for ls in range(ls_max):
             for r in range(n):
                 qt[r] = q[r] + alpha * dq[r]
             Et = _phi(qt, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a1, mref,
-                      ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, g, band)
+                      ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, branch, exact, g, band)
             if Et <= E + 1e-4 * alpha * slope + 1e-12 * (abs(E) + abs(Et)):
                 ok = True
                 break
@@ -206,7 +233,7 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
 
 @njit(**JIT)
 def implicit_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, kbend, wbar, ktwist, mbar, lvor,
-                         curv2d, h, damping, nsteps, newton_iters, gtol, ls_max, stats):
+                         bending, wbar2, branch, exact, h, damping, nsteps, newton_iters, gtol, ls_max, stats):
     """``nsteps`` implicit-Euler steps in place on ``q, v, a1, tanr, mref`` (see :func:`newton_minimize`)."""
     n = q.shape[0]
     ne = tanr.shape[0]
@@ -230,7 +257,8 @@ def implicit_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, 
         for t in range(fixed_idx.shape[0]):
             qhat[fixed_idx[t]] = q[fixed_idx[t]]
         newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref,
-                        ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, newton_iters, gtol, ls_max, False,
+                        ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, branch, exact, newton_iters, gtol,
+                        ls_max, False,
                         tan, elen, a1w, mrefw, g, band, D, dq, qt, stats)
         update_frames(q, tanr, a1, mref, tan, elen, a1w, mrefw)
         tanr[:, :] = tan
@@ -238,6 +266,10 @@ def implicit_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, 
         mref[:] = mrefw
         for r in range(n):
             v[r] = (q[r] - q0[r]) / h
+
+
+def _bending(model: DERImplicitModel) -> int:
+    return BENDING_2D_AVERAGE if model.curv2d else BENDING_4D
 
 
 def _fixed_idx(model: DERImplicitModel) -> np.ndarray:
@@ -289,7 +321,7 @@ class DERImplicitStepper:
         stats = np.zeros(3)
         t0 = time.perf_counter()
         implicit_euler_steps(state.q, state.v, state.a1, state.tan, state.mref, m.mass, m.fext, self._fixed,
-                             m.ks, m.lbar, m.kbend, m.wbar, m.ktwist, m.mbar, m.lvor, bool(m.curv2d), self.h,
+                             m.ks, m.lbar, m.kbend, m.wbar, m.ktwist, m.mbar, m.lvor, _bending(m), NO_SLERP, 0, 0, self.h,
                              float(m.damping), int(nsteps), self.newton_iters, self.gtol, self.line_search, stats)
         wall = time.perf_counter() - t0
         state.t += nsteps * self.h
@@ -328,8 +360,8 @@ def solve_static(model: DERImplicitModel, state: DERImplicitState, *, load_steps
         f = model.fext * (ls / load_steps)
         tol = float(gtol) if ls == load_steps else float(gtol) * 1e3
         newton_minimize(state.q, zeros, zeros, zeros, 0.0, 0.0, f, fixed, state.tan, state.a1, state.mref, model.ks,
-                        model.lbar, model.kbend, model.wbar, model.ktwist, model.mbar, model.lvor, bool(model.curv2d),
-                        int(max_iters), tol, 30, True, tan, elen, a1w, mrefw, g, band, D, dq, qt, stats)
+                        model.lbar, model.kbend, model.wbar, model.ktwist, model.mbar, model.lvor, _bending(model),
+                        NO_SLERP, 0, 0, int(max_iters), tol, 30, True, tan, elen, a1w, mrefw, g, band, D, dq, qt, stats)
     ok = stats[2] <= gtol
     msg = "converged" if ok else f"not converged after {int(stats[0])} Newton iterations (gradient {stats[2]:.3e} N > {gtol:.3e} N)"
     state.v[:] = 0.0
