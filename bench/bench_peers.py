@@ -100,7 +100,7 @@ def _dismech_newton(scene):
     cosseratbench's own ``dismech`` adapter drives dismech-python, a different package.
     dt0 = min(0.05 s, 1000 s/m^2 * h^2): 0.05 s is accurate at n = 50 and 200 (the implicit step is
     stable far beyond it), but fine rods stall above a step that falls ~h^2 (its line search takes no
-    step: 0.07 s stalls at n = 200, 0.002 s at n = 1000; see P.run_dismech_newton), so dt0 = 1 ms at
+    step: 0.1 s stalls at n = 200, 0.002 s at n = 1000; see P.run_dismech_newton), so dt0 = 1 ms at
     n = 1000; the ladder goes 4x above and 16x below."""
     P.import_dismech_newton()  # raises PeerUnavailable with the reason
     h = scene.length / (scene.n - 1.5)
