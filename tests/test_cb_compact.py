@@ -136,6 +136,25 @@ def test_driven_clamp_turns_and_slides_along_its_axis():
     assert abs(d[-1, 2] @ np.array([0.0, 1.0, 0.0])) > 0.1
 
 
+def test_driven_start_clamp_moves_and_turns_its_element():
+    """A driven start clamp (not sliding) goes to the active-set path: its node follows
+    node0 + displacement(t) and its element's frame R(t) q0, about the node, as the suite says."""
+    times = (0.0, 0.1, 0.2)
+    motion = Motion(times=times, displacement=((0.0, 0.0, 0.0), (0.0, 0.0, 0.01), (0.0, 0.01, 0.02)),
+                    rotation=((0.0, 0.0, 0.0), (0.0, 0.0, 0.2), (0.0, 0.0, 0.5)))
+    rod = Rod(centerline=((0.0, 0.0, 0.0), (0.4, 0.0, 0.0)), radius=0.01, material=Material(1e6, 1e6 / 3, 1000.0),
+              start=EndCondition.CLAMPED, start_motion=motion)
+    scen = Scenario(rods=(rod,), duration=0.25, gravity=(0.0, 0.0, -9.81), quasi_static=True, self_contact=False)
+    traj = CompactSolver().run(scen, n_elements=4, n_frames=6)
+    x, d = traj.positions[0], traj.directors[0]
+    for f, t in enumerate(traj.times):
+        disp, R = motion.pose(float(t))
+        assert np.allclose(x[f, 0], disp, atol=1e-9), t
+        assert np.allclose(x[f, 1], disp + R @ [0.1, 0.0, 0.0], atol=1e-8), t   # turned about the node
+        assert np.allclose(d[f, 0], R @ [0.0, 0.0, 1.0], atol=1e-8), t
+    assert x[-1, -1, 2] < 0.01  # the free part sags under gravity below the carried clamp
+
+
 def test_unsupported_features_raise_not_implemented():
     scen = _beam()
     with_obstacle = Scenario(rods=scen.rods, duration=0.01, obstacles=(Cylinder((0, 0, -1), (0, 1, 0), 0.1, 1.0),))
