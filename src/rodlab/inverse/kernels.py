@@ -204,7 +204,7 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
     # solver's scratch, allocated once and reused by every QP of the run
     fast = pc == PC_ASC or pc == PC_IC or pc == PC_MIC
     Ar = np.empty((P, 2 * HBW + 1))
-    Lr = np.empty((P, HBW + 1))
+    Lpair = np.empty((2, P, HBW + 1))
     qws = np.empty((NWS, P + 2 * HBW))
     qfree = np.empty(P, dtype=np.bool_)
     qcounts = np.zeros(4)
@@ -292,7 +292,7 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
         if rt < 1e-12:
             rt = 1e-12
         if qp_mode == QP_MPRGP and fast:
-            qit, qres, ncl = mprgp_asc_solve(pc, H, bq, ld, hd, d, rt, qp_atol, qp_maxit, qhist, qcounts, 1.0, Ar, Lf, Lr, Dp,
+            qit, qres, ncl = mprgp_asc_solve(pc, H, bq, ld, hd, d, rt, qp_atol, qp_maxit, qhist, qcounts, 1.0, Ar, Lf, Lpair, Dp,
                                              qws, qfree)
             stats[5] += ncl
         elif qp_mode == QP_MPRGP:

@@ -608,6 +608,112 @@ def rfiltered_apply(Lr, free, r, yp, zp, v):
 
 
 @njit(**JIT)
+def _filtered18(Lf, free, r, zp, v):
+    """:func:`rfiltered_apply` for half bandwidth 18 (the sag-free Hessian, ``kernels.HBW``): both sweeps in
+    axpy form with the 18 pending entries held in registers (``s0..s18`` forward over the column-aligned
+    factor ``Lf[1]``, ``t0..t18`` backward over the row-aligned ``Lf[0]``), so that consecutive rows depend on
+    each other through one multiply-subtract, not through a store and a reload. Same operations as the
+    textbook substitutions. ``r``: entries 0..n-1 used; ``zp``, ``v`` padded by 18; returns ``z . v``."""
+    n = Lf.shape[1]
+    Lr = Lf[0]
+    Lc = Lf[1]
+    s0 = r[0] if 0 < n else 0.0
+    s1 = r[1] if 1 < n else 0.0
+    s2 = r[2] if 2 < n else 0.0
+    s3 = r[3] if 3 < n else 0.0
+    s4 = r[4] if 4 < n else 0.0
+    s5 = r[5] if 5 < n else 0.0
+    s6 = r[6] if 6 < n else 0.0
+    s7 = r[7] if 7 < n else 0.0
+    s8 = r[8] if 8 < n else 0.0
+    s9 = r[9] if 9 < n else 0.0
+    s10 = r[10] if 10 < n else 0.0
+    s11 = r[11] if 11 < n else 0.0
+    s12 = r[12] if 12 < n else 0.0
+    s13 = r[13] if 13 < n else 0.0
+    s14 = r[14] if 14 < n else 0.0
+    s15 = r[15] if 15 < n else 0.0
+    s16 = r[16] if 16 < n else 0.0
+    s17 = r[17] if 17 < n else 0.0
+    s18 = r[18] if 18 < n else 0.0
+    for j in range(n):
+        y = s0 if free[j] else 0.0
+        zp[18 + j] = y * Lc[j, 0]
+        s0 = s1 - Lc[j, 1] * y
+        s1 = s2 - Lc[j, 2] * y
+        s2 = s3 - Lc[j, 3] * y
+        s3 = s4 - Lc[j, 4] * y
+        s4 = s5 - Lc[j, 5] * y
+        s5 = s6 - Lc[j, 6] * y
+        s6 = s7 - Lc[j, 7] * y
+        s7 = s8 - Lc[j, 8] * y
+        s8 = s9 - Lc[j, 9] * y
+        s9 = s10 - Lc[j, 10] * y
+        s10 = s11 - Lc[j, 11] * y
+        s11 = s12 - Lc[j, 12] * y
+        s12 = s13 - Lc[j, 13] * y
+        s13 = s14 - Lc[j, 14] * y
+        s14 = s15 - Lc[j, 15] * y
+        s15 = s16 - Lc[j, 16] * y
+        s16 = s17 - Lc[j, 17] * y
+        s17 = s18 - Lc[j, 18] * y
+        s18 = r[j + 19] if j + 19 < n else 0.0
+    t0 = zp[18 + n - 1 - 0] if n - 1 - 0 >= 0 else 0.0
+    t1 = zp[18 + n - 1 - 1] if n - 1 - 1 >= 0 else 0.0
+    t2 = zp[18 + n - 1 - 2] if n - 1 - 2 >= 0 else 0.0
+    t3 = zp[18 + n - 1 - 3] if n - 1 - 3 >= 0 else 0.0
+    t4 = zp[18 + n - 1 - 4] if n - 1 - 4 >= 0 else 0.0
+    t5 = zp[18 + n - 1 - 5] if n - 1 - 5 >= 0 else 0.0
+    t6 = zp[18 + n - 1 - 6] if n - 1 - 6 >= 0 else 0.0
+    t7 = zp[18 + n - 1 - 7] if n - 1 - 7 >= 0 else 0.0
+    t8 = zp[18 + n - 1 - 8] if n - 1 - 8 >= 0 else 0.0
+    t9 = zp[18 + n - 1 - 9] if n - 1 - 9 >= 0 else 0.0
+    t10 = zp[18 + n - 1 - 10] if n - 1 - 10 >= 0 else 0.0
+    t11 = zp[18 + n - 1 - 11] if n - 1 - 11 >= 0 else 0.0
+    t12 = zp[18 + n - 1 - 12] if n - 1 - 12 >= 0 else 0.0
+    t13 = zp[18 + n - 1 - 13] if n - 1 - 13 >= 0 else 0.0
+    t14 = zp[18 + n - 1 - 14] if n - 1 - 14 >= 0 else 0.0
+    t15 = zp[18 + n - 1 - 15] if n - 1 - 15 >= 0 else 0.0
+    t16 = zp[18 + n - 1 - 16] if n - 1 - 16 >= 0 else 0.0
+    t17 = zp[18 + n - 1 - 17] if n - 1 - 17 >= 0 else 0.0
+    t18 = zp[18 + n - 1 - 18] if n - 1 - 18 >= 0 else 0.0
+    zv = 0.0
+    for i in range(n - 1, -1, -1):
+        z = t0 if free[i] else 0.0
+        zp[18 + i] = z
+        zv += z * v[18 + i]
+        t0 = t1 - Lr[i, 17] * z
+        t1 = t2 - Lr[i, 16] * z
+        t2 = t3 - Lr[i, 15] * z
+        t3 = t4 - Lr[i, 14] * z
+        t4 = t5 - Lr[i, 13] * z
+        t5 = t6 - Lr[i, 12] * z
+        t6 = t7 - Lr[i, 11] * z
+        t7 = t8 - Lr[i, 10] * z
+        t8 = t9 - Lr[i, 9] * z
+        t9 = t10 - Lr[i, 8] * z
+        t10 = t11 - Lr[i, 7] * z
+        t11 = t12 - Lr[i, 6] * z
+        t12 = t13 - Lr[i, 5] * z
+        t13 = t14 - Lr[i, 4] * z
+        t14 = t15 - Lr[i, 3] * z
+        t15 = t16 - Lr[i, 2] * z
+        t16 = t17 - Lr[i, 1] * z
+        t17 = t18 - Lr[i, 0] * z
+        t18 = zp[18 + i - 19] if i - 19 >= 0 else 0.0
+    return zv
+
+
+@njit(**JIT)
+def _apply(Lf, free, r, yp, zp, v):
+    """Filtered substitution with the factor pair ``Lf`` (row-aligned ``Lf[0]``, column-aligned ``Lf[1]``):
+    :func:`_filtered18` for half bandwidth 18, else :func:`rfiltered_apply`. Returns ``z . v``."""
+    if Lf.shape[2] == 19:
+        return _filtered18(Lf, free, r, zp, v)
+    return rfiltered_apply(Lf[0], free, r, yp, zp, v)
+
+
+@njit(**JIT)
 def to_rows(band, R):
     """Lower band (``band[i, k] = M[i, i - k]``) -> row-aligned lower part ``R[i, j] = M[i, i - p + j]``
     (``R`` of width p + 1), or full rows (width 2p + 1, :func:`rband_matvec`); zeros outside the matrix.
@@ -643,21 +749,34 @@ def to_rows(band, R):
 
 
 @njit(**JIT)
-def prepare_fast(pc, A, Ar, Lb, Lr, D):
-    """Set-up of :func:`mprgp_fast` for ``pc`` in ``FAST_PCS``: ``A`` (lower band) into the full rows ``Ar`` (n, 2p + 1),
-    its factor (complete or incomplete LDL^T, :func:`prepare_pc`, into the band scratch ``Lb``, ``D``) into
-    the row-aligned ``Lr`` with ``1/D`` on its diagonal column. Returns ``(#clamped pivots, ||A||_inf)``."""
+def prepare_fast(pc, A, Ar, Lb, Lf, D):
+    """Set-up of :func:`mprgp_fast` for ``pc`` in ``FAST_PCS``: ``A`` (lower band) into the full rows ``Ar``
+    (n, 2p + 1); its factor (complete or incomplete LDL^T by :func:`prepare_pc`, into the band scratch
+    ``Lb``, ``D``) into the pair ``Lf`` (2, n, p + 1): row-aligned ``Lf[0][i, j] = L[i, i - p + j]`` with
+    ``Lf[0][i, p] = 1/D_i``, and column-aligned ``Lf[1][j, k] = L[j + k, j]`` (``k >= 1``, zero beyond the
+    matrix) with ``Lf[1][j, 0] = 1/D_j``. Returns ``(#clamped pivots, ||A||_inf)``."""
     n = A.shape[0]
     p = A.shape[1] - 1
     anorm = to_rows(A, Ar)
     clamped = prepare_pc(pc, A, Lb, D)
+    Lr = Lf[0]
+    Lc = Lf[1]
     for i in range(n):
         k0 = p if i >= p else i
         for j in range(p - k0):
             Lr[i, j] = 0.0
         for k in range(1, k0 + 1):
             Lr[i, p - k] = Lb[i, k]
-        Lr[i, p] = 1.0 / D[i]
+        inv = 1.0 / D[i]
+        Lr[i, p] = inv
+        Lc[i, 0] = inv
+        kmax = n - 1 - i
+        if kmax > p:
+            kmax = p
+        for k in range(1, kmax + 1):
+            Lc[i, k] = Lb[i + k, k]
+        for k in range(kmax + 1, p + 1):
+            Lc[i, k] = 0.0
     return clamped, anorm
 
 
@@ -701,16 +820,16 @@ def _state_fast(x, g, lo, hi, free, phi, beta, abar, bp):
 
 
 @njit(**JIT)
-def mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free):
+def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free):
     """:func:`mprgp_core` for the filtered-factor preconditioners (ASC, IC, MIC) on the row-aligned
     layout: the same algorithm, the same steps and tests in the same order, with fused passes (CG move
     and free-set update in one pass; the CG coefficient ``z.Ap`` accumulated by the backward
     substitution; ``p.Ap``, ``g.p`` and the feasible step in one pass) and no allocation: ``ws``
     (``NWS``, n + 2p) and ``free`` (n,) are caller-provided, reusable across calls (their contents on
-    entry do not matter). ``Ar``, ``Lr``, ``anorm``: from :func:`prepare_fast`. Returns ``(iterations,
+    entry do not matter). ``Ar``, ``Lf``, ``anorm``: from :func:`prepare_fast`. Returns ``(iterations,
     residual)`` like :func:`mprgp_core`."""
     n = x.shape[0]
-    p = Lr.shape[1] - 1
+    p = Lf.shape[2] - 1
     abar = 1.9 / anorm
     pd = ws[0]
     Ap = ws[1]
@@ -736,7 +855,7 @@ def mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
     r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
     res0 = math.sqrt(r2)
     tol = max(atol, rtol * res0)
-    rfiltered_apply(Lr, free, phi, yp, zp, zp)
+    _apply(Lf, free, phi, yp, zp, zp)
     for i in range(n):
         pd[p + i] = zp[p + i]
     it = 0
@@ -774,7 +893,7 @@ def mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
                     x[i] -= acg * pd[p + i]
                     g[i] -= acg * Ap[p + i]
                 r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
-                zAp = rfiltered_apply(Lr, free, phi, yp, zp, Ap)
+                zAp = _apply(Lf, free, phi, yp, zp, Ap)
                 gam = zAp / pAp
                 for i in range(n):
                     pd[p + i] = zp[p + i] - gam * pd[p + i] if free[i] else 0.0
@@ -800,7 +919,7 @@ def mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
                 fx = 0.0
                 for i in range(n):
                     fx += 0.5 * x[i] * (g[i] - b[i])
-                rfiltered_apply(Lr, free, phi, yp, zp, zp)
+                _apply(Lf, free, phi, yp, zp, zp)
                 a = 1.0
                 accepted = False
                 for trial in range(3):
@@ -836,7 +955,7 @@ def mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
                     for i in range(n):
                         g[i] = Ap[p + i] - b[i]
                 r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
-                rfiltered_apply(Lr, free, phi, yp, zp, zp)
+                _apply(Lf, free, phi, yp, zp, zp)
                 for i in range(n):
                     pd[p + i] = zp[p + i]
         else:
@@ -870,18 +989,18 @@ def mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
                     xi = hi[i]
                 x[i] = xi
             r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
-            rfiltered_apply(Lr, free, phi, yp, zp, zp)
+            _apply(Lf, free, phi, yp, zp, zp)
             for i in range(n):
                 pd[p + i] = zp[p + i]
     return it, math.sqrt(r2) if it > 0 else res
 
 
 @njit(**JIT)
-def mprgp_asc_solve(pc, A, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, Ar, Lb, Lr, D, ws, free):
+def mprgp_asc_solve(pc, A, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, Ar, Lb, Lf, D, ws, free):
     """Factor and solve in one compiled call: :func:`prepare_fast` then :func:`mprgp_fast` (all scratch
     caller-provided, see :class:`MprgpWorkspace`). Returns ``(iterations, residual, #clamped pivots)``."""
-    clamped, anorm = prepare_fast(pc, A, Ar, Lb, Lr, D)
-    it, res = mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free)
+    clamped, anorm = prepare_fast(pc, A, Ar, Lb, Lf, D)
+    it, res = mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free)
     return it, res, clamped
 
 
@@ -891,7 +1010,7 @@ class MprgpWorkspace:
     def __init__(self, n: int, p: int):
         self.Ar = np.zeros((n, 2 * p + 1))
         self.Lb = np.zeros((n, p + 1))
-        self.Lr = np.zeros((n, p + 1))
+        self.Lf = np.zeros((2, n, p + 1))
         self.D = np.zeros(n)
         self.ws = np.zeros((NWS, n + 2 * p))
         self.free = np.zeros(n, dtype=np.bool_)
@@ -901,27 +1020,26 @@ class MprgpWorkspace:
         """Factor ``A`` (lower band) and solve the box QP from ``x`` (in place); ``(iterations, residual, #clamped)``."""
         h = np.zeros(0) if hist is None else hist
         return mprgp_asc_solve(int(pc), A, b, lo, hi, x, float(rtol), float(atol), int(maxit), h, self.counts, float(gamma),
-                               self.Ar, self.Lb, self.Lr, self.D, self.ws, self.free)
+                               self.Ar, self.Lb, self.Lf, self.D, self.ws, self.free)
 
 
 @njit(**JIT)
 def mprgp(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist):
     """MPRGP with ``Gamma = 1`` and no step counters: :func:`mprgp_fast` for the filtered-factor
-    preconditioners (``L``, ``D`` from :func:`prepare_pc`, copied into the row-aligned layout; scratch
-    allocated here: use :func:`mprgp_asc_solve` with a workspace to avoid that), else :func:`mprgp_core`."""
+    preconditioners (``L``, ``D`` ignored: the factor is recomputed in the fast layout, :func:`prepare_fast`;
+    scratch allocated here: use :func:`mprgp_asc_solve` with a workspace to avoid both), else :func:`mprgp_core`."""
     counts = np.zeros(4)
     if pc == PC_ASC or pc == PC_IC or pc == PC_MIC:
         n = A.shape[0]
         p = A.shape[1] - 1
         Ar = np.empty((n, 2 * p + 1))
-        anorm = to_rows(A, Ar)
-        Lr = np.empty((n, p + 1))
-        to_rows(L, Lr)
-        for i in range(n):
-            Lr[i, p] = 1.0 / D[i]
+        Lb = np.empty((n, p + 1))
+        Lf = np.empty((2, n, p + 1))
+        Dc = np.empty(n)
         ws = np.empty((NWS, n + 2 * p))
         free = np.empty(n, dtype=np.bool_)
-        return mprgp_fast(Ar, Lr, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, 1.0, ws, free)
+        anorm = prepare_fast(pc, A, Ar, Lb, Lf, Dc)[1]
+        return mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, 1.0, ws, free)
     return mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, 1.0)
 
 
