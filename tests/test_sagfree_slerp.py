@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from rodlab.der_implicit.energies import der_elastic, material_curvature_all, pack_dofs, update_frames
-from rodlab.der_implicit.slerp_bending import SlerpStepper, slerp_elastic, slerp_frames_all
+from rodlab.der_implicit.slerp_bending import slerp_elastic, slerp_frames_all
+from rodlab.der_implicit.stepper import SlerpStepper
 from rodlab.der_implicit.stepper import bishop_reference, build_rod
 from rodlab.scenes.registry import run_scene
 

@@ -39,7 +39,6 @@ der-implicit stepper (Takahashi and Batty Sec. VI).
 from __future__ import annotations
 
 import math
-import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -48,10 +47,10 @@ from numba import njit
 from .energies import (BANDWIDTH, _C, _RES, _W, _WS, _add_gn_hessian_rows, _transport, _vertex_rows,
                        der_elastic, material_frames_q, update_frames)
 
-# the stepper's Newton loop calls slerp_elastic, so the stepper module imports this one: the
-# classes and helpers of .stepper used below are imported where they are used
+# the stepper's Newton loop calls slerp_elastic, so the stepper module imports this one (and holds
+# SlerpStepper); the classes of .stepper appear here only in annotations
 if TYPE_CHECKING:
-    from .stepper import DERImplicitModel, DERImplicitState, StepStats
+    from .stepper import DERImplicitModel, DERImplicitState
 
 JIT = dict(cache=True, error_model="numpy")
 
@@ -240,64 +239,6 @@ def _branch(branch: str) -> int:
     if branch not in BRANCHES:
         raise ValueError(f"branch must be one of {BRANCHES} (got {branch!r})")
     return BRANCHES.index(branch)
-
-
-class SlerpStepper:
-    """Implicit Euler (one Newton iteration per step by default, Gauss-Newton Hessian) for a
-    :class:`.stepper.DERImplicitModel` whose bending is replaced by the slerped-frame 2D model.
-
-    ``wbar2`` (n, 2): rest 2D curvature (see :func:`rest_curvature2`); ``gradient``: ``"approx"`` ([41],
-    frame held constant) or ``"exact"``; ``branch``: ``"twist"`` or ``"shortest"`` (module docstring);
-    ``line_search``: max halvings of the Armijo search (0: full Newton steps). ``model.wbar``/``curv2d``
-    are not used."""
-
-    def __init__(self, model: DERImplicitModel, wbar2: np.ndarray, *, gradient: str = "approx", branch: str = "twist",
-                 h: float = 1.0 / 240.0, newton_iters: int = 1, line_search: int = 12):
-        if gradient not in GRADIENTS:
-            raise ValueError(f"gradient must be one of {GRADIENTS} (got {gradient!r})")
-        if not (h > 0 and math.isfinite(h)):
-            raise ValueError(f"time step h must be > 0 s (got {h})")
-        if newton_iters < 1:
-            raise ValueError(f"newton_iters must be >= 1 (got {newton_iters})")
-        if line_search < 0:
-            raise ValueError(f"line_search must be >= 0 (got {line_search})")
-        wbar2 = np.ascontiguousarray(wbar2, dtype=float)
-        if wbar2.shape != (model.nv, 2):
-            raise ValueError(f"wbar2 must have shape {(model.nv, 2)} (got {wbar2.shape})")
-        self.model = model
-        self.wbar2 = wbar2
-        self.exact = gradient == "exact"
-        self.branch = _branch(branch)
-        self.h = float(h)
-        self.newton_iters = int(newton_iters)
-        self.line_search = int(line_search)
-        from .stepper import _fixed_idx
-
-        self._fixed = _fixed_idx(model)
-
-    def advance(self, state: DERImplicitState, nsteps: int) -> StepStats:
-        """The der-implicit Newton loop (:func:`.stepper.implicit_euler_steps`) with this bending."""
-        from .stepper import BENDING_2D_SLERP, StepStats, implicit_euler_steps
-
-        m = self.model
-        stats = np.zeros(3)
-        t0 = time.perf_counter()
-        implicit_euler_steps(state.q, state.v, state.a1, state.tan, state.mref, m.mass, m.fext, self._fixed, m.ks,
-                             m.lbar, m.kbend, m.wbar, m.ktwist, m.mbar, m.lvor, BENDING_2D_SLERP, self.wbar2, self.branch,
-                             int(self.exact), self.h, float(m.damping), int(nsteps), self.newton_iters, 0.0,
-                             self.line_search, stats)
-        wall = time.perf_counter() - t0
-        state.t += nsteps * self.h
-        ok = bool(np.all(np.isfinite(state.q)))
-        return StepStats(int(nsteps), int(stats[0]), int(stats[1]), wall, float(stats[2]), ok,
-                         "ok" if ok else "non-finite state")
-
-    def elastic_energy(self, state: DERImplicitState) -> float:
-        m = self.model
-        tan, elen, a1, mref = _frames_at(state)
-        n = state.q.size
-        return float(slerp_elastic(state.q, tan, elen, a1, mref, m.ks, m.lbar, m.kbend, self.wbar2, m.ktwist, m.mbar,
-                                   m.lvor, self.branch, int(self.exact), 0, np.zeros(n), np.zeros((n, BANDWIDTH + 1))))
 
 
 def der_elastic_energy(model: DERImplicitModel, state: DERImplicitState) -> float:

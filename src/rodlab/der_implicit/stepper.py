@@ -26,7 +26,7 @@ from numba import njit
 
 from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
 from .energies import BANDWIDTH, der_elastic, update_frames
-from .slerp_bending import slerp_elastic
+from .slerp_bending import BRANCHES, GRADIENTS, _frames_at, slerp_elastic
 
 JIT = dict(cache=True, error_model="numpy")
 
@@ -289,14 +289,16 @@ class DERImplicitStepper:
             raise ValueError(f"time step h must be > 0 s (got {h})")
         if newton_iters < 1:
             raise ValueError(f"newton_iters must be >= 1 (got {newton_iters})")
-        if line_search < 1:
-            raise ValueError(f"line_search must be >= 1 (got {line_search})")
+        if line_search < 0:
+            raise ValueError(f"line_search must be >= 0 (got {line_search})")
         self.model = model
         self.h = float(h)
         self.newton_iters = int(newton_iters)
         self.gtol = float(gtol)
         self.line_search = int(line_search)
         self._fixed = _fixed_idx(model)
+        # bending model of the Newton loop: the model's (4D or averaged 2D); SlerpStepper changes it
+        self._bending, self._wbar2, self._branch, self._exact = _bending(model), NO_SLERP, 0, 0
 
     @classmethod
     def from_frame_rate(cls, model: DERImplicitModel, *, fps: float = 60.0, substeps: int = 4, newton_iters: int = 1,
@@ -321,13 +323,45 @@ class DERImplicitStepper:
         stats = np.zeros(3)
         t0 = time.perf_counter()
         implicit_euler_steps(state.q, state.v, state.a1, state.tan, state.mref, m.mass, m.fext, self._fixed,
-                             m.ks, m.lbar, m.kbend, m.wbar, m.ktwist, m.mbar, m.lvor, _bending(m), NO_SLERP, 0, 0, self.h,
+                             m.ks, m.lbar, m.kbend, m.wbar, m.ktwist, m.mbar, m.lvor, self._bending, self._wbar2,
+                             self._branch, self._exact, self.h,
                              float(m.damping), int(nsteps), self.newton_iters, self.gtol, self.line_search, stats)
         wall = time.perf_counter() - t0
         state.t += nsteps * self.h
         ok = bool(np.all(np.isfinite(state.q)))
         return StepStats(int(nsteps), int(stats[0]), int(stats[1]), wall, float(stats[2]), ok,
                          "ok" if ok else "non-finite state")
+
+
+class SlerpStepper(DERImplicitStepper):
+    """:class:`DERImplicitStepper` with the model's bending replaced by the slerped-frame 2D model
+    of [41] (slerp_bending.py; Fig. 3 of the sag-free paper).
+
+    ``wbar2`` (n, 2): rest 2D curvature (:func:`.slerp_bending.rest_curvature2`); ``gradient``:
+    ``"approx"`` ([41], frame held constant) or ``"exact"``; ``branch``: ``"twist"`` or ``"shortest"``;
+    ``line_search``: max halvings of the Armijo search (0: full Newton steps). ``model.wbar`` and
+    ``model.curv2d`` are not used."""
+
+    def __init__(self, model: DERImplicitModel, wbar2: np.ndarray, *, gradient: str = "approx", branch: str = "twist",
+                 h: float = 1.0 / 240.0, newton_iters: int = 1, line_search: int = 12):
+        super().__init__(model, h=h, newton_iters=newton_iters, line_search=line_search)
+        if gradient not in GRADIENTS:
+            raise ValueError(f"gradient must be one of {GRADIENTS} (got {gradient!r})")
+        if branch not in BRANCHES:
+            raise ValueError(f"branch must be one of {BRANCHES} (got {branch!r})")
+        wbar2 = np.ascontiguousarray(wbar2, dtype=float)
+        if wbar2.shape != (model.nv, 2):
+            raise ValueError(f"wbar2 must have shape {(model.nv, 2)} (got {wbar2.shape})")
+        self.wbar2 = wbar2
+        self._bending, self._wbar2 = BENDING_2D_SLERP, wbar2
+        self._branch, self._exact = BRANCHES.index(branch), int(gradient == "exact")
+
+    def elastic_energy(self, state: DERImplicitState) -> float:
+        m = self.model
+        tan, elen, a1, mref = _frames_at(state)
+        n = state.q.size
+        return float(slerp_elastic(state.q, tan, elen, a1, mref, m.ks, m.lbar, m.kbend, self.wbar2, m.ktwist, m.mbar,
+                                   m.lvor, self._branch, self._exact, 0, np.zeros(n), np.zeros((n, BANDWIDTH + 1))))
 
 
 @dataclass(frozen=True)

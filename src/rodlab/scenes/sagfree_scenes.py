@@ -161,8 +161,9 @@ def run_flipped(params, progress):
     tip oscillation, stability; unprefixed ``stable``, ``energy_growth_max``, ``tip_oscillation`` belong to
     the chosen model. Trajectories are recorded every frame (60 fps; 4 steps of 1/240 s per frame)."""
     from ..der_implicit.energies import der_elastic, pack_dofs, unpack_dofs, update_frames
-    from ..der_implicit.slerp_bending import (SlerpStepper, der_elastic_energy, rest_curvature2, slerp_elastic,
-                                              slerp_frames_all, total_energy)
+    from ..der_implicit.slerp_bending import (der_elastic_energy, rest_curvature2, slerp_elastic, slerp_frames_all,
+                                              total_energy)
+    from ..der_implicit.stepper import SlerpStepper
     from ..der_implicit.stepper import DERImplicitStepper, build_rod, with_params
 
     n = params["n"]
