@@ -79,6 +79,27 @@ What is mapped, and how
 * **Several rods**: independent, one solver each (the compiled kernels are shared: numba
   compiles them once per process, cached on disk).
 
+Measured (cosseratbench 0.3.0 metrics; 2-core shared machine, wall time of the timed run)
+--------------------------------------------------------------------------------------------
+``python -c "import cosseratbench as cb; from cosseratbench import registry; from
+rodlab.bench_adapters.cosseratbench import SOLVERS; ex = registry.load_experiment('NAME');
+r = cb.run(ex, SOLVERS['rodlab-compact'](), n_elements=N); print(r.metrics, r.wall_time)"``
+
+* cantilever, n = 10 / 20 / 40: tip_deflection_error 0.145 / 0.0741 / 0.0376 (the same as
+  der, der-implicit and MuJoCo: the held first element), 0.01-0.02 s, dt = 0.1 s.
+* catenary, n = 25 / 50 / 100: sag_error 0.0136 / 0.0120 / 0.0122, shape_error 0.0031 /
+  0.0032 / 0.0033, 0.6-1.0 s, dt = 0.05 s. As der and MuJoCo (also inextensible): the
+  reference's cable stretches, which deepens its sag by ~1%; der-implicit and PyElastica stretch
+  and reach 2e-4 .. 2e-3.
+* pendulum, n = 25 / 50 / 100: period_error 2.0e-4 / 1.4e-4 / 2.3e-4, amplitude_change
+  -0.25% at every n (implicit Euler at dt = 1.0e-4 s, 49k steps, 3-5 s; -0.97% at
+  ``time_step_scale=4``, 1 s). The period error at n = 100 is the missing stretch: the
+  reference cable is ~5e-4 longer on average, its period ~2.4e-4 longer.
+* twist (6 rods, sliding turned clamp), n = 25 / 50 / 100: critical_twist_error 0.95% /
+  0.68% / 0.83% (der 0.4-0.8%, der-implicit 0.5-0.9%; the suite puts its own measurement
+  uncertainty near 0.5%), 18 / 20 / 30 s,
+  dt = 0.05 s (0.67% at dt = 0.025 s).
+
 Not mapped
 ----------
 * obstacles (``NotImplementedError``: rodlab has no contact with the suite's obstacles; the
