@@ -748,19 +748,86 @@ def to_rows(band, R):
     return nrm
 
 
+@njit(fastmath=FM, **JIT)
+def cldlt_factor(F, Lc, t, pivot_eps):
+    """Banded LDL^T in the column-aligned layout, in place: on entry ``Lc[j, k] = A[j + k, j]`` (column j of
+    the lower triangle, contiguous), on exit ``Lc[j, k] = L[j + k, j]`` (``k >= 1``) and ``Lc[j, 0] = 1/D_j``.
+    Right-looking like :func:`ldlt_factor_band` (the same products, the rank-1 update of the trailing
+    triangle column by column), but each column's update is one contiguous axpy. Pivots not above
+    ``pivot_eps |A_jj|`` (``A_jj`` read from the full rows ``F``) are clamped to it; returns their number.
+    ``t``: scratch of length >= p + 1."""
+    n = Lc.shape[0]
+    p = Lc.shape[1] - 1
+    clamped = 0
+    for j in range(n):
+        ref = abs(F[j, p])
+        if ref < 1e-300:
+            ref = 1e-300
+        d = Lc[j, 0]
+        if not d > pivot_eps * ref:
+            d = pivot_eps * ref
+            clamped += 1
+        inv = 1.0 / d
+        amax = n - 1 - j
+        if amax > p:
+            amax = p
+        for a in range(1, amax + 1):
+            t[a] = Lc[j, a]
+            Lc[j, a] = t[a] * inv
+        for a in range(1, amax + 1):
+            la = Lc[j, a]
+            for m in range(amax - a + 1):
+                Lc[j + a, m] -= la * t[a + m]
+        Lc[j, 0] = inv
+    return clamped
+
+
 @njit(**JIT)
 def prepare_fast(pc, A, Ar, Lb, Lf, D):
     """Set-up of :func:`mprgp_fast` for ``pc`` in ``FAST_PCS``: ``A`` (lower band) into the full rows ``Ar``
-    (n, 2p + 1); its factor (complete or incomplete LDL^T by :func:`prepare_pc`, into the band scratch
-    ``Lb``, ``D``) into the pair ``Lf`` (2, n, p + 1): row-aligned ``Lf[0][i, j] = L[i, i - p + j]`` with
-    ``Lf[0][i, p] = 1/D_i``, and column-aligned ``Lf[1][j, k] = L[j + k, j]`` (``k >= 1``, zero beyond the
-    matrix) with ``Lf[1][j, 0] = 1/D_j``. Returns ``(#clamped pivots, ||A||_inf)``."""
+    (n, 2p + 1); its factor into the pair ``Lf`` (2, n, p + 1): row-aligned ``Lf[0][i, j] = L[i, i - p + j]``
+    with ``Lf[0][i, p] = 1/D_i``, and column-aligned ``Lf[1][j, k] = L[j + k, j]`` (``k >= 1``, zero beyond
+    the matrix) with ``Lf[1][j, 0] = 1/D_j``. The complete factor (ASC) by :func:`cldlt_factor` in the
+    column layout; the incomplete ones by :func:`prepare_pc` into the band scratch ``Lb``, ``D`` and copied.
+    Returns ``(#clamped pivots, ||A||_inf)``."""
     n = A.shape[0]
     p = A.shape[1] - 1
-    anorm = to_rows(A, Ar)
-    clamped = prepare_pc(pc, A, Lb, D)
     Lr = Lf[0]
     Lc = Lf[1]
+    # column-aligned lower triangle (strided read of the band), then the full rows from band and columns
+    for j in range(n):
+        kmax = n - 1 - j
+        if kmax > p:
+            kmax = p
+        for k in range(kmax + 1):
+            Lc[j, k] = A[j + k, k]
+        for k in range(kmax + 1, p + 1):
+            Lc[j, k] = 0.0
+    anorm = 0.0
+    for i in range(n):
+        k0 = p if i >= p else i
+        for j in range(p - k0):
+            Ar[i, j] = 0.0
+        for k in range(k0 + 1):
+            Ar[i, p - k] = A[i, k]
+        for k in range(1, p + 1):
+            Ar[i, p + k] = Lc[i, k]
+        s = 0.0
+        for j in range(2 * p + 1):
+            s += abs(Ar[i, j])
+        if s > anorm:
+            anorm = s
+    if pc == PC_ASC:
+        clamped = cldlt_factor(Ar, Lc, Lb[0], 1e-12)
+        for i in range(n):
+            k0 = p if i >= p else i
+            for j in range(p - k0):
+                Lr[i, j] = 0.0
+            for k in range(1, k0 + 1):
+                Lr[i, p - k] = Lc[i - k, k]
+            Lr[i, p] = Lc[i, 0]
+        return clamped, anorm
+    clamped = prepare_pc(pc, A, Lb, D)
     for i in range(n):
         k0 = p if i >= p else i
         for j in range(p - k0):
