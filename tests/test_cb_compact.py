@@ -180,6 +180,18 @@ def test_unsupported_features_raise_not_implemented():
         CompactSolver().run(with_obstacle, n_elements=4, n_frames=2)
     with pytest.raises(ValueError, match="n_elements"):
         CompactSolver().run(scen, n_elements=1, n_frames=2)
+    with pytest.raises(ValueError, match="finite"):
+        CompactSolver().run(_beam(force=math.nan), n_elements=4, n_frames=2)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_numerical_breakdown_raises_diverged():
+    """An absurd load (1e200 N) overflows the step on both solver paths: Diverged with the time,
+    never a silently frozen trajectory."""
+    for kw in ({}, dict(start=EndCondition.FREE, end=EndCondition.CLAMPED, load_at=End.START)):
+        with pytest.raises(cb.Diverged, match="rod 0: compact step failed") as info:
+            CompactSolver().run(_beam(force=1e200, **kw), n_elements=4, n_frames=3)
+        assert info.value.time == 0.0
 
 
 def test_time_step_rule():

@@ -192,7 +192,7 @@ def _advance(n_steps, dt, t0, s, qref, p, q, v, omega, accel, free, lengths, mas
     Alg. 1 by ``sqp_solve``, velocities and re-centering by ``finish_step``), plus the point-load
     accelerations ``accel`` in the inertial prediction ``p_pred = p_t + dt v + dt^2 F/m``.
     ``out`` = (steps done, Newton iterations, PCG iterations, linear solves, failure code
-    (0 none, 1 non-finite state, 2 PCG / preconditioner, 3 line search without progress while
+    (0 none, 1 non-finite state, residual or energy, 2 PCG / preconditioner, 3 line search without progress while
     |b| > stall_ok * tol), last |b|, time).
     A failed step is undone (last good state kept)."""
     n = p.shape[0]
@@ -226,6 +226,8 @@ def _advance(n_steps, dt, t0, s, qref, p, q, v, omega, accel, free, lengths, mas
             for c in range(3):
                 if not math.isfinite(wp[j, c]):
                     finite = False
+        if not (math.isfinite(stats[3]) and math.isfinite(stats[5])):
+            finite = False  # residual or energy overflowed
         code = 0
         if not finite:
             code = 1
@@ -303,6 +305,8 @@ class CompactSolver(_RodlabSolver):
         from ..compact.sqp import CompactSolver as _DirichletSolver
         from ..geometry.curves import any_perpendicular
 
+        if not all(np.all(np.isfinite(ld.force)) for ld in crod.loads):
+            raise ValueError("a point load's force must be finite")
         nodes = crod.nodes(n_elements)
         seg = crod.length / n_elements
         tangents = np.diff(nodes, axis=0)
@@ -378,7 +382,7 @@ class CompactSolver(_RodlabSolver):
             for f in range(1, n_frames):
                 failure = runner.advance(per_frame, dt)
                 if failure:
-                    raise Diverged(f"rod {i}: {failure}", time=state.t)
+                    raise Diverged(f"rod {i}: {failure}", time=runner.failed_at)
                 xs[f], ds[f] = state.p, _d1(state.q)
             positions.append(xs)
             directors.append(ds)
@@ -413,10 +417,11 @@ class _DirichletRun:
         self.newton += int(out[1])
         self.pcg += int(out[2])
         code = int(out[4])
+        self.failed_at = st.t  # the failed step is undone: its start
         if code:
             what = {1: "non-finite state", 2: "PCG did not converge (or preconditioner not SPD)",
                     3: "line search made no progress"}[code]
-            return (f"compact step failed at t = {st.t:.6g} s: {what} (|b| = {out[5]:.3e}; "
+            return (f"compact step failed at t = {self.failed_at:.6g} s: {what} (|b| = {out[5]:.3e}; "
                     f"last good state kept)")
         return ""
 
@@ -458,14 +463,18 @@ class _ConstrainedRun:
         st = self.state
         kick = dt * self.accel[self.loaded]
         for _ in range(n_steps):
+            self.failed_at = st.t  # a failing step is reported at its start
             if len(self.loaded):
                 st.v[self.loaded] += kick
             stats = self.solver.step(st, dt)
             self.steps += 1
             self.newton += stats.newton_iters
             self.pcg += stats.pcg_iters
+            if not (math.isfinite(stats.residual) and math.isfinite(stats.energy)):
+                return (f"compact step failed at t = {self.failed_at:.6g} s: non-finite residual or energy "
+                        f"(|b| = {stats.residual:.3e}, E = {stats.energy:.3e})")
             if not stats.success and not (stats.message == "line search made no progress"
                                           and stats.residual <= STALL_OK * self.solver.options.tol):
-                return (f"compact step failed at t = {st.t:.6g} s: {stats.message} "
+                return (f"compact step failed at t = {self.failed_at:.6g} s: {stats.message} "
                         f"({stats.newton_iters} Newton iterations, |b| = {stats.residual:.3e})")
         return ""
