@@ -401,6 +401,7 @@ class _DirichletRun:
                         np.zeros((m, 3))]
         self.out = np.zeros(7)
         self.newton = self.pcg = self.steps = 0
+        self.failed_at = state.t
 
     def advance(self, n_steps: int, dt: float) -> str:
         sv, md, o, ws, st = self.solver, self.solver.model, self.solver.options, self.solver.ws, self.state
@@ -434,6 +435,7 @@ class _ConstrainedRun:
         self.solver, self.state = solver, state
         self.accel, self.loaded = accel, loaded
         self.newton = self.pcg = self.steps = 0
+        self.failed_at = state.t
         self.projection = self._project()
 
     def _project(self) -> float:
