@@ -14,22 +14,31 @@ What is mapped, and how
   (the rod is then reversed inside the adapter, and the trajectory is given back in the
   suite's node order). A rod with no such end (both free, or clamps that both slide) raises
   ``NotImplementedError``.
-* **Clamps.** A clamped root holds node 0 exactly at the end node with the initial frame (the
-  discrete clamp coincides with the continuous one: no rigid first element, so the cantilever
-  converges at second order). A driven clamp (``Motion``) prescribes the end's velocity and
-  angular velocity, each the mean over the time step of the suite's piecewise-linear pose (so
-  the pose integrates exactly; the root's is centred on the step as galpha evaluates it there,
-  the tip's is the mean over the step ending at the new time). A clamped tip is a kinematic
-  tip (velocity level: its position can drift by galpha's ``position_drift``).
+* **Clamps.** A clamped root holds node 0 exactly at the end node with the initial frame, its
+  d3 the end tangent of the suite's centerline (the discrete clamp coincides with the
+  continuous one: no rigid first element, so the cantilever converges at second order). A
+  driven clamp (``Motion``) prescribes the end's velocity and angular velocity, each the mean
+  over the time step of the suite's piecewise-linear pose (so the pose integrates exactly; the
+  root's is centred on the step as galpha evaluates it there, the tip's is the mean over the
+  step ending at the new time). A clamped tip is galpha's kinematic tip, which is velocity
+  level: its position and frame are integrated, not imposed, and drift (O(dt^2) per step, up
+  to 1e-6 rad of d3 in the twist rods, 0.7 mm of a pin during the catenary's fall). The adapter
+  adds a drift correction to the prescribed rates, ``(target - r_L) / (6 dt)`` and
+  ``log(R_target R_L^T) / (6 dt)`` (``POSITION_FEEDBACK``), toward the suite's end node and
+  end tangent moved by the pose; 2 steps made the collapsing twist rods at 25 elements unstable.
 * **Sliding clamp** (``Motion.slides_along``, the twist scenario): :class:`rodlab.galpha.
   boundary.TipSlide`: angular velocity prescribed, velocity across the end's axis d3
   prescribed (the motion's displacement rate), free along d3 with the axial internal force
   ``n3 = F . d3`` from the end loads (loads across the axis are taken by the clamp). Needs
   the slide direction along the rod's end tangent (else ``NotImplementedError``).
-* **Pins.** A pinned root is :class:`rodlab.galpha.boundary.RootPin` (position held, couple
-  zero, rotation free: the root frame turns with the root angular velocity, midpoint rule,
-  and the local gravity at the root is differentiated through it); a pinned tip is
-  :class:`~rodlab.galpha.boundary.TipPin`.
+* **Pins.** A pinned root is :class:`rodlab.galpha.boundary.RootPin` (position held exactly,
+  couple zero, rotation free: the root frame turns with the root angular velocity, midpoint
+  rule, and the local gravity at the root is differentiated through it in Newton); a pinned
+  tip is :class:`~rodlab.galpha.boundary.TipPin` (velocity zero, couple zero) with the drift
+  correction above. Since a pin forces ``kappa = 0`` at its node, the initial shape is refitted
+  there: the root frame is turned so that node 1's frame is kept, and with a pinned tip the
+  Darboux vectors are scaled and the root frame turned so that galpha's rod reaches the pin
+  exactly (catenary: initial shape within 6e-4 m of the suite's at 25 elements).
 * **Loads.** End point loads at a free tip are galpha's tip force (world frame, exact in
   Newton through the tip frame); loads at a held end act on the support only and are dropped
   (for a sliding clamp only their axial part acts, see above). Gravity: galpha's local gravity
@@ -52,10 +61,15 @@ What is mapped, and how
 * **Time step.** Implicit and unconditionally stable, so the step is set by accuracy, in units
   of the slowest mode ``omega_s = scenario.slowest_frequency()``: quasi-static ``dt = 0.1 /
   omega_s`` (a tenth of a radian of the slowest mode per step: the settling transient is
-  followed, and the equilibrium does not depend on dt), dynamic ``dt = 0.01 / omega_s`` (the
-  scheme's period error is O((omega dt)^2); pendulum: dt = 3.2 ms, period error below the
-  suite's own 2e-5 resolution; see the module's measured table in the report of issue #6),
-  both times ``time_step_scale`` and shortened so frames fall on steps.
+  followed, and the equilibrium does not depend on dt), dynamic ``dt = 0.01 / omega_s``
+  (pendulum: 3.1 ms; a 4x smaller step moves the period by 1.3e-5, below the suite's 2e-5
+  resolution; a 4x larger one by 2e-4), both times ``time_step_scale`` and shortened so
+  frames fall on steps. Cantilever 0.05 s, catenary 0.025 s, twist 0.05 s (the frame
+  interval).
+* **Start-up.** galpha's first step is backward Euler; the generalized-alpha sums after it
+  keep ``(beta - alpha + 1 - gamma) dt W1 = dt W1 / 2`` of every first-step rate ``W1``
+  (e.g. a driven end turning at W1 in the first step turns dt W1 / 2 further). The suite's
+  motions start from rest (twist: 9e-5 of the target), and the drift correction removes it.
 * **Directors.** d1 of element j: the mean of the node frames' d1 at its two nodes, made
   perpendicular to the element's chord and unit.
 * **Stepping.** One :meth:`rodlab.galpha.GAlphaSolver.step` per time step; the whole Newton
@@ -63,6 +77,23 @@ What is mapped, and how
   evaluates the boundary functions (~65 us). A step that fails is retried in 2, 4, ... 16
   substeps (``step_robust``); if that fails too, or a state is not finite: ``Diverged``.
   The compiled kernels are shared by all rods and frames (numba cache).
+
+Measured (2-core x86_64, shared; ``cosseratbench.run`` at each experiment's default
+n_elements, half and twice it; wall = the suite's timing of ``run``, compilation excluded)
+-------------------------------------------------------------------------------------------
+cantilever 10/20/40: tip_deflection_error 3.1e-3 / 1.2e-3 / 7.3e-4 (der, der-implicit,
+pyelastica, mujoco: 0.145 / 0.074 / 0.037, their rigid clamped element; galpha's static solve
+gives 2.9e-3 / 1.0e-3 / 5.6e-4, floor 4.1e-4 = the load's geometric nonlinearity; the rest,
+1.7e-4, is the motion left after 10 s at c = 2 omega_s: settling_residual 3.3-3.6e-6), wall
+0.02-0.05 s. catenary 25/50/100: shape_error 3.37e-3 / 3.31e-3 / 3.29e-3, sag_error 1.48e-2 /
+1.23e-2 / 1.23e-2 (the inextensible floor: der 3.2e-3 / 1.2e-2, mujoco 3.3e-3 / 1.2e-2), wall
+0.04-0.11 s. pendulum 25/50/100: period_error 1.0e-4 / 1.6e-4 / 2.2e-4 (tends to -2.4e-4 at
+200: the measured period is short by the missing stretch), amplitude_change -1.3e-4 / -3.0e-5
+/ -1.0e-5 (der -0.14 / -0.037 / -0.009), wall 0.15-0.33 s. twist 25/50/100:
+critical_twist_error 2.7e-3 / 1.1e-3 / 1.8e-3 (the suite's own uncertainty ~5e-3), wall
+0.8-1.8 s. Command: ``python -c "import cosseratbench as cb; from cosseratbench import registry;
+from rodlab.bench_adapters.cosseratbench import SOLVERS; ex=registry.load_experiment('twist');
+r=cb.run(ex, SOLVERS['rodlab-galpha'](), n_elements=50); print(r.outcome, r.metrics, r.wall_time)"``.
 
 Not modelled
 ------------
