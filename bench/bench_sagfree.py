@@ -158,7 +158,7 @@ def time_solve(cap, pc="asc", reps=20, rounds=5):
     x = np.zeros(P)
     h = np.zeros(0)
     code = PC_NAMES[pc]
-    args = (H, b, lo, hi, x, cap["rtol"], 1e-14, 500, h, ws.counts, 1.0, ws.Ar, ws.Lb, ws.Lf, ws.D, ws.ws, ws.free)
+    args = (H, b, lo, hi, x, cap["rtol"], 1e-14, 500, h, ws.counts, 1.0, ws.Ar, ws.Lb, ws.Lf, ws.D, ws.ws, ws.free, False)
     best = math.inf
     for _ in range(rounds):
         t = time.process_time()

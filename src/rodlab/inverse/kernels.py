@@ -293,7 +293,7 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
             rt = 1e-12
         if qp_mode == QP_MPRGP and fast:
             qit, qres, ncl = mprgp_asc_solve(pc, H, bq, ld, hd, d, rt, qp_atol, qp_maxit, qhist, qcounts, 1.0, Ar, Lf, Lpair, Dp,
-                                             qws, qfree)
+                                             qws, qfree, False)
             stats[5] += ncl
         elif qp_mode == QP_MPRGP:
             stats[5] += prepare_pc(pc, H, Lf, Dp)

@@ -887,14 +887,17 @@ def _state_fast(x, g, lo, hi, free, phi, beta, abar, bp):
 
 
 @njit(**JIT)
-def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free):
+def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free, pexp=True):
     """:func:`mprgp_core` for the filtered-factor preconditioners (ASC, IC, MIC) on the row-aligned
     layout: the same algorithm, the same steps and tests in the same order, with fused passes (CG move
     and free-set update in one pass; the CG coefficient ``z.Ap`` accumulated by the backward
     substitution; ``p.Ap``, ``g.p`` and the feasible step in one pass) and no allocation: ``ws``
     (``NWS``, n + 2p) and ``free`` (n,) are caller-provided, reusable across calls (their contents on
     entry do not matter). ``Ar``, ``Lf``, ``anorm``: from :func:`prepare_fast`. Returns ``(iterations,
-    residual)`` like :func:`mprgp_core`."""
+    residual)`` like :func:`mprgp_core`. ``pexp=False`` leaves out our preconditioned expansion candidate
+    (module docstring): every expansion is then Dostal and Schoberl's fixed-length projected gradient step,
+    as in the paper, and costs one product with ``A`` instead of up to four plus a preconditioner
+    application."""
     n = x.shape[0]
     p = Lf.shape[2] - 1
     abar = 1.9 / anorm
@@ -981,15 +984,16 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
                         xi = hi[i]
                     x[i] = xi
                 r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
-                # expansion (see mprgp_core): projected preconditioned step, a = 1, 1/2, 1/4, else the
-                # fixed-length projected gradient step
-                fx = 0.0
-                for i in range(n):
-                    fx += 0.5 * x[i] * (g[i] - b[i])
-                _apply(Lf, free, phi, yp, zp, zp)
-                a = 1.0
+                # expansion (see mprgp_core): projected preconditioned step, a = 1, 1/2, 1/4 (if pexp),
+                # else the fixed-length projected gradient step
                 accepted = False
-                for trial in range(3):
+                fx = 0.0
+                if pexp:
+                    for i in range(n):
+                        fx += 0.5 * x[i] * (g[i] - b[i])
+                    _apply(Lf, free, phi, yp, zp, zp)
+                a = 1.0
+                for trial in range(3 if pexp else 0):
                     for i in range(n):
                         xi = x[i] - a * zp[p + i]
                         if xi < lo[i]:
@@ -1063,11 +1067,11 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
 
 
 @njit(**JIT)
-def mprgp_asc_solve(pc, A, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, Ar, Lb, Lf, D, ws, free):
+def mprgp_asc_solve(pc, A, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, Ar, Lb, Lf, D, ws, free, pexp):
     """Factor and solve in one compiled call: :func:`prepare_fast` then :func:`mprgp_fast` (all scratch
     caller-provided, see :class:`MprgpWorkspace`). Returns ``(iterations, residual, #clamped pivots)``."""
     clamped, anorm = prepare_fast(pc, A, Ar, Lb, Lf, D)
-    it, res = mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free)
+    it, res = mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free, pexp)
     return it, res, clamped
 
 
@@ -1083,11 +1087,12 @@ class MprgpWorkspace:
         self.free = np.zeros(n, dtype=np.bool_)
         self.counts = np.zeros(4)
 
-    def solve(self, pc, A, b, lo, hi, x, rtol=1e-8, atol=1e-14, maxit=10000, hist=None, gamma=1.0):
-        """Factor ``A`` (lower band) and solve the box QP from ``x`` (in place); ``(iterations, residual, #clamped)``."""
+    def solve(self, pc, A, b, lo, hi, x, rtol=1e-8, atol=1e-14, maxit=10000, hist=None, gamma=1.0, pexp=True):
+        """Factor ``A`` (lower band) and solve the box QP from ``x`` (in place); ``(iterations, residual, #clamped)``.
+        ``counts`` accumulates the step counts (see :func:`mprgp_core`)."""
         h = np.zeros(0) if hist is None else hist
         return mprgp_asc_solve(int(pc), A, b, lo, hi, x, float(rtol), float(atol), int(maxit), h, self.counts, float(gamma),
-                               self.Ar, self.Lb, self.Lf, self.D, self.ws, self.free)
+                               self.Ar, self.Lb, self.Lf, self.D, self.ws, self.free, bool(pexp))
 
 
 @njit(**JIT)
@@ -1106,7 +1111,7 @@ def mprgp(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist):
         ws = np.empty((NWS, n + 2 * p))
         free = np.empty(n, dtype=np.bool_)
         anorm = prepare_fast(pc, A, Ar, Lb, Lf, Dc)[1]
-        return mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, 1.0, ws, free)
+        return mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, 1.0, ws, free, True)
     return mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, 1.0)
 
 
