@@ -361,6 +361,21 @@ def residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, w
     return fnorm
 
 
+
+@njit(**JIT)
+def inv_one_plus_skew(h0, h1, h2, out):
+    """``(I + [h]x)^-1 = (I - [h]x + h h^T) / (1 + |h|^2)`` into ``out`` (3, 3) (Cayley map pieces)."""
+    den = 1.0 + h0 * h0 + h1 * h1 + h2 * h2
+    out[0, 0] = (1.0 + h0 * h0) / den
+    out[1, 1] = (1.0 + h1 * h1) / den
+    out[2, 2] = (1.0 + h2 * h2) / den
+    out[0, 1] = (h2 + h0 * h1) / den
+    out[1, 0] = (-h2 + h0 * h1) / den
+    out[0, 2] = (-h1 + h0 * h2) / den
+    out[2, 0] = (h1 + h0 * h2) / den
+    out[1, 2] = (h0 + h1 * h2) / den
+    out[2, 1] = (-h0 + h1 * h2) / den
+
 @njit(**JIT)
 def tip_sensitivity(x, R, ds, vecs, colmap, D):
     """Derivative of the tip-frame components ``z_w = R_L^T vecs[w]`` (w = 0, 1) with respect to
@@ -392,17 +407,7 @@ def tip_sensitivity(x, R, ds, vecs, colmap, D):
             h0 = 0.25 * (x[k, 6] + x[k + 1, 6]) * ds
             h1 = 0.25 * (x[k, 7] + x[k + 1, 7]) * ds
             h2 = 0.25 * (x[k, 8] + x[k + 1, 8]) * ds
-            den = 1.0 + h0 * h0 + h1 * h1 + h2 * h2
-            # (I + [h])^-1 = (I - [h] + h h^T) / den
-            Minv[0, 0] = (1.0 + h0 * h0) / den
-            Minv[1, 1] = (1.0 + h1 * h1) / den
-            Minv[2, 2] = (1.0 + h2 * h2) / den
-            Minv[0, 1] = (h2 + h0 * h1) / den
-            Minv[1, 0] = (-h2 + h0 * h1) / den
-            Minv[0, 2] = (-h1 + h0 * h2) / den
-            Minv[2, 0] = (h1 + h0 * h2) / den
-            Minv[1, 2] = (h0 + h1 * h2) / den
-            Minv[2, 1] = (-h0 + h1 * h2) / den
+            inv_one_plus_skew(h0, h1, h2, Minv)
             # G = Minv [m]x
             for r in range(3):
                 G[r, 0] = Minv[r, 1] * m2 - Minv[r, 2] * m1

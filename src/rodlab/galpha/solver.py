@@ -24,7 +24,7 @@ from ..linalg.banded_lu import block_lu
 from ..model import ModelError, require
 from .boundary import Boundary, TipLoad, column_map, free_mask
 from .model import BACKWARD_EULER, Coefficients, GAlphaRod
-from .residual import NV, P_STATIC, node_terms, old_terms, residual_blocks, tip_sensitivity
+from .residual import NV, P_STATIC, inv_one_plus_skew, node_terms, old_terms, residual_blocks, tip_sensitivity
 from .state import (GAlphaState, _cayley, _expm, advance_velocity_positions, energies, integrate_frames,
                     integrate_positions)
 from numba import njit
@@ -167,17 +167,8 @@ def root_pin_jacobian(x, rootinfo, gw, Jb):
     m0 = 0.5 * (p[0] + x[0, 12])
     m1 = 0.5 * (p[1] + x[0, 13])
     m2 = 0.5 * (p[2] + x[0, 14])
-    den = 1.0 + h0 * h0 + h1 * h1 + h2 * h2
     Minv = np.empty((3, 3))
-    Minv[0, 0] = (1.0 + h0 * h0) / den
-    Minv[1, 1] = (1.0 + h1 * h1) / den
-    Minv[2, 2] = (1.0 + h2 * h2) / den
-    Minv[0, 1] = (h2 + h0 * h1) / den
-    Minv[1, 0] = (-h2 + h0 * h1) / den
-    Minv[0, 2] = (-h1 + h0 * h2) / den
-    Minv[2, 0] = (h1 + h0 * h2) / den
-    Minv[1, 2] = (h0 + h1 * h2) / den
-    Minv[2, 1] = (-h0 + h1 * h2) / den
+    inv_one_plus_skew(h0, h1, h2, Minv)
     G = np.empty((3, 3))
     for r in range(3):
         G[r, 0] = c * (Minv[r, 1] * m2 - Minv[r, 2] * m1)
