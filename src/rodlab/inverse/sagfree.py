@@ -43,9 +43,10 @@ class SagFreeOptions:
     diagonal of ``W`` for stiffness scales and for rest-shape values (stiffness changes cost more, so
     rest shape moves first); ``tol``: target of the weight-scaled force residual (net force over the
     vertex weight, torques over weight times edge length); ``qp``: ``mprgp`` | ``pgs`` | ``ipm`` |
-    ``penalty-box``; ``precond`` (MPRGP): ``none`` | ``diag`` | ``wj`` | ``ssor`` | ``ic`` | ``mic`` | ``asc`` (the
-    paper's active-set Cholesky) | ``asc-schur`` (default: the same factor applied exactly on the free set
-    through a Schur-complement correction, see :mod:`.mprgp`).
+    ``penalty-box``; ``precond`` (MPRGP): ``none`` | ``diag`` | ``wj`` | ``ssor`` | ``ic`` | ``mic`` | ``asc``
+    (default: the paper's active-set Cholesky, run by the compiled fast path :func:`.mprgp.mprgp_asc_solve`
+    with the paper's fixed-length expansion) | ``asc-schur`` (our extension: the same factor applied exactly on
+    the free set through a Schur-complement correction, see :mod:`.mprgp`).
     """
 
     scheme: str = "alm"
@@ -59,7 +60,7 @@ class SagFreeOptions:
     tol: float = 1e-9
     max_iters: int = 200
     qp: str = "mprgp"
-    precond: str = "asc-schur"
+    precond: str = "asc"
     qp_rtol: float = 1e-4
     qp_atol: float = 1e-14
     qp_maxit: int = 500
