@@ -123,7 +123,7 @@ import numpy as np
 from numba import njit
 
 from ..compact.sqp import finish_step, predict_start, sqp_solve
-from .cosseratbench import Diverged, End, EndCondition, Trajectory, _damping, _RodlabSolver
+from .cb_common import Diverged, End, EndCondition, Trajectory, _damping, _RodlabSolver
 
 QUASI_STATIC_STEP = 0.25  # dt * slowest angular frequency, quasi-static scenarios
 DYNAMIC_DISSIPATION = 5e-3  # dt * w^2 * duration, dynamic scenarios (~0.25% amplitude loss)

@@ -114,7 +114,7 @@ import numpy as np
 from cosseratbench import Diverged, Trajectory
 from cosseratbench.scenario import End, EndCondition
 
-from .cosseratbench import _RodlabSolver, _damping
+from .cb_common import _RodlabSolver, _damping
 
 log = logging.getLogger(__name__)
 

@@ -29,69 +29,21 @@ shears (no ``SHEAR``); rodlab has no rod or obstacle contact yet (no contact cap
   ``rest_arc_length`` (it stretches, so a pre-stretched start is kept), straight stress-free
   shape, default step 1/240 s times ``time_step_scale`` (shortened so frames fall on steps), one
   Newton iteration per step.
-* ``compact``, ``galpha``: their steppers are driven only through rodlab's own scenes so far;
-  their adapters declare their capabilities and raise ``NotImplementedError`` for every scenario
-  (reported by the suite as unsupported). See docs/benchmarks.md.
+* ``compact`` (``cb_compact.py``) and ``galpha`` (``cb_galpha.py``): cantilever, catenary,
+  pendulum and twist (pins, clamps, driven and sliding clamps, end loads, gravity); what is
+  mapped how, the time steps and the measured scores are in those modules' docstrings.
+
+The common part (solver base class, damping rule, unsupported-feature check) is in
+``cb_common.py``. Scores: docs/benchmarks.md (``python bench/bench_cosseratbench.py``).
 """
 from __future__ import annotations
 
-import logging
 import math
-from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 
-try:
-    from cosseratbench import Capability, Diverged, Trajectory
-    from cosseratbench.scenario import End, EndCondition
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("rodlab.bench_adapters.cosseratbench needs the optional extra: pip install 'rodlab[bench]'") from exc
-
-log = logging.getLogger(__name__)
-
-try:
-    _RODLAB_VERSION = version("rodlab")
-except PackageNotFoundError:  # pragma: no cover
-    _RODLAB_VERSION = "unknown"
-
-
-class _RodlabSolver:
-    """Common part: name, capabilities, options, settings."""
-
-    method = ""
-    name = ""
-    capabilities: frozenset = frozenset()
-    backend_version = _RODLAB_VERSION
-
-    def __init__(self, time_step_scale: float = 1.0) -> None:
-        if not (time_step_scale > 0 and math.isfinite(time_step_scale)):
-            raise ValueError(f"time_step_scale must be > 0 (got {time_step_scale})")
-        self.time_step_scale = float(time_step_scale)
-
-    def settings(self, scenario, *, n_elements: int, n_frames: int) -> dict:
-        return {"method": self.method, "time_step_scale": self.time_step_scale,
-                "damping_rate": _damping(scenario), "inextensible": True}
-
-    def run(self, scenario, *, n_elements: int, n_frames: int):
-        raise NotImplementedError(f"rodlab method {self.method!r} is not driven by the cosseratbench adapter yet "
-                                  f"(only 'rodlab-der' and 'rodlab-der-implicit' are); it runs in rodlab's own scenes")
-
-
-def _damping(scenario) -> float:
-    return 2.0 * scenario.slowest_frequency() if scenario.quasi_static else 0.0
-
-
-def _check_supported(scenario, sliding_ok: bool = False) -> None:
-    if scenario.obstacles:
-        raise NotImplementedError("rodlab has no obstacle contact")
-    for i, rod in enumerate(scenario.rods):
-        for end in End:
-            motion = rod.motion(end)
-            if motion is not None and motion.slides_along is not None and not sliding_ok:
-                raise NotImplementedError(f"rod {i}: a clamped end that slides along an axis (slides_along) is not modelled")
-        if rod.friction:
-            pass  # friction only acts through contact, which is not claimed
-
+from .cb_common import (Capability, Diverged, End, EndCondition, Trajectory, _check_supported, _damping,  # noqa: F401
+                        _RodlabSolver)
 
 class DERSolver(_RodlabSolver):
     """Explicit DER (rodlab.der.DERStepper): symplectic Euler, fast projection, quasistatic twist."""
