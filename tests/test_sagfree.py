@@ -200,3 +200,117 @@ def test_schur_corrected_asc_is_the_exact_free_set_inverse():
         F = np.flatnonzero(free)
         np.testing.assert_allclose(z[F], np.linalg.solve(A[np.ix_(F, F)], r[F]), rtol=1e-9, atol=1e-12)
         assert np.all(z[~free] == 0.0)
+
+
+# ---- fast path of the filtered-factor preconditioners (row/column-aligned layouts, workspace) ----
+
+def _fast_setup(A, p, pc=PC_ASC):
+    from rodlab.inverse.mprgp import MprgpWorkspace, prepare_fast
+
+    n = A.shape[0]
+    band = dense_to_band(A, p)
+    ws = MprgpWorkspace(n, p)
+    clamped, anorm = prepare_fast(pc, band, ws.Ar, ws.Lb, ws.Lf, ws.D)
+    return band, ws, clamped, anorm
+
+
+@pytest.mark.parametrize("p", [6, 18])
+def test_fast_layouts_match_the_dense_matrix_and_its_factor(p):
+    from rodlab.inverse.mprgp import rband_matvec
+
+    A, b, lo, hi = _random_box_qp(7, n=50, p=p)
+    n = len(b)
+    band, ws, clamped, anorm = _fast_setup(A, p)
+    assert clamped == 0
+    assert anorm == pytest.approx(np.abs(A).sum(1).max(), rel=1e-14)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=n)
+    xp, op = np.zeros(n + 2 * p), np.zeros(n + 2 * p)
+    xp[p:p + n] = x
+    rband_matvec(ws.Ar, xp, op)
+    np.testing.assert_allclose(op[p:p + n], A @ x, rtol=0, atol=1e-12 * np.abs(A @ x).max())
+    assert np.all(op[:p] == 0) and np.all(op[p + n:] == 0)
+    # both copies of the factor hold the same L, and L D L^T = A
+    Lrow, Lcol = np.eye(n), np.eye(n)
+    for i in range(n):
+        for j in range(p):
+            if i - p + j >= 0:
+                Lrow[i, i - p + j] = ws.Lf[0][i, j]
+        for k in range(1, p + 1):
+            if i + k < n:
+                Lcol[i + k, i] = ws.Lf[1][i, k]
+            else:
+                assert ws.Lf[1][i, k] == 0.0
+    np.testing.assert_array_equal(Lrow, Lcol)
+    np.testing.assert_array_equal(ws.Lf[0][:, p], ws.Lf[1][:, 0])
+    D = 1.0 / ws.Lf[0][:, p]
+    np.testing.assert_allclose(Lrow @ np.diag(D) @ Lrow.T, A, atol=1e-11 * np.abs(A).max())
+
+
+@pytest.mark.parametrize("p", [6, 18])
+def test_fast_filtered_substitution_equals_the_band_version(p):
+    from rodlab.inverse.mprgp import _apply
+
+    A, b, lo, hi = _random_box_qp(8, n=45, p=p)
+    n = len(b)
+    band, ws, _, _ = _fast_setup(A, p)
+    L, D = band.copy(), np.empty(n)
+    ldlt_factor_band(L, D, 1e-12)
+    rng = np.random.default_rng(3)
+    for trial in range(3):
+        free = rng.random(n) > 0.3
+        r = rng.normal(size=n)
+        z_ref = np.empty(n)
+        apply_filtered_ldlt(L, D, free, r, z_ref)
+        yp, zp, v = np.zeros(n + 2 * p), np.zeros(n + 2 * p), np.zeros(n + 2 * p)
+        v[p:p + n] = rng.normal(size=n)
+        zv = _apply(ws.Lf, free, r, yp, zp, v)
+        np.testing.assert_allclose(zp[p:p + n], z_ref, rtol=0, atol=1e-12 * np.abs(z_ref).max())
+        assert zv == pytest.approx(z_ref @ v[p:p + n], rel=1e-12)
+        assert np.all(zp[p:p + n][~free] == 0.0)
+
+
+@pytest.mark.parametrize("p", [6, 18])
+def test_fast_mprgp_takes_the_reference_steps_and_reuses_its_workspace(p):
+    """The fast path runs the same algorithm as mprgp_core (same iteration and step counts, same solution);
+    a workspace left dirty by another solve gives bitwise the same result twice."""
+    from rodlab.inverse.mprgp import mprgp_asc_solve, mprgp_core
+
+    A, b, lo, hi = _random_box_qp(9, n=60, p=p)
+    n = len(b)
+    ref = _reference(A, b, lo, hi)
+    band, ws, _, _ = _fast_setup(A, p)
+    L, D = band.copy(), np.empty(n)
+    ldlt_factor_band(L, D, 1e-12)
+    counts0 = np.zeros(4)
+    x0 = np.zeros(n)
+    it0, _ = mprgp_core(band, b, lo, hi, x0, PC_ASC, L, D, 1e-12, 1e-14, 5000, np.zeros(1), counts0, 1.0)
+    x1 = np.zeros(n)
+    it1, _, _ = ws.solve(PC_ASC, band, b, lo, hi, x1, rtol=1e-12, maxit=5000)
+    assert it1 == it0 and np.array_equal(ws.counts, counts0)
+    np.testing.assert_allclose(x1, ref, atol=1e-8)
+    # dirty workspace (another QP, then NaN garbage): same bits
+    A2, b2, lo2, hi2 = _random_box_qp(10, n=60, p=p)
+    ws.solve(PC_ASC, dense_to_band(A2, p), b2, lo2, hi2, np.zeros(n))
+    ws.ws[:] = np.nan
+    ws.Ar[:] = np.nan
+    ws.Lf[:] = np.nan
+    x2 = np.zeros(n)
+    it2, _, _ = ws.solve(PC_ASC, band, b, lo, hi, x2, rtol=1e-12, maxit=5000)
+    assert it2 == it1 and np.array_equal(x2, x1)
+    # the paper's expansion only (pexp=False, as the optimizer runs it) reaches the same solution
+    x3 = np.zeros(n)
+    h = np.full(5001, np.nan)
+    it3, res3, _ = mprgp_asc_solve(PC_ASC, band, b, lo, hi, x3, 1e-12, 1e-14, 5000, h, np.zeros(4), 1.0, ws.Ar, ws.Lb, ws.Lf,
+                                   ws.D, ws.ws, ws.free, False)
+    np.testing.assert_allclose(x3, ref, atol=1e-8)
+    assert res3 <= 1e-12 * h[0] or res3 <= 1e-14
+
+
+def test_alm_with_asc_and_asc_schur_agree(problems):
+    pb = problems["horizontal"]
+    a = optimize_strand(pb, SagFreeOptions(precond="asc"))
+    s = optimize_strand(pb, SagFreeOptions(precond="asc-schur"))
+    assert SagFreeOptions().precond == "asc"
+    assert a.success and s.success and a.iterations == s.iterations
+    np.testing.assert_allclose(a.params, s.params, rtol=0, atol=1e-6 * np.abs(s.params).max())
