@@ -235,22 +235,14 @@ def _advance(n_steps, dt, t0, s, qref, p, q, v, omega, accel, free, lengths, mas
             code = 2
         elif stats[4] == 0.0 and stats[6] != 0.0 and stats[3] > stall_ok * tol:
             code = 3
-        if code != 0:
-            for j in range(n):
-                for c in range(3):
-                    s[j, c] = s_bak[j, c]
-            for i in range(m):
-                for c in range(4):
-                    qref[i, c] = qref_bak[i, c]
+        if code != 0:  # the step is refused: back to its start
+            s[:, :] = s_bak
+            qref[:, :] = qref_bak
             out[4] = code
             out[6] = t
             return
-        for j in range(n):
-            for c in range(3):
-                p[j, c] = wp[j, c]
-        for i in range(m):
-            for c in range(4):
-                q[i, c] = wq[i, c]
+        p[:, :] = wp
+        q[:, :] = wq
         finish_step(s, qref, p, q, p_t, q_t, v, omega, dt)
         t += dt
         out[0] += 1
