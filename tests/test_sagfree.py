@@ -270,8 +270,8 @@ def test_fast_filtered_substitution_equals_the_band_version(p):
         assert np.all(zp[p:p + n][~free] == 0.0)
 
 
-@pytest.mark.parametrize("p", [6, 18])
-def test_fast_mprgp_takes_the_reference_steps_and_reuses_its_workspace(p):
+@pytest.mark.parametrize("p,pc", [(6, "asc"), (18, "asc"), (6, "ic"), (6, "mic")])
+def test_fast_mprgp_takes_the_reference_steps_and_reuses_its_workspace(p, pc):
     """The fast path runs the same algorithm as mprgp_core (same iteration and step counts, same solution);
     a workspace left dirty by another solve gives bitwise the same result twice."""
     from rodlab.inverse.mprgp import mprgp_asc_solve, mprgp_core
@@ -279,29 +279,29 @@ def test_fast_mprgp_takes_the_reference_steps_and_reuses_its_workspace(p):
     A, b, lo, hi = _random_box_qp(9, n=60, p=p)
     n = len(b)
     ref = _reference(A, b, lo, hi)
-    band, ws, _, _ = _fast_setup(A, p)
-    L, D = band.copy(), np.empty(n)
-    ldlt_factor_band(L, D, 1e-12)
+    band, ws, _, _ = _fast_setup(A, p, PC_NAMES[pc])
+    L, D = np.empty_like(band), np.empty(n)
+    prepare_pc(PC_NAMES[pc], band, L, D)
     counts0 = np.zeros(4)
     x0 = np.zeros(n)
-    it0, _ = mprgp_core(band, b, lo, hi, x0, PC_ASC, L, D, 1e-12, 1e-14, 5000, np.zeros(1), counts0, 1.0)
+    it0, _ = mprgp_core(band, b, lo, hi, x0, PC_NAMES[pc], L, D, 1e-12, 1e-14, 5000, np.zeros(1), counts0, 1.0)
     x1 = np.zeros(n)
-    it1, _, _ = ws.solve(PC_ASC, band, b, lo, hi, x1, rtol=1e-12, maxit=5000)
+    it1, _, _ = ws.solve(PC_NAMES[pc], band, b, lo, hi, x1, rtol=1e-12, maxit=5000)
     assert it1 == it0 and np.array_equal(ws.counts, counts0)
     np.testing.assert_allclose(x1, ref, atol=1e-8)
     # dirty workspace (another QP, then NaN garbage): same bits
     A2, b2, lo2, hi2 = _random_box_qp(10, n=60, p=p)
-    ws.solve(PC_ASC, dense_to_band(A2, p), b2, lo2, hi2, np.zeros(n))
+    ws.solve(PC_NAMES[pc], dense_to_band(A2, p), b2, lo2, hi2, np.zeros(n))
     ws.ws[:] = np.nan
     ws.Ar[:] = np.nan
     ws.Lf[:] = np.nan
     x2 = np.zeros(n)
-    it2, _, _ = ws.solve(PC_ASC, band, b, lo, hi, x2, rtol=1e-12, maxit=5000)
+    it2, _, _ = ws.solve(PC_NAMES[pc], band, b, lo, hi, x2, rtol=1e-12, maxit=5000)
     assert it2 == it1 and np.array_equal(x2, x1)
     # the paper's expansion only (pexp=False, as the optimizer runs it) reaches the same solution
     x3 = np.zeros(n)
     h = np.full(5001, np.nan)
-    it3, res3, _ = mprgp_asc_solve(PC_ASC, band, b, lo, hi, x3, 1e-12, 1e-14, 5000, h, np.zeros(4), 1.0, ws.Ar, ws.Lb, ws.Lf,
+    it3, res3, _ = mprgp_asc_solve(PC_NAMES[pc], band, b, lo, hi, x3, 1e-12, 1e-14, 5000, h, np.zeros(4), 1.0, ws.Ar, ws.Lb, ws.Lf,
                                    ws.D, ws.ws, ws.free, False)
     np.testing.assert_allclose(x3, ref, atol=1e-8)
     assert res3 <= 1e-12 * h[0] or res3 <= 1e-14

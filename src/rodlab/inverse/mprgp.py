@@ -925,18 +925,31 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
     r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
     res0 = math.sqrt(r2)
     tol = max(atol, rtol * res0)
-    _apply(Lf, free, phi, yp, zp, zp)
-    for i in range(n):
-        pd[p + i] = zp[p + i]
     it = 0
     res = res0
-    while it < maxit:
+    cg = False
+    pAp = 1.0
+    while True:
+        # one application per iteration, at a single call site (keeps the compiled code small): after a
+        # CG step the conjugate direction continues, after any other step (or at the start) it restarts
+        zAp = _apply(Lf, free, phi, yp, zp, Ap)
+        if cg:
+            gam = zAp / pAp
+            for i in range(n):
+                pd[p + i] = zp[p + i] - gam * pd[p + i] if free[i] else 0.0
+        else:
+            for i in range(n):
+                pd[p + i] = zp[p + i]
+        if it >= maxit:
+            break
         res = math.sqrt(r2)
         if it < hist.shape[0]:
             hist[it] = res
         if res <= tol:
             break
         it += 1
+        cg = False
+        pAp = 1.0
         if bb <= gamma * gamma * pp:
             rband_matvec(Ar, pd, Ap)
             pAp = 0.0
@@ -963,10 +976,7 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
                     x[i] -= acg * pd[p + i]
                     g[i] -= acg * Ap[p + i]
                 r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
-                zAp = _apply(Lf, free, phi, yp, zp, Ap)
-                gam = zAp / pAp
-                for i in range(n):
-                    pd[p + i] = zp[p + i] - gam * pd[p + i] if free[i] else 0.0
+                cg = True
             else:
                 counts[1] += 1
                 for i in range(n):
@@ -991,7 +1001,8 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
                 if pexp:
                     for i in range(n):
                         fx += 0.5 * x[i] * (g[i] - b[i])
-                    _apply(Lf, free, phi, yp, zp, zp)
+                    # (the generic substitution: one inlined copy of the band-18 kernel is enough)
+                    rfiltered_apply(Lf[0], free, phi, yp, zp, zp)
                 a = 1.0
                 for trial in range(3 if pexp else 0):
                     for i in range(n):
@@ -1026,9 +1037,6 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
                     for i in range(n):
                         g[i] = Ap[p + i] - b[i]
                 r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
-                _apply(Lf, free, phi, yp, zp, zp)
-                for i in range(n):
-                    pd[p + i] = zp[p + i]
         else:
             # proportioning along the chopped gradient
             counts[2] += 1
@@ -1060,9 +1068,6 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
                     xi = hi[i]
                 x[i] = xi
             r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
-            _apply(Lf, free, phi, yp, zp, zp)
-            for i in range(n):
-                pd[p + i] = zp[p + i]
     return it, math.sqrt(r2) if it > 0 else res
 
 
@@ -1097,21 +1102,10 @@ class MprgpWorkspace:
 
 @njit(**JIT)
 def mprgp(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist):
-    """MPRGP with ``Gamma = 1`` and no step counters: :func:`mprgp_fast` for the filtered-factor
-    preconditioners (``L``, ``D`` ignored: the factor is recomputed in the fast layout, :func:`prepare_fast`;
-    scratch allocated here: use :func:`mprgp_asc_solve` with a workspace to avoid both), else :func:`mprgp_core`."""
+    """:func:`mprgp_core` with ``Gamma = 1`` and no step counters (every preconditioner, band layout). The
+    fast path of ASC/IC/MIC is :func:`mprgp_asc_solve` / :class:`MprgpWorkspace` (kept out of this function
+    so that its callers do not compile both)."""
     counts = np.zeros(4)
-    if pc == PC_ASC or pc == PC_IC or pc == PC_MIC:
-        n = A.shape[0]
-        p = A.shape[1] - 1
-        Ar = np.empty((n, 2 * p + 1))
-        Lb = np.empty((n, p + 1))
-        Lf = np.empty((2, n, p + 1))
-        Dc = np.empty(n)
-        ws = np.empty((NWS, n + 2 * p))
-        free = np.empty(n, dtype=np.bool_)
-        anorm = prepare_fast(pc, A, Ar, Lb, Lf, Dc)[1]
-        return mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, 1.0, ws, free, True)
     return mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, 1.0)
 
 
