@@ -185,7 +185,7 @@ def solve_distribution(rows):
                      f"{its.mean():.1f} / {np.median(its):.0f} / {its.max():.0f}", f"{1e3 * ts.sum() / its.sum():.1f}"])
 
 
-def profile(rows, cap, reps=300, rounds=7):
+def profile(rows, cap, reps=300, rounds=11):
     """Pieces of one ASC-MPRGP solve on the hard QP, each timed in a compiled loop (no Python dispatch):
     CPU time per call [us], best and median of ``rounds``."""
     from numba import njit
@@ -384,7 +384,7 @@ def main():
         table(["strand", "QPs", "time per solve [ms] mean / median / max", "iterations mean / median / max",
                "us per iteration (all QPs)"], dist_rows), "",
         "### Profile of one ASC-MPRGP solve on the hard QP (Figs. 8-9), compiled loops", "",
-        table(["piece", "CPU time per call [us], best / median of 7"], prof_rows),
+        table(["piece", "CPU time per call [us], best / median of 11"], prof_rows),
         "", f"(script wall time {time.perf_counter() - t0:.0f} s)",
     ]
     write_section("sagfree", "\n".join(body))
