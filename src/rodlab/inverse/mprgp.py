@@ -887,6 +887,48 @@ def _state_fast(x, g, lo, hi, free, phi, beta, abar, bp):
 
 
 @njit(**JIT)
+def _move_state(x, g, pd, Ap, step, lo, hi, free, phi, beta, abar, bp):
+    """The CG move ``x -= step p``, ``g -= step A p`` (padded ``pd``, ``Ap`` at offset ``bp``) fused with
+    :func:`_state_fast` in one pass (the same operations per entry)."""
+    n = x.shape[0]
+    r2 = 0.0
+    bb = 0.0
+    pp = 0.0
+    for i in range(n):
+        xi = x[i] - step * pd[bp + i]
+        gi = g[i] - step * Ap[bp + i]
+        x[i] = xi
+        g[i] = gi
+        if xi <= lo[i]:
+            free[i] = False
+            phi[i] = 0.0
+            be = gi if (gi < 0.0 and hi[i] > lo[i]) else 0.0
+            beta[bp + i] = be
+            r2 += be * be
+            bb += be * be
+        elif xi >= hi[i]:
+            free[i] = False
+            phi[i] = 0.0
+            be = gi if gi > 0.0 else 0.0
+            beta[bp + i] = be
+            r2 += be * be
+            bb += be * be
+        else:
+            free[i] = True
+            phi[i] = gi
+            beta[bp + i] = 0.0
+            if gi > 0.0:
+                v = (xi - lo[i]) / abar
+                pt = v if v < gi else gi
+            else:
+                v = (xi - hi[i]) / abar
+                pt = v if v > gi else gi
+            r2 += gi * gi
+            pp += pt * gi
+    return r2, bb, pp
+
+
+@njit(**JIT)
 def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free, pexp=True):
     """:func:`mprgp_core` for the filtered-factor preconditioners (ASC, IC, MIC) on the row-aligned
     layout: the same algorithm, the same steps and tests in the same order, with fused passes (CG move
@@ -972,10 +1014,7 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
             acg = gz / pAp
             if acg <= af:
                 counts[0] += 1
-                for i in range(n):
-                    x[i] -= acg * pd[p + i]
-                    g[i] -= acg * Ap[p + i]
-                r2, bb, pp = _state_fast(x, g, lo, hi, free, phi, beta, abar, p)
+                r2, bb, pp = _move_state(x, g, pd, Ap, acg, lo, hi, free, phi, beta, abar, p)
                 cg = True
             else:
                 counts[1] += 1
