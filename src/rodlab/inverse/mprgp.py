@@ -607,13 +607,15 @@ def rfiltered_apply(Lr, free, r, yp, zp, v):
     return zv
 
 
-@njit(**JIT)
+@njit(fastmath={"contract"}, **JIT)
 def _filtered18(Lf, free, r, zp, v):
     """:func:`rfiltered_apply` for half bandwidth 18 (the sag-free Hessian, ``kernels.HBW``): both sweeps in
     axpy form with the 18 pending entries held in registers (``s0..s18`` forward over the column-aligned
     factor ``Lf[1]``, ``t0..t18`` backward over the row-aligned ``Lf[0]``), so that consecutive rows depend on
     each other through one multiply-subtract, not through a store and a reload. Same operations as the
-    textbook substitutions. ``r``: entries 0..n-1 used; ``zp``, ``v`` padded by 18; returns ``z . v``."""
+    textbook substitutions, multiply-subtracts contracted into FMAs (``fastmath`` contraction only: 1.47 ->
+    1.22 us per application at n = 196). ``r``: entries 0..n-1 used; ``zp``, ``v`` padded by 18; returns
+    ``z . v``."""
     n = Lf.shape[1]
     Lr = Lf[0]
     Lc = Lf[1]
@@ -713,39 +715,36 @@ def _apply(Lf, free, r, yp, zp, v):
     return rfiltered_apply(Lf[0], free, r, yp, zp, v)
 
 
-@njit(**JIT)
-def to_rows(band, R):
-    """Lower band (``band[i, k] = M[i, i - k]``) -> row-aligned lower part ``R[i, j] = M[i, i - p + j]``
-    (``R`` of width p + 1), or full rows (width 2p + 1, :func:`rband_matvec`); zeros outside the matrix.
-    Returns the largest absolute row sum of the symmetric ``M`` (``||M||_inf``, an upper bound of its
-    2-norm; computed from the full rows, 0 for the lower part only)."""
-    n = band.shape[0]
-    p = band.shape[1] - 1
-    full = R.shape[1] == 2 * p + 1
+@njit(fastmath=FM, **JIT)
+def _layouts(A, Ar, Lc):
+    """Lower band ``A`` into the column-aligned lower triangle ``Lc[j, k] = A[j + k, j]`` (strided read) and
+    the full rows ``Ar[i, j] = A[i, i - p + j]`` (from the band and ``Lc``), zeros outside the matrix.
+    Returns ``||A||_inf`` (largest absolute row sum, an upper bound of the 2-norm), from the full rows."""
+    n = A.shape[0]
+    p = A.shape[1] - 1
+    for j in range(n):
+        kmax = n - 1 - j
+        if kmax > p:
+            kmax = p
+        for k in range(kmax + 1):
+            Lc[j, k] = A[j + k, k]
+        for k in range(kmax + 1, p + 1):
+            Lc[j, k] = 0.0
+    anorm = 0.0
     for i in range(n):
         k0 = p if i >= p else i
         for j in range(p - k0):
-            R[i, j] = 0.0
+            Ar[i, j] = 0.0
         for k in range(k0 + 1):
-            R[i, p - k] = band[i, k]
-    if not full:
-        return 0.0
-    for i in range(n):
-        kmax = n - 1 - i
-        if kmax > p:
-            kmax = p
-        for k in range(1, kmax + 1):
-            R[i, p + k] = band[i + k, k]
-        for k in range(kmax + 1, p + 1):
-            R[i, p + k] = 0.0
-    nrm = 0.0
-    for i in range(n):
+            Ar[i, p - k] = A[i, k]
+        for k in range(1, p + 1):
+            Ar[i, p + k] = Lc[i, k]
         s = 0.0
         for j in range(2 * p + 1):
-            s += abs(R[i, j])
-        if s > nrm:
-            nrm = s
-    return nrm
+            s += abs(Ar[i, j])
+        if s > anorm:
+            anorm = s
+    return anorm
 
 
 @njit(fastmath=FM, **JIT)
@@ -794,29 +793,7 @@ def prepare_fast(pc, A, Ar, Lb, Lf, D):
     p = A.shape[1] - 1
     Lr = Lf[0]
     Lc = Lf[1]
-    # column-aligned lower triangle (strided read of the band), then the full rows from band and columns
-    for j in range(n):
-        kmax = n - 1 - j
-        if kmax > p:
-            kmax = p
-        for k in range(kmax + 1):
-            Lc[j, k] = A[j + k, k]
-        for k in range(kmax + 1, p + 1):
-            Lc[j, k] = 0.0
-    anorm = 0.0
-    for i in range(n):
-        k0 = p if i >= p else i
-        for j in range(p - k0):
-            Ar[i, j] = 0.0
-        for k in range(k0 + 1):
-            Ar[i, p - k] = A[i, k]
-        for k in range(1, p + 1):
-            Ar[i, p + k] = Lc[i, k]
-        s = 0.0
-        for j in range(2 * p + 1):
-            s += abs(Ar[i, j])
-        if s > anorm:
-            anorm = s
+    anorm = _layouts(A, Ar, Lc)
     if pc == PC_ASC:
         clamped = cldlt_factor(Ar, Lc, Lb[0], 1e-12)
         for i in range(n):
