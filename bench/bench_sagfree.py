@@ -155,7 +155,7 @@ def all_qps(orientation, precond="asc", n=N):
     return ref, qps
 
 
-def time_solve(cap, pc="asc", reps=20, rounds=5):
+def time_solve(cap, pc="asc", reps=20, rounds=9):
     """CPU time [s] of one factor + solve (:func:`mprgp_asc_solve`, one compiled call, workspace reused),
     best over ``rounds`` of the mean over ``reps`` calls; and the iteration count."""
     H, b, lo, hi = cap["H"], cap["b"], cap["lo"], cap["hi"]
@@ -379,7 +379,7 @@ def main():
         "ASC, IC and MIC run as the optimizer runs them (`mprgp_asc_solve`: factor + solve in one compiled call, "
         "workspace, the paper's fixed-length expansion); the other preconditioners run `mprgp_core`.", "",
         "### ASC-MPRGP per solve over every QP of the full ALM optimizations (default options, 30 vertices)", "",
-        "CPU time of one factor + solve (`mprgp_asc_solve`, workspace reused), best of 5 rounds of the mean of 20 calls, "
+        "CPU time of one factor + solve (`mprgp_asc_solve`, workspace reused), best of 9 rounds of the mean of 20 calls, "
         "with the relative tolerance the optimizer used:", "",
         table(["strand", "QPs", "time per solve [ms] mean / median / max", "iterations mean / median / max",
                "us per iteration (all QPs)"], dist_rows), "",
