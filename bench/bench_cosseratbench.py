@@ -82,7 +82,8 @@ def main(argv=None) -> int:
                 supported.append(ex.name) if ex.name not in supported else None
                 driven[name].append(ex.name)
             except NotImplementedError as exc:
-                reasons.append(f"{name}: {exc}")
+                msg = str(exc)
+                reasons.append(msg if msg.startswith(name) else f"{name}: {msg}")
             except Exception as exc:  # noqa: BLE001 - a probe failure is reported, not fatal
                 reasons.append(f"{name}: probe failed ({type(exc).__name__}: {exc})")
         if ex.name not in supported:

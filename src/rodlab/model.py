@@ -90,9 +90,10 @@ class Clamp:
     """hold (or move) only the edge's two vertices and let the rod spin about the edge: a
     swivel, through which twist escapes"""
     slide_axis: tuple[float, float, float] | None = None
-    """let the clamp slide freely along this direction (parallel to the clamped edge, which must
+    """let the clamp slide freely along this direction (usually along the clamped edge, which must
     be an end edge of an open rod) under the forces on it, like a weight hanging from a turning
-    chuck; ``motion`` then acts across the axis and turns the clamp about it (DER only)"""
+    chuck: the clamped edge translates rigidly along it; ``motion`` then acts across the axis and
+    turns the clamp about it (DER only)"""
 
 
 def twist_about_axis(axis, rate: float, ramp: float = 0.0, total: float | None = None) -> RigidMotion:
