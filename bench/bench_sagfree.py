@@ -212,7 +212,7 @@ def profile(rows, cap, reps=300, rounds=11):
         it = 0
         for _ in range(k):
             x[:] = 0.0
-            it, _, _ = mprgp_asc_solve(6, H, b, lo, hi, x, 1e-8, 1e-14, maxit, h, c, 1.0, Ar, Lb, Lf, D, ws, fr, False)
+            it, _, _ = mprgp_asc_solve(6, H, b, lo, hi, x, 1e-8, 1e-14, maxit, h, c, 1.0, Ar, Lb, Lf, D, ws, fr, maxit < 0)
         return it
 
     H, b, lo, hi = cap["H"], cap["b"], cap["lo"], cap["hi"]

@@ -32,7 +32,7 @@ from numba import njit
 
 from ..der_implicit.energies import material_frames_q, vertex_jacobians_call
 from ..linalg.banded_ldlt import ldlt_factor_band, ldlt_solve_band
-from .mprgp import NWS, PC_ASC, PC_IC, PC_MIC, ipm, mprgp, mprgp_asc_solve, pgs, prepare_pc
+from .mprgp import NWS, PC_ASC, PC_ASCS, PC_IC, PC_MIC, ipm, mprgp, mprgp_asc_solve, pgs
 
 JIT = dict(cache=True, error_model="numpy")
 
@@ -203,6 +203,9 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
     # MPRGP with the filtered-factor preconditioners: row-aligned copies of H and its factor and the
     # solver's scratch, allocated once and reused by every QP of the run
     fast = pc == PC_ASC or pc == PC_IC or pc == PC_MIC
+    # MPRGP's expansion exactly as in the paper (no preconditioned candidate, see mprgp.mprgp_fast); a
+    # runtime False (pc >= 0): the literal False would compile a second specialization of the solver
+    pexp = pc < 0
     Ar = np.empty((P, 2 * HBW + 1))
     Lpair = np.empty((2, P, HBW + 1))
     qws = np.empty((NWS, P + 2 * HBW))
@@ -293,10 +296,13 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
             rt = 1e-12
         if qp_mode == QP_MPRGP and fast:
             qit, qres, ncl = mprgp_asc_solve(pc, H, bq, ld, hd, d, rt, qp_atol, qp_maxit, qhist, qcounts, 1.0, Ar, Lf, Lpair, Dp,
-                                             qws, qfree, False)
+                                             qws, qfree, pexp)
             stats[5] += ncl
         elif qp_mode == QP_MPRGP:
-            stats[5] += prepare_pc(pc, H, Lf, Dp)
+            # the other preconditioners: only asc-schur needs a factor (IC/MIC/ASC take the fast path)
+            if pc == PC_ASCS:
+                Lf[:, :] = H
+                stats[5] += ldlt_factor_band(Lf, Dp, 1e-12)
             qit, qres = mprgp(H, bq, ld, hd, d, pc, Lf, Dp, rt, qp_atol, qp_maxit, qhist)
         elif qp_mode == QP_PGS:
             qit, qres = pgs(H, bq, ld, hd, d, rt, qp_atol, qp_maxit, qhist)

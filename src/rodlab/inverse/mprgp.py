@@ -804,7 +804,8 @@ def prepare_fast(pc, A, Ar, Lb, Lf, D):
                 Lr[i, p - k] = Lc[i - k, k]
             Lr[i, p] = Lc[i, 0]
         return clamped, anorm
-    clamped = prepare_pc(pc, A, Lb, D)
+    Lb[:, :] = A
+    clamped = ic_factor_band(Lb, D, pc == PC_MIC, 1e-12)
     for i in range(n):
         k0 = p if i >= p else i
         for j in range(p - k0):
