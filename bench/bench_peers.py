@@ -179,8 +179,8 @@ def measure(name, make, scene, budget, log):
                         rate=r.cpu_s / scene.t_end, err=err / scene.length,
                         why=(f"next larger dt {tried[-1][0]:.3g} s: {nxt}" if tried else nxt))
         tried.append((dt0 * s, "unstable" if not r.ok else f"inaccurate (err/L {err / scene.length:.1e})"))
-        if r.ok and last_err is not None and abs(err - last_err) < 0.05 * err:
-            break  # error no longer falls with dt: spatial error above the tolerance
+        if r.ok and last_err is not None and abs(err - last_err) < 0.05 * err and err < 0.05 * scene.length:
+            break  # error no longer falls with dt: spatial error above the tolerance (not a run that went wrong)
         last_err = err if r.ok else None
     return dict(status="no dt met the accuracy", why="; ".join(f"{dt:.3g} s: {w}" for dt, w in tried[-3:]))
 
