@@ -907,6 +907,29 @@ def _move_state(x, g, pd, Ap, step, lo, hi, free, phi, beta, abar, bp):
 
 
 @njit(**JIT)
+def _curvature_slope_reach(d, Ad, g, x, lo, hi, p):
+    """Along the padded direction ``d`` (offset ``p``) with ``Ad = A d``: the curvature ``d.A d``, the
+    slope ``g.d`` and the largest feasible step ``x - a d`` in ``[lo, hi]`` (a CG or proportioning step)."""
+    n = x.shape[0]
+    dAd = 0.0
+    gd = 0.0
+    reach = np.inf
+    for i in range(n):
+        di = d[p + i]
+        dAd += di * Ad[p + i]
+        gd += g[i] * di
+        if di > 0.0:
+            a = (x[i] - lo[i]) / di
+            if a < reach:
+                reach = a
+        elif di < 0.0:
+            a = (x[i] - hi[i]) / di
+            if a < reach:
+                reach = a
+    return dAd, gd, reach
+
+
+@njit(**JIT)
 def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free, pexp=True):
     """:func:`mprgp_core` for the filtered-factor preconditioners (ASC, IC, MIC) on the row-aligned
     layout: the same algorithm, the same steps and tests in the same order, with fused passes (CG move
@@ -972,21 +995,7 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
         pAp = 1.0
         if bb <= gamma * gamma * pp:
             rband_matvec(Ar, pd, Ap)
-            pAp = 0.0
-            gz = 0.0
-            af = np.inf
-            for i in range(n):
-                di = pd[p + i]
-                pAp += di * Ap[p + i]
-                gz += g[i] * di
-                if di > 0.0:
-                    a = (x[i] - lo[i]) / di
-                    if a < af:
-                        af = a
-                elif di < 0.0:
-                    a = (x[i] - hi[i]) / di
-                    if a < af:
-                        af = a
+            pAp, gz, af = _curvature_slope_reach(pd, Ap, g, x, lo, hi, p)
             if not pAp > 0.0:
                 break
             acg = gz / pAp
@@ -1058,21 +1067,7 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
             # proportioning along the chopped gradient
             counts[2] += 1
             rband_matvec(Ar, beta, Ap)
-            dAd = 0.0
-            gd = 0.0
-            af = np.inf
-            for i in range(n):
-                di = beta[p + i]
-                dAd += di * Ap[p + i]
-                gd += g[i] * di
-                if di > 0.0:
-                    a = (x[i] - lo[i]) / di
-                    if a < af:
-                        af = a
-                elif di < 0.0:
-                    a = (x[i] - hi[i]) / di
-                    if a < af:
-                        af = a
+            dAd, gd, af = _curvature_slope_reach(beta, Ap, g, x, lo, hi, p)
             a = gd / dAd
             if af < a:
                 a = af
