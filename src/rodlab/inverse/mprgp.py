@@ -867,7 +867,9 @@ def _state_fast(x, g, lo, hi, free, phi, beta, abar, bp):
 @njit(**JIT)
 def _move_state(x, g, pd, Ap, step, lo, hi, free, phi, beta, abar, bp):
     """The CG move ``x -= step p``, ``g -= step A p`` (padded ``pd``, ``Ap`` at offset ``bp``) fused with
-    :func:`_state_fast` in one pass (the same operations per entry)."""
+    :func:`_state_fast` in one pass (the same operations per entry). The per-entry logic is written out
+    in both on purpose: moving it into a shared per-entry function returning a tuple made the hard-QP
+    solve 5x slower (0.13 -> 0.61-0.67 ms, numba 0.68, with or without ``inline="always"``)."""
     n = x.shape[0]
     r2 = 0.0
     bb = 0.0
