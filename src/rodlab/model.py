@@ -24,6 +24,18 @@ def require(condition: bool, message: str) -> None:
         raise ModelError(message)
 
 
+DAMPING_SCHEMES = ("implicit", "exponential")
+"""How a stepper discretises the viscous damping ``-c m v`` (docs/damping.md): ``implicit`` takes the
+force at the end of the step, inside the step's solve (velocity factor ``1 / (1 + c h)`` for an
+explicit step); ``exponential`` integrates the linear decay exactly and splits it off the step,
+scaling the velocities by ``exp(-c h)`` (as PyElastica's AnalyticalLinearDamper does)."""
+
+
+def check_damping_scheme(scheme: str) -> str:
+    require(scheme in DAMPING_SCHEMES, f"damping_scheme must be one of {', '.join(DAMPING_SCHEMES)} (got {scheme!r})")
+    return scheme
+
+
 @dataclass(frozen=True)
 class Material:
     """Linear elastic material: Young's modulus ``E`` [Pa], shear modulus ``G`` [Pa], density ``rho`` [kg/m^3]."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..model import check_damping_scheme
 from .chain import _left_jacobian_terms, chain_forward, directors, frames_from_polyline, jac_t_mul, recenter
 from .energies import darboux, eval_energy, reduced_hessian
 from .pcg import PRECONDITIONERS, build_block_preconditioner, build_dense_a, factor_preconditioner, pcg_solve
@@ -410,10 +411,15 @@ class CompactSolver:
     ``fixed``: (n, 3) bool mask of coordinates of ``s`` held by Dirichlet conditions
     (``fixed[0]`` the root position p_c, ``fixed[1 + i]`` the rotation of segment i).
     ``root_motion(t) -> p_c`` and ``frame_motion(t) -> quaternion of segment 0`` prescribe them.
+    ``damping`` [1/s]: viscous damping ``-damping M v`` (and ``-damping Jr omega``), discretised by
+    ``damping_scheme`` (:data:`rodlab.model.DAMPING_SCHEMES`, docs/damping.md): ``"implicit"`` takes the
+    force at the end of the step inside the SQP; ``"exponential"`` integrates the linear decay exactly
+    and splits it off, scaling the step's velocities by ``exp(-damping dt)``.
     """
 
     def __init__(self, model: CompactModel, options: SolverOptions = SolverOptions(), *, fixed=None,
-                 gravity=(0.0, 0.0, 0.0), damping: float = 0.0, root_motion=None, frame_motion=None):
+                 gravity=(0.0, 0.0, 0.0), damping: float = 0.0, root_motion=None, frame_motion=None,
+                 damping_scheme: str = "implicit"):
         self.model = model
         self.options = options
         n = model.n
@@ -427,6 +433,7 @@ class CompactSolver:
         if not (math.isfinite(damping) and damping >= 0):
             raise ValueError(f"damping must be >= 0 1/s (got {damping})")
         self.damping = float(damping)
+        self.damping_scheme = check_damping_scheme(damping_scheme)
         self.root_motion = root_motion
         self.frame_motion = frame_motion
         self.kind = PRECONDITIONERS[options.precond]
@@ -455,7 +462,7 @@ class CompactSolver:
         self._p_pred += p_t
         np.multiply(state.omega, dt, out=self._th_pred)
         a_in = 0.0 if static else 1.0 / dt**2
-        a_d = 0.0 if static else self.damping / dt
+        a_d = 0.0 if (static or self.damping_scheme == "exponential") else self.damping / dt
         if o.warm_start and not static:
             predict_start(state.s, state.q, state.v, state.omega, dt, self.free)
         self.apply_prescribed(state, state.t + dt)
@@ -480,6 +487,10 @@ class CompactSolver:
             _rc(state.q, state.qref, state.s)
         else:
             finish_step(state.s, state.qref, state.p, state.q, p_t, q_t, state.v, state.omega, dt)
+            if self.damping_scheme == "exponential" and self.damping > 0:
+                decay = math.exp(-self.damping * dt)
+                state.v *= decay
+                state.omega *= decay
         state.t += dt
         if st[7]:
             msg = "PCG did not converge (or preconditioner not SPD)"
@@ -499,17 +510,50 @@ class CompactSolver:
 # ---------------------------------------------------------------------------------------------
 def inextensibility_violation(p: np.ndarray, lengths: np.ndarray) -> float:
     """``sum_i |p_{i+1} - p_i| / sum_i l_i - 1`` (Sec. 4.1)."""
-    return float(np.linalg.norm(np.diff(p, axis=0), axis=1).sum() / np.sum(lengths) - 1.0)
+    return float(_inextensibility(np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(lengths, dtype=float)))
 
 
 def alignment_violation(p: np.ndarray, q: np.ndarray) -> float:
     """``sum_i |(p_{i+1} - p_i)/|p_{i+1} - p_i| - d(q_i)|`` (Sec. 4.1), ``q`` normalised first."""
-    e = np.diff(p, axis=0)
-    t = e / np.linalg.norm(e, axis=1)[:, None]
-    qn = q / np.linalg.norm(q, axis=1)[:, None]
-    return float(np.linalg.norm(t - directors(qn), axis=1).sum())
+    return float(_alignment(np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(q, dtype=float)))
 
 
 def kinetic_energy(model: CompactModel, state: CompactState) -> float:
     """``1/2 sum m v^2 + 1/2 sum omega^T Jr omega`` [J] (translational + rotational, Eq. 30/31)."""
-    return float(0.5 * np.sum(model.masses * np.sum(state.v**2, axis=1)) + 0.5 * np.sum(model.Jr * state.omega**2))
+    return float(_kinetic(model.masses, state.v, model.Jr, state.omega))
+
+
+# compiled: the cantilever and the benchmarks evaluate these every step, where numpy's
+# temporaries cost more than a Newton iteration's assembly
+@njit(**JIT)
+def _inextensibility(p, lengths):
+    total = 0.0
+    rest = 0.0
+    for i in range(p.shape[0] - 1):
+        total += math.sqrt((p[i + 1, 0] - p[i, 0]) ** 2 + (p[i + 1, 1] - p[i, 1]) ** 2 + (p[i + 1, 2] - p[i, 2]) ** 2)
+        rest += lengths[i]
+    return total / rest - 1.0
+
+
+@njit(**JIT)
+def _alignment(p, q):
+    out = 0.0
+    for i in range(q.shape[0]):
+        e0, e1, e2 = p[i + 1, 0] - p[i, 0], p[i + 1, 1] - p[i, 1], p[i + 1, 2] - p[i, 2]
+        el = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+        qn = math.sqrt(q[i, 0] ** 2 + q[i, 1] ** 2 + q[i, 2] ** 2 + q[i, 3] ** 2)
+        w, x, y, z = q[i, 0] / qn, q[i, 1] / qn, q[i, 2] / qn, q[i, 3] / qn
+        d0, d1, d2 = 2.0 * (x * z + w * y), 2.0 * (y * z - w * x), 1.0 - 2.0 * (x * x + y * y)
+        out += math.sqrt((e0 / el - d0) ** 2 + (e1 / el - d1) ** 2 + (e2 / el - d2) ** 2)
+    return out
+
+
+@njit(**JIT)
+def _kinetic(masses, v, Jr, omega):
+    ke = 0.0
+    for i in range(v.shape[0]):
+        ke += masses[i] * (v[i, 0] ** 2 + v[i, 1] ** 2 + v[i, 2] ** 2)
+    for i in range(omega.shape[0]):
+        for k in range(3):
+            ke += Jr[i, k] * omega[i, k] ** 2
+    return 0.5 * ke

@@ -23,7 +23,7 @@ from ..geometry.curves import (
     reference_twist,
     time_parallel_update,
 )
-from ..model import Loads, ModelError, Rod, require
+from ..model import Loads, ModelError, Rod, check_damping_scheme, require
 from ..state import RodState
 from . import kernels as K
 
@@ -45,7 +45,9 @@ class DEROptions:
     ``max |dE/dtheta|`` [J] for the quasistatic twist (scaled internally by the stiffest joint);
     twist_max_iter its Newton cap. inextensible: project onto fixed edge lengths (else the
     stretching energy acts). twist_solver: "auto" (closed form when the rod is naturally
-    straight and isotropic), "newton" or "uniform".
+    straight and isotropic), "newton" or "uniform". damping_scheme: how the loads' viscous damping
+    is discretised (:data:`rodlab.model.DAMPING_SCHEMES`): velocity factor ``1 / (1 + c dt)``
+    ("implicit") or ``exp(-c dt)`` ("exponential"); the two agree to O((c dt)^2) at explicit steps.
     """
 
     dt: float
@@ -56,8 +58,10 @@ class DEROptions:
     twist_max_iter: int = 50
     inextensible: bool = True
     twist_solver: str = "auto"
+    damping_scheme: str = "implicit"
 
     def __post_init__(self):
+        check_damping_scheme(self.damping_scheme)
         require(self.dt > 0 and math.isfinite(self.dt), f"dt must be > 0 s (got {self.dt})")
         require(self.projection_tol > 0, f"projection_tol must be > 0 (got {self.projection_tol})")
         require(self.projection_fail >= self.projection_tol, f"projection_fail must be >= projection_tol (got {self.projection_fail})")
@@ -387,10 +391,18 @@ class DERStepper:
         material_frames(state.ref_d1, d2, state.theta, m1, m2)
         return m1, m2
 
+    def _kernel_damping(self, h: float) -> float:
+        """The rate the kernel's factor ``1 / (1 + h c)`` takes to realise the chosen scheme:
+        ``(exp(c h) - 1) / h`` gives ``exp(-c h)``."""
+        c = self.loads.damping
+        if self.options.damping_scheme == "exponential":
+            return math.expm1(c * h) / h
+        return c
+
     def _run_kernel(self, state, nsteps, h, ext_accel, presc, clamp_m1, tol, diag) -> int:
         opt = self.options
         return K.run_steps(nsteps, h, self.closed, opt.inextensible, self.uniform_twist, self.twist_free, state.x, state.v, state.theta,
-                           state.ref_d1, state.ref_twist, self.inv_mass, ext_accel, self._ext_force, self.loads.damping,
+                           state.ref_d1, state.ref_twist, self.inv_mass, ext_accel, self._ext_force, self._kernel_damping(h),
                            self.prescribed_vertices, presc, self.clamp_edges, clamp_m1, *self._sliders, self.free_theta,
                            self.rest_lengths, self.lbar, self.omega_bar, self.bend_k, self.twist_bar, self.twist_k,
                            self.stretch_k, opt.projection_tol, opt.projection_fail, opt.projection_max_iter, tol, opt.twist_max_iter,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit
 
+from ..model import check_damping_scheme
 from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
 from .energies import BANDWIDTH, der_elastic, update_frames
 from .slerp_bending import BRANCHES, GRADIENTS, _frames_at, slerp_elastic
@@ -233,8 +234,10 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
 
 @njit(**JIT)
 def implicit_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, kbend, wbar, ktwist, mbar, lvor,
-                         bending, wbar2, branch, exact, h, damping, nsteps, newton_iters, gtol, ls_max, stats):
-    """``nsteps`` implicit-Euler steps in place on ``q, v, a1, tanr, mref`` (see :func:`newton_minimize`)."""
+                         bending, wbar2, branch, exact, h, damping, decay, nsteps, newton_iters, gtol, ls_max, stats):
+    """``nsteps`` implicit-Euler steps in place on ``q, v, a1, tanr, mref`` (see :func:`newton_minimize`).
+    ``damping`` [1/s] enters the step's solve (the implicit scheme); ``decay`` then scales the step's
+    velocity (``exp(-c h)`` for the exponential scheme, 1 otherwise)."""
     n = q.shape[0]
     ne = tanr.shape[0]
     tan = np.empty((ne, 3))
@@ -265,7 +268,7 @@ def implicit_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, 
         a1[:, :] = a1w
         mref[:] = mrefw
         for r in range(n):
-            v[r] = (q[r] - q0[r]) / h
+            v[r] = decay * (q[r] - q0[r]) / h
 
 
 def _bending(model: DERImplicitModel) -> int:
@@ -280,11 +283,12 @@ class DERImplicitStepper:
     """Implicit Euler for :class:`DERImplicitModel` (module docstring).
 
     ``h`` [s] step, ``newton_iters`` per step (the paper: 1), ``gtol`` free-gradient max-norm [N] that
-    ends the Newton loop early, ``line_search`` max halvings.
+    ends the Newton loop early, ``line_search`` max halvings, ``damping_scheme`` how the model's
+    viscous damping is discretised (:data:`rodlab.model.DAMPING_SCHEMES`, docs/damping.md).
     """
 
     def __init__(self, model: DERImplicitModel, *, h: float = 1.0 / 240.0, newton_iters: int = 1,
-                 gtol: float = 0.0, line_search: int = 12):
+                 gtol: float = 0.0, line_search: int = 12, damping_scheme: str = "implicit"):
         if not (h > 0 and math.isfinite(h)):
             raise ValueError(f"time step h must be > 0 s (got {h})")
         if newton_iters < 1:
@@ -296,9 +300,17 @@ class DERImplicitStepper:
         self.newton_iters = int(newton_iters)
         self.gtol = float(gtol)
         self.line_search = int(line_search)
+        self.damping_scheme = check_damping_scheme(damping_scheme)
         self._fixed = _fixed_idx(model)
         # bending model of the Newton loop: the model's (4D or averaged 2D); SlerpStepper changes it
         self._bending, self._wbar2, self._branch, self._exact = _bending(model), NO_SLERP, 0, 0
+
+    def _damping_terms(self) -> tuple[float, float]:
+        """(rate in the step's solve, velocity factor after it) of the kernel."""
+        c = float(self.model.damping)
+        if self.damping_scheme == "exponential":
+            return 0.0, math.exp(-c * self.h)
+        return c, 1.0
 
     @classmethod
     def from_frame_rate(cls, model: DERImplicitModel, *, fps: float = 60.0, substeps: int = 4, newton_iters: int = 1,
@@ -325,7 +337,7 @@ class DERImplicitStepper:
         implicit_euler_steps(state.q, state.v, state.a1, state.tan, state.mref, m.mass, m.fext, self._fixed,
                              m.ks, m.lbar, m.kbend, m.wbar, m.ktwist, m.mbar, m.lvor, self._bending, self._wbar2,
                              self._branch, self._exact, self.h,
-                             float(m.damping), int(nsteps), self.newton_iters, self.gtol, self.line_search, stats)
+                             *self._damping_terms(), int(nsteps), self.newton_iters, self.gtol, self.line_search, stats)
         wall = time.perf_counter() - t0
         state.t += nsteps * self.h
         ok = bool(np.all(np.isfinite(state.q)))
