@@ -30,7 +30,7 @@ def run_cantilever(params, progress) -> SceneResult:
     rod = cantilever_rod(params)
     loads = Loads(gravity=(0.0, 0.0, -params["g"]), damping=params["damping"])
     dt = params["dt"] or suggested_time_step(rod)
-    stepper = DERStepper(rod, loads, DEROptions(dt=dt))
+    stepper = DERStepper(rod, loads, DEROptions(dt=dt, damping_scheme=params.get("damping_scheme", "implicit")))
     state = stepper.initial_state()
     frames_t, frames_x = [0.0], [state.x.copy()]
     metrics = {}

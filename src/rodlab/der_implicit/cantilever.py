@@ -58,7 +58,11 @@ def run_cantilever(params: dict, progress) -> SceneResult:
         h = float(params["dt"]) if params["dt"] > 0 else DEFAULT_DT
         t_end = float(params["t_end"])
         nsteps = int(math.ceil(t_end / h - 1e-9))
-        stepper = DERImplicitStepper(model, h=h, newton_iters=int(params.get("newton_iters", 1)))
+        newton_iters = int(params.get("newton_iters", 0)) or 1
+        # more than one iteration: stop once the free force is at round-off of the rod's weight
+        gtol = 1e-9 * float(model.mass.sum()) * float(params["g"]) if newton_iters > 1 else 0.0
+        stepper = DERImplicitStepper(model, h=h, newton_iters=newton_iters, gtol=gtol,
+                                     damping_scheme=params.get("damping_scheme", "implicit"))
         warm = state.copy()
         stepper.advance(warm, 1)  # compile outside the timing
         nframes = min(100, max(nsteps, 1))

@@ -28,6 +28,10 @@ def build(params) -> tuple[GAlphaRod, GAlphaSolver]:
     n = int(params["n"])
     if n < 3:
         raise SceneError(f"parameter n={n} out of range for method=galpha: expected >= 3 vertices")
+    if params.get("damping_scheme", "implicit") != "implicit":
+        # the generalized-alpha state carries the last accelerations; scaling the velocities
+        # alone would break the consistency of (velocity, acceleration) the scheme relies on
+        raise SceneError("damping_scheme=exponential is not available for method=galpha (allowed: implicit)")
     model = GAlphaRod.from_material(n, params["length"], radius=params["radius"], E=params["E"], G=params["G"],
                                     rho=params["rho"], gravity=(0.0, 0.0, -params["g"]), damping=params["damping"],
                                     root_R=ROOT_R)

@@ -29,6 +29,11 @@ PARAMS = [
     Param("dt", 0.0, "time step [s]; 0 picks the method's default", low=0.0),
     Param("t_end", 5.0, "simulated time [s]", low=0.0),
     Param("damping", 2.0, "viscous damping rate [1/s] (force -damping * m * v)", low=0.0),
+    Param("damping_scheme", "implicit", "discretisation of the damping (docs/damping.md): implicit (in the step's "
+          "solve) or exponential (velocities scaled by exp(-damping dt) after the step); galpha: implicit only",
+          choices=("implicit", "exponential")),
+    Param("newton_iters", 0, "Newton iterations per step, at most (der-implicit, compact); 0 = the method's default "
+          "(der-implicit 1, the sag-free paper's; compact 5, Zhao et al.'s)", low=0, high=1000),
     Param("method", "der", "stepper", choices=tuple(CANTILEVER_METHODS)),
     Param("static", False, "solve for the static equilibrium instead of stepping in time"),
 ]
