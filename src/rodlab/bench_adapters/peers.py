@@ -63,11 +63,12 @@ def _exploded(x: np.ndarray, length: float) -> bool:
 
 
 # ---------------------------------------------------------------------------------- rodlab
-def run_rodlab(method: str, scene: Scene, dt: float) -> CantileverRun:
+def run_rodlab(method: str, scene: Scene, dt: float, **options) -> CantileverRun:
     """One rodlab method through the ``cantilever`` scene; wall time = the scene's ``us_per_step *
     steps`` (the solver calls only); CPU time = the scene's ``cpu_s_stepping`` (CPU time of its
     stepping loop, Python bookkeeping and frame recording included, as the peers' loops are timed),
-    or the whole scene call where a method does not report it (an upper bound)."""
+    or the whole scene call where a method does not report it (an upper bound). ``options``: more
+    cantilever parameters (``damping_scheme``, ``newton_iters``)."""
     import logging
 
     import rodlab
@@ -76,7 +77,8 @@ def run_rodlab(method: str, scene: Scene, dt: float) -> CantileverRun:
     c0 = time.process_time()
     try:
         res = rodlab.run_scene("cantilever", method=method, n=scene.n, length=scene.length, radius=scene.radius, E=scene.E,
-                               G=scene.G, rho=scene.rho, g=scene.g, dt=dt, t_end=scene.t_end, damping=scene.damping, static=False)
+                               G=scene.G, rho=scene.rho, g=scene.g, dt=dt, t_end=scene.t_end, damping=scene.damping, static=False,
+                               **options)
     except Exception as exc:  # unstable / failed solves raise: report as not ok
         return CantileverRun(False, np.full(2, np.nan), math.nan, math.nan, 0, dt, f"{type(exc).__name__}: {exc}"[:200])
     m = res.metrics
