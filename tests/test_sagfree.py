@@ -314,3 +314,121 @@ def test_alm_with_asc_and_asc_schur_agree(problems):
     assert SagFreeOptions().precond == "asc"
     assert a.success and s.success and a.iterations == s.iterations
     np.testing.assert_allclose(a.params, s.params, rtol=0, atol=1e-6 * np.abs(s.params).max())
+
+
+# ---- fast path of the Schur-corrected ASC (asc-schur) ----
+
+@pytest.mark.parametrize("p", [6, 18])
+def test_fast_schur_application_is_the_exact_free_set_inverse(p):
+    """:func:`_schur_fast` against the dense free-set solve while the active set grows (appended Cholesky
+    rows), shrinks (compaction and refactorization) and changes, pinned entries left out; then with a cap
+    of 2 it falls back to the filtered substitution."""
+    from rodlab.inverse.mprgp import PC_ASCS, _apply, _schur_fast, schur_scratch
+
+    A, b, lo, hi = _random_box_qp(11, n=50, p=p)
+    n = len(b)
+    lo[7] = hi[7] = 0.1  # pinned and decoupled (as the optimizer eliminates them): never in the correction
+    A[7, :] = A[:, 7] = 0.0
+    A[7, 7] = 2.0
+    band, ws, _, _ = _fast_setup(A, p, PC_ASCS)
+    rng = np.random.default_rng(4)
+    fm, Y, C, w, iw = schur_scratch(n, p)
+    iw[:] = -1
+    iw[2 * n + Y.shape[0]:] = 0
+    e = np.zeros(n)
+    yp, zp, v = np.zeros(n + 2 * p), np.zeros(n + 2 * p), np.zeros(n + 2 * p)
+    free = np.ones(n, dtype=bool)
+    for frac in (0.05, 0.1, 0.2, 0.08, 0.3):  # grows, grows, grows, shrinks, changes
+        if frac == 0.08:
+            free[np.flatnonzero(~free)[::2]] = True
+        else:
+            free &= rng.random(n) > frac
+        r = rng.normal(size=n) * free
+        v[p:p + n] = rng.normal(size=n)
+        zv = _schur_fast(ws.Lf, free, lo, hi, r, yp, zp, v, fm, e, Y, C, w, iw)
+        F = np.flatnonzero(free)
+        z = zp[p:p + n]
+        np.testing.assert_allclose(z[F], np.linalg.solve(A[np.ix_(F, F)], r[F]), rtol=1e-9, atol=1e-12 * np.abs(z).max())
+        assert np.all(z[~free] == 0.0) and zv == pytest.approx(z @ v[p:p + n], rel=1e-12)
+        assert iw[2 * n + Y.shape[0]] == np.sum(~free) - (not free[7])  # active list length (pinned left out)
+    assert np.all(e == 0.0)
+    fm2, Y2, C2, w2, iw2 = schur_scratch(n, p, cap=2)
+    iw2[:] = -1
+    iw2[2 * n + 2:] = 0
+    z_ref = np.zeros(n + 2 * p)
+    _apply(ws.Lf, free, r, yp, z_ref, v)
+    _schur_fast(ws.Lf, free, lo, hi, r, yp, zp, v, fm2, e, Y2, C2, w2, iw2)
+    np.testing.assert_array_equal(zp[p:p + n], z_ref[p:p + n])
+
+
+@pytest.mark.parametrize("p", [6, 18])
+def test_fast_asc_schur_matches_the_reference_and_mprgp_core(p):
+    """Fast asc-schur: the reference QP solution; with our preconditioned expansion the same steps as
+    ``mprgp_core`` with ``asc-schur``; with the paper's expansion (as the optimizer runs it) few iterations;
+    a dirty workspace gives bitwise the same result twice; a cap of 3 (filtered fallback) still converges."""
+    from rodlab.inverse.mprgp import PC_ASCS, MprgpWorkspace, mprgp_asc_solve, mprgp_core
+
+    A, b, lo, hi = _random_box_qp(12, n=60, p=p)
+    n = len(b)
+    A[5, :] = A[:, 5] = 0.0
+    A[5, 5] = 2.0
+    b[5] = 0.0
+    ref = _reference(A, b, lo, hi)  # x_5 = 0: the same as pinning it there
+    lo[5] = hi[5] = 0.0
+    band = dense_to_band(A, p)
+    L, D = np.empty_like(band), np.empty(n)
+    prepare_pc(PC_ASCS, band, L, D)
+    counts0 = np.zeros(4)
+    x0 = np.zeros(n)
+    it0, _ = mprgp_core(band, b, lo, hi, x0, PC_ASCS, L, D, 1e-12, 1e-14, 5000, np.zeros(1), counts0, 1.0)
+    ws = MprgpWorkspace(n, p)
+    x1 = np.zeros(n)
+    it1, res1, _ = ws.solve(PC_ASCS, band, b, lo, hi, x1, rtol=1e-12, maxit=5000)
+    assert it1 == it0 and np.array_equal(ws.counts, counts0)
+    np.testing.assert_allclose(x1, ref, atol=1e-8)
+    np.testing.assert_allclose(x1, x0, atol=1e-10)
+    assert np.all(x1 >= lo) and np.all(x1 <= hi)
+    x2 = np.zeros(n)
+    it2, res2, _ = ws.solve(PC_ASCS, band, b, lo, hi, x2, rtol=1e-12, maxit=5000, pexp=False)
+    np.testing.assert_allclose(x2, ref, atol=1e-8)
+    # dirty workspace (another QP, then NaN garbage everywhere): same bits
+    A3, b3, lo3, hi3 = _random_box_qp(13, n=60, p=p)
+    ws.solve(PC_ASCS, dense_to_band(A3, p), b3, lo3, hi3, np.zeros(n), pexp=False)
+    for arr in (ws.ws, ws.Ar, ws.Lf, ws.Y, ws.C, ws.w):
+        arr[:] = np.nan
+    ws.iw[:] = 7
+    ws.fm[:] = False
+    x3 = np.zeros(n)
+    it3, res3, _ = ws.solve(PC_ASCS, band, b, lo, hi, x3, rtol=1e-12, maxit=5000, pexp=False)
+    assert it3 == it2 and res3 == res2 and np.array_equal(x3, x2)
+    # the old signature (scratch allocated inside) and a cap of 3 active bounds (filtered beyond)
+    x4 = np.zeros(n)
+    it4, _, _ = mprgp_asc_solve(PC_ASCS, band, b, lo, hi, x4, 1e-12, 1e-14, 5000, np.zeros(1), np.zeros(4), 1.0, ws.Ar, ws.Lb,
+                                ws.Lf, ws.D, ws.ws, ws.free, False)
+    assert it4 == it2 and np.array_equal(x4, x2)
+    small = MprgpWorkspace(n, p, cap=3)
+    x5 = np.zeros(n)
+    small.solve(PC_ASCS, band, b, lo, hi, x5, rtol=1e-12, maxit=5000, pexp=False)
+    np.testing.assert_allclose(x5, ref, atol=1e-8)
+    assert np.sum(((ref <= lo + 1e-9) | (ref >= hi - 1e-9)) & (lo < hi)) > 3
+
+
+def test_fast_asc_schur_on_the_sag_free_hessian_takes_few_iterations(problems):
+    """A QP of the ALM on the horizontal strand: asc-schur (paper's expansion) reaches the same solution
+    as plain ASC in at most as many iterations, and the ALM gives the same parameters with both."""
+    from rodlab.inverse.mprgp import PC_ASCS, MprgpWorkspace
+
+    pb = problems["horizontal"]
+    cap = {}
+    optimize_strand(pb, SagFreeOptions(max_iters=3, tol=0.0), capture_at=2, capture=cap)
+    H, b, lo, hi = cap["H"], cap["b"], cap["lo"], cap["hi"]
+    ws = MprgpWorkspace(len(b), H.shape[1] - 1)
+    xa, xs = np.zeros(len(b)), np.zeros(len(b))
+    ita, _, _ = ws.solve(PC_ASC, H, b, lo, hi, xa, rtol=1e-10, pexp=False)
+    its, _, _ = ws.solve(PC_ASCS, H, b, lo, hi, xs, rtol=1e-10, pexp=False)
+    A = band_to_dense(H)
+    scale = np.abs(xa).max()
+    np.testing.assert_allclose(xs, xa, atol=1e-6 * scale)
+    assert its <= ita
+    fa, fs = 0.5 * xa @ A @ xa - b @ xa, 0.5 * xs @ A @ xs - b @ xs
+    assert abs(fa - fs) <= 1e-9 * abs(fa)

@@ -32,7 +32,7 @@ from numba import njit
 
 from ..der_implicit.energies import material_frames_q, vertex_jacobians_call
 from ..linalg.banded_ldlt import ldlt_factor_band, ldlt_solve_band
-from .mprgp import NWS, PC_ASC, PC_ASCS, PC_IC, PC_MIC, ipm, mprgp, mprgp_asc_solve, pgs
+from .mprgp import NWS, PC_ASC, PC_ASCS, PC_IC, PC_MIC, SCHUR_CAP, ipm, mprgp, mprgp_fast_solve, pgs
 
 JIT = dict(cache=True, error_model="numpy")
 
@@ -202,7 +202,8 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
     qhist = np.zeros(0)
     # MPRGP with the filtered-factor preconditioners: row-aligned copies of H and its factor and the
     # solver's scratch, allocated once and reused by every QP of the run
-    fast = pc == PC_ASC or pc == PC_IC or pc == PC_MIC
+    # (and the Schur-corrected ASC, whose scratch is allocated only when it runs)
+    fast = pc == PC_ASC or pc == PC_IC or pc == PC_MIC or pc == PC_ASCS
     # MPRGP's expansion exactly as in the paper (no preconditioned candidate, see mprgp.mprgp_fast); a
     # runtime False (pc >= 0): the literal False would compile a second specialization of the solver
     pexp = pc < 0
@@ -211,6 +212,12 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
     qws = np.empty((NWS, P + 2 * HBW))
     qfree = np.empty(P, dtype=np.bool_)
     qcounts = np.zeros(4)
+    scap = min(SCHUR_CAP, P) if pc == PC_ASCS else 0
+    sfm = np.ones(P, dtype=np.bool_)
+    sY = np.zeros((scap, P + 2 * HBW))
+    sC = np.zeros((scap, scap))
+    sw = np.zeros(scap)
+    siw = np.full(2 * P + scap + 2, -1, dtype=np.int64)
     stats[:] = 0.0
     status = 0
     it = 0
@@ -295,14 +302,11 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
         if rt < 1e-12:
             rt = 1e-12
         if qp_mode == QP_MPRGP and fast:
-            qit, qres, ncl = mprgp_asc_solve(pc, H, bq, ld, hd, d, rt, qp_atol, qp_maxit, qhist, qcounts, 1.0, Ar, Lf, Lpair, Dp,
-                                             qws, qfree, pexp)
+            qit, qres, ncl = mprgp_fast_solve(pc, H, bq, ld, hd, d, rt, qp_atol, qp_maxit, qhist, qcounts, 1.0, Ar, Lf, Lpair, Dp,
+                                              qws, qfree, pexp, sfm, sY, sC, sw, siw)
             stats[5] += ncl
         elif qp_mode == QP_MPRGP:
-            # the other preconditioners: only asc-schur needs a factor (IC/MIC/ASC take the fast path)
-            if pc == PC_ASCS:
-                Lf[:, :] = H
-                stats[5] += ldlt_factor_band(Lf, Dp, 1e-12)
+            # the other preconditioners (no factor; ASC, IC, MIC and ASC-Schur take the fast path)
             qit, qres = mprgp(H, bq, ld, hd, d, pc, Lf, Dp, rt, qp_atol, qp_maxit, qhist)
         elif qp_mode == QP_PGS:
             qit, qres = pgs(H, bq, ld, hd, d, rt, qp_atol, qp_maxit, qhist)

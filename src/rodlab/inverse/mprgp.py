@@ -558,7 +558,7 @@ def mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, gamma
 
 FAST_PCS = (PC_ASC, PC_IC, PC_MIC)
 FM = {"reassoc", "contract", "nsz"}
-NWS = 8  # padded work vectors of mprgp_fast
+NWS = 9  # padded work vectors of mprgp_fast
 
 
 @njit(fastmath=FM, **JIT)
@@ -794,7 +794,7 @@ def prepare_fast(pc, A, Ar, Lb, Lf, D):
     Lr = Lf[0]
     Lc = Lf[1]
     anorm = _layouts(A, Ar, Lc)
-    if pc == PC_ASC:
+    if pc == PC_ASC or pc == PC_ASCS:
         clamped = cldlt_factor(Ar, Lc, Lb[0], 1e-12)
         for i in range(n):
             k0 = p if i >= p else i
@@ -932,7 +932,121 @@ def _curvature_slope_reach(d, Ad, g, x, lo, hi, p):
 
 
 @njit(**JIT)
-def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free, pexp=True):
+def _schur_fast(Lf, free, lo, hi, r, yp, zp, v, fm, e, Y, C, w, iw):
+    """:func:`schur_apply` on the fast layouts, incrementally: ``z = A_FF^{-1} r_F`` into the padded ``zp``
+    from the complete factor ``Lf`` (see :func:`prepare_fast`) and a capacitance correction over the active
+    set ``E`` (non-pinned entries with ``free`` False): ``z = A^{-1}(r_F + E mu)``, ``C mu = -(A^{-1} r_F)_E``,
+    ``C = E^T A^{-1} E``. One unfiltered substitution (``_apply`` with the all-true mask ``fm``), two
+    ``k x k`` triangular solves and ``k`` axpys with the cached columns ``A^{-1} e_i`` (padded rows of ``Y``,
+    each computed once per solve by one substitution of the unit vector ``e``, n-vector of zeros).
+    The Cholesky factor of ``C`` (lower, in ``C``) is kept in the order in which indices became active:
+    a newly active index appends one row (``O(k^2)``), a released one compacts the list and refactors.
+    Beyond ``cap = Y.shape[0]`` active or cached indices, or for a numerically singular ``C``, this
+    application falls back to the filtered substitution. ``iw`` (int64, ``2n + cap + 2``): ``slot`` (cached
+    column of index i or -1), ``pos`` (position in the active list or -1), the active list, ``[k, #cached]``;
+    set ``slot = pos = -1`` and both counters to 0 for a new factor. Returns ``z . v``."""
+    n = free.shape[0]
+    p = Lf.shape[2] - 1
+    cap = Y.shape[0]
+    m = iw[2 * n + cap]
+    # released indices leave the list (order kept); then the factor of C is rebuilt
+    keep = 0
+    for a in range(m):
+        i = iw[2 * n + a]
+        if free[i]:
+            iw[n + i] = -1
+        else:
+            iw[2 * n + keep] = i
+            iw[n + i] = keep
+            keep += 1
+    ok = True
+    if keep < m:
+        m = keep
+        for a in range(m):
+            ya = iw[iw[2 * n + a]]
+            for c in range(a + 1):
+                s = Y[ya, p + iw[2 * n + c]]
+                for q in range(c):
+                    s -= C[a, q] * C[c, q]
+                if c < a:
+                    C[a, c] = s / C[c, c]
+                elif s > 1e-12 * Y[ya, p + iw[2 * n + a]]:
+                    C[a, a] = math.sqrt(s)
+                else:
+                    ok = False
+    # newly active indices: cached column, one appended row of the Cholesky factor
+    if ok:
+        for i in range(n):
+            if free[i] or not lo[i] < hi[i] or iw[n + i] >= 0:
+                continue
+            if m >= cap:
+                ok = False
+                break
+            k = iw[i]
+            if k < 0:
+                k = iw[2 * n + cap + 1]
+                if k >= cap:
+                    ok = False
+                    break
+                iw[2 * n + cap + 1] = k + 1
+                iw[i] = k
+                e[i] = 1.0
+                _apply(Lf, fm, e, yp, Y[k], Y[k])
+                e[i] = 0.0
+            s2 = 0.0
+            for a in range(m):
+                s = Y[k, p + iw[2 * n + a]]
+                for q in range(a):
+                    s -= C[m, q] * C[a, q]
+                s /= C[a, a]
+                C[m, a] = s
+                s2 += s * s
+            d = Y[k, p + i] - s2
+            if not d > 1e-12 * Y[k, p + i]:
+                ok = False
+                break
+            C[m, m] = math.sqrt(d)
+            iw[2 * n + m] = i
+            iw[n + i] = m
+            m += 1
+    if not ok:
+        for a in range(m):
+            iw[n + iw[2 * n + a]] = -1
+        iw[2 * n + cap] = 0
+        return _apply(Lf, free, r, yp, zp, v)
+    iw[2 * n + cap] = m
+    _apply(Lf, fm, r, yp, zp, zp)
+    if m > 0:
+        for a in range(m):  # C mu = -(A^{-1} r_F)_E: forward, then backward
+            s = -zp[p + iw[2 * n + a]]
+            for q in range(a):
+                s -= C[a, q] * w[q]
+            w[a] = s / C[a, a]
+        for a in range(m - 1, -1, -1):
+            s = w[a]
+            for q in range(a + 1, m):
+                s -= C[q, a] * w[q]
+            w[a] = s / C[a, a]
+        for a in range(m):
+            _axpy_row(w[a], Y[iw[iw[2 * n + a]]], zp, p, n)
+    zv = 0.0
+    for i in range(n):
+        if free[i]:
+            zv += zp[p + i] * v[p + i]
+        else:
+            zp[p + i] = 0.0
+    return zv
+
+
+@njit(fastmath=FM, **JIT)
+def _axpy_row(a, y, z, p, n):
+    """``z += a y`` on the padded entries ``p .. p + n - 1`` (contiguous, vectorized)."""
+    for t in range(p, p + n):
+        z[t] += a * y[t]
+
+
+@njit(**JIT)
+def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free, pexp, sch, fm, Y, C, w, iw):
     """:func:`mprgp_core` for the filtered-factor preconditioners (ASC, IC, MIC) on the row-aligned
     layout: the same algorithm, the same steps and tests in the same order, with fused passes (CG move
     and free-set update in one pass; the CG coefficient ``z.Ap`` accumulated by the backward
@@ -954,10 +1068,20 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
     beta = ws[5]
     g = ws[6]
     phi = ws[7]
+    e = ws[8]
     for k in range(NWS):
         for j in range(p):
             ws[k, j] = 0.0
             ws[k, n + p + j] = 0.0
+    if sch:
+        # a new factor: no cached column, empty active list; e = 0, fm = all true
+        for i in range(n):
+            e[i] = 0.0
+            fm[i] = True
+            iw[i] = -1
+            iw[n + i] = -1
+        iw[2 * n + Y.shape[0]] = 0
+        iw[2 * n + Y.shape[0] + 1] = 0
     for i in range(n):
         if x[i] < lo[i]:
             x[i] = lo[i]
@@ -977,7 +1101,10 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
     while True:
         # one application per iteration, at a single call site (keeps the compiled code small): after a
         # CG step the conjugate direction continues, after any other step (or at the start) it restarts
-        zAp = _apply(Lf, free, phi, yp, zp, Ap)
+        if sch:
+            zAp = _schur_fast(Lf, free, lo, hi, phi, yp, zp, Ap, fm, e, Y, C, w, iw)
+        else:
+            zAp = _apply(Lf, free, phi, yp, zp, Ap)
         if cg:
             gam = zAp / pAp
             for i in range(n):
@@ -1029,8 +1156,11 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
                 if pexp:
                     for i in range(n):
                         fx += 0.5 * x[i] * (g[i] - b[i])
-                    # (the generic substitution: one inlined copy of the band-18 kernel is enough)
-                    rfiltered_apply(Lf[0], free, phi, yp, zp, zp)
+                    if sch:
+                        _schur_fast(Lf, free, lo, hi, phi, yp, zp, zp, fm, e, Y, C, w, iw)
+                    else:
+                        # (the generic substitution: one inlined copy of the band-18 kernel is enough)
+                        rfiltered_apply(Lf[0], free, phi, yp, zp, zp)
                 a = 1.0
                 for trial in range(3 if pexp else 0):
                     for i in range(n):
@@ -1086,18 +1216,48 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
 
 
 @njit(**JIT)
-def mprgp_asc_solve(pc, A, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, Ar, Lb, Lf, D, ws, free, pexp):
-    """Factor and solve in one compiled call: :func:`prepare_fast` then :func:`mprgp_fast` (all scratch
-    caller-provided, see :class:`MprgpWorkspace`). Returns ``(iterations, residual, #clamped pivots)``."""
+def mprgp_fast_solve(pc, A, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, Ar, Lb, Lf, D, ws, free, pexp, fm, Y, C, w,
+                     iw):
+    """Factor and solve in one compiled call: :func:`prepare_fast` then :func:`mprgp_fast` for ``pc`` in
+    ``FAST_PCS`` or ``PC_ASCS`` (the Schur-corrected application :func:`_schur_fast`, scratch ``fm``, ``Y``,
+    ``C``, ``w``, ``iw``; unused, and may be empty, for the others). All scratch caller-provided, see
+    :class:`MprgpWorkspace`. Returns ``(iterations, residual, #clamped pivots)``."""
     clamped, anorm = prepare_fast(pc, A, Ar, Lb, Lf, D)
-    it, res = mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free, pexp)
+    it, res = mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free, pexp, pc == PC_ASCS,
+                         fm, Y, C, w, iw)
     return it, res, clamped
 
 
-class MprgpWorkspace:
-    """Scratch of :func:`mprgp_asc_solve` for ``n`` unknowns and half bandwidth ``p``, reusable across solves."""
+def schur_scratch(n: int, p: int, cap: int = SCHUR_CAP):
+    """Scratch ``(fm, Y, C, w, iw)`` of the Schur-corrected fast path for ``n`` unknowns, half bandwidth ``p``
+    and at most ``cap`` active (non-pinned) bounds with an exact application (beyond: filtered)."""
+    cap = max(1, min(cap, n))
+    return (np.ones(n, dtype=np.bool_), np.zeros((cap, n + 2 * p)), np.zeros((cap, cap)), np.zeros(cap),
+            np.full(2 * n + cap + 2, -1, dtype=np.int64))
 
-    def __init__(self, n: int, p: int):
+
+@njit(**JIT)
+def mprgp_asc_solve(pc, A, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, Ar, Lb, Lf, D, ws, free, pexp):
+    """:func:`mprgp_fast_solve` without the Schur scratch (allocated here for ``PC_ASCS``, empty otherwise);
+    the signature of the filtered-factor fast path before ``asc-schur`` had one."""
+    n = x.shape[0]
+    cap = 0
+    if pc == PC_ASCS:
+        cap = min(SCHUR_CAP, n)
+    fm = np.ones(n if cap > 0 else 0, dtype=np.bool_)
+    Y = np.zeros((cap, ws.shape[1]))
+    C = np.zeros((cap, cap))
+    w = np.zeros(cap)
+    iw = np.full(2 * n + cap + 2 if cap > 0 else 0, -1, dtype=np.int64)
+    return mprgp_fast_solve(pc, A, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, Ar, Lb, Lf, D, ws, free, pexp, fm, Y, C,
+                            w, iw)
+
+
+class MprgpWorkspace:
+    """Scratch of :func:`mprgp_fast_solve` for ``n`` unknowns and half bandwidth ``p``, reusable across solves
+    (ASC, IC, MIC and the Schur-corrected ASC)."""
+
+    def __init__(self, n: int, p: int, cap: int = SCHUR_CAP):
         self.Ar = np.zeros((n, 2 * p + 1))
         self.Lb = np.zeros((n, p + 1))
         self.Lf = np.zeros((2, n, p + 1))
@@ -1105,13 +1265,19 @@ class MprgpWorkspace:
         self.ws = np.zeros((NWS, n + 2 * p))
         self.free = np.zeros(n, dtype=np.bool_)
         self.counts = np.zeros(4)
+        self.fm, self.Y, self.C, self.w, self.iw = schur_scratch(n, p, cap)
+
+    @property
+    def schur(self):
+        """The Schur scratch as passed to :func:`mprgp_fast_solve`: ``(fm, Y, C, w, iw)``."""
+        return self.fm, self.Y, self.C, self.w, self.iw
 
     def solve(self, pc, A, b, lo, hi, x, rtol=1e-8, atol=1e-14, maxit=10000, hist=None, gamma=1.0, pexp=True):
         """Factor ``A`` (lower band) and solve the box QP from ``x`` (in place); ``(iterations, residual, #clamped)``.
         ``counts`` accumulates the step counts (see :func:`mprgp_core`)."""
         h = np.zeros(0) if hist is None else hist
-        return mprgp_asc_solve(int(pc), A, b, lo, hi, x, float(rtol), float(atol), int(maxit), h, self.counts, float(gamma),
-                               self.Ar, self.Lb, self.Lf, self.D, self.ws, self.free, bool(pexp))
+        return mprgp_fast_solve(int(pc), A, b, lo, hi, x, float(rtol), float(atol), int(maxit), h, self.counts, float(gamma),
+                                self.Ar, self.Lb, self.Lf, self.D, self.ws, self.free, bool(pexp), *self.schur)
 
 
 @njit(**JIT)
