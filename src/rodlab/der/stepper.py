@@ -47,7 +47,11 @@ class DEROptions:
     stretching energy acts). twist_solver: "auto" (closed form when the rod is naturally
     straight and isotropic), "newton" or "uniform". damping_scheme: how the loads' viscous damping
     is discretised (:data:`rodlab.model.DAMPING_SCHEMES`): velocity factor ``1 / (1 + c dt)``
-    ("implicit") or ``exp(-c dt)`` ("exponential"); the two agree to O((c dt)^2) at explicit steps.
+    ("implicit") or ``exp(-c dt)`` ("exponential"); the two agree to O((c dt)^2) at explicit steps. energy_check: refuse an
+    ``advance`` call of an undriven rod (no moving clamp, no time-dependent force) whose total
+    mechanical energy rises by more than half the rod's energy scale (see
+    :meth:`DERStepper.advance`): the mark of a step above the stability limit that the fast
+    projection keeps bounded.
     """
 
     dt: float
@@ -59,6 +63,7 @@ class DEROptions:
     inextensible: bool = True
     twist_solver: str = "auto"
     damping_scheme: str = "implicit"
+    energy_check: bool = True
 
     def __post_init__(self):
         check_damping_scheme(self.damping_scheme)
@@ -259,6 +264,22 @@ class DERStepper:
         g = np.asarray(self.loads.gravity, dtype=float)
         return -float(np.sum(self.masses * (state.x @ g)))
 
+    def mechanical_energy(self, state: RodState) -> float:
+        """Kinetic + elastic + gravity potential + potential of the constant point forces [J]:
+        conserved by the undamped, undriven dynamics, never raised by damping."""
+        e = self.kinetic_energy(state) + self.elastic_energy(state) + self.potential_energy(state)
+        for pf in self.loads.point_forces:
+            if not callable(pf.force):
+                e -= float(np.dot(pf.at(state.t), state.x[pf.vertex]))
+        return e
+
+    def energy_scale(self, state: RodState) -> float:
+        """Energy the undriven rod can exchange, roughly: its kinetic and elastic energy plus the
+        work its loads do over a displacement of the rod's length [J]."""
+        load = float(self.masses.sum()) * float(np.linalg.norm(self.loads.gravity))
+        load += sum(float(np.linalg.norm(pf.at(state.t))) for pf in self.loads.point_forces)
+        return self.kinetic_energy(state) + abs(self.elastic_energy(state)) + load * self.rod.total_length + 1e-300
+
     # ---- prescribed motion -------------------------------------------------------------------
     def _clamp_m1(self, j: int, t: float) -> np.ndarray:
         rest_x, m1 = self._clamp_rest[j]
@@ -307,6 +328,8 @@ class DERStepper:
         diag = np.zeros(6)
         ext_accel = np.asarray(self.loads.gravity, dtype=float)
         snapshot = state.copy()
+        passive = opt.energy_check and not moving and not timed_forces and nsteps > 0
+        energy_start = self.mechanical_energy(state) if passive else 0.0
         try:
             done = self._advance_chunks(state, nsteps, h, ext_accel, presc, clamp_m1, timed_forces, diag)
         except ValueError as exc:  # the geometry degenerated inside the compiled step
@@ -322,6 +345,17 @@ class DERStepper:
                    f"{info.projection_iterations_max} iterations)" if diag[5] else "the state became non-finite")
             raise SimulationError(f"DER step failed: {why} after {done} of {nsteps} steps at t = {state.t:.6g} s "
                                   f"(dt = {h:g} s; try a smaller dt); the state holds the last good step")
+        if passive:
+            gain = self.mechanical_energy(state) - energy_start
+            scale = self.energy_scale(snapshot)
+            if gain > 0.5 * scale:
+                for name in ("x", "v", "theta", "ref_d1", "ref_twist"):
+                    getattr(state, name)[...] = getattr(snapshot, name)
+                state.t = snapshot.t
+                raise SimulationError(
+                    f"DER step unstable: the undriven rod gained {gain:.3g} J of mechanical energy in {nsteps} steps "
+                    f"(energy scale {scale:.3g} J; dt = {h:g} s, suggested_time_step {suggested_time_step(self.rod):.3g} s; "
+                    f"try a smaller dt); the state is restored to t = {snapshot.t:.6g} s")
         if opt.inextensible and info.constraint_violation_max > max(opt.projection_tol, 1e-9):
             log.warning("fast projection stopped at violation %.3g after %d iterations", info.constraint_violation_max, info.projection_iterations_max)
         return info
