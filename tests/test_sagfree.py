@@ -432,3 +432,28 @@ def test_fast_asc_schur_on_the_sag_free_hessian_takes_few_iterations(problems):
     assert its <= ita
     fa, fs = 0.5 * xa @ A @ xa - b @ xa, 0.5 * xs @ A @ xs - b @ xs
     assert abs(fa - fs) <= 1e-9 * abs(fa)
+
+
+@pytest.mark.parametrize("pc", ["asc", "asc-schur", "mic"])
+def test_rows_entry_equals_the_band_entry(pc):
+    """Full rows built by ``band_to_rows`` (the layout a caller may assemble directly) give bitwise the band
+    entry's result; the rows hold the dense matrix."""
+    from rodlab.inverse.mprgp import MprgpWorkspace, band_to_rows, mprgp_rows_solve
+
+    p = 6
+    A, b, lo, hi = _random_box_qp(14, n=40, p=p)
+    n = len(b)
+    band = dense_to_band(A, p)
+    Ar = np.full((n, 2 * p + 1), np.nan)
+    band_to_rows(band, Ar)
+    for i in range(n):
+        for j in range(2 * p + 1):
+            c = i - p + j
+            assert Ar[i, j] == (A[i, c] if 0 <= c < n else 0.0)
+    ws = MprgpWorkspace(n, p)
+    x1, x2 = np.zeros(n), np.zeros(n)
+    it1, res1, _ = ws.solve(PC_NAMES[pc], band, b, lo, hi, x1, rtol=1e-12, pexp=False)
+    it2, res2, _ = mprgp_rows_solve(PC_NAMES[pc], Ar, b, lo, hi, x2, 1e-12, 1e-14, 10000, np.zeros(0), ws.counts, 1.0, ws.Lb,
+                                    ws.Lf, ws.D, ws.ws, ws.free, False, *ws.schur)
+    assert it1 == it2 and res1 == res2 and np.array_equal(x1, x2)
+    np.testing.assert_allclose(x2, _reference(A, b, lo, hi), atol=1e-8)

@@ -716,48 +716,62 @@ def _apply(Lf, free, r, yp, zp, v):
 
 
 @njit(fastmath=FM, **JIT)
-def _layouts(A, Ar, Lc):
-    """Lower band ``A`` into the column-aligned lower triangle ``Lc[j, k] = A[j + k, j]`` (strided read) and
-    the full rows ``Ar[i, j] = A[i, i - p + j]`` (from the band and ``Lc``), zeros outside the matrix.
-    Returns ``||A||_inf`` (largest absolute row sum, an upper bound of the 2-norm), from the full rows."""
+def band_to_rows(A, Ar):
+    """Lower band ``A[i, k] = M[i, i - k]`` of the symmetric ``M`` into the full rows ``Ar[i, j] = M[i, i - p + j]``
+    (zeros outside the matrix): the left half is row i of the band reversed (contiguous), the right half
+    column i of the lower triangle (``A[i + k, k]``, strided)."""
     n = A.shape[0]
     p = A.shape[1] - 1
-    for j in range(n):
-        kmax = n - 1 - j
-        if kmax > p:
-            kmax = p
-        for k in range(kmax + 1):
-            Lc[j, k] = A[j + k, k]
-        for k in range(kmax + 1, p + 1):
-            Lc[j, k] = 0.0
-    anorm = 0.0
     for i in range(n):
         k0 = p if i >= p else i
         for j in range(p - k0):
             Ar[i, j] = 0.0
         for k in range(k0 + 1):
             Ar[i, p - k] = A[i, k]
-        for k in range(1, p + 1):
-            Ar[i, p + k] = Lc[i, k]
+    for i in range(n):
+        kmax = n - 1 - i
+        if kmax > p:
+            kmax = p
+        for k in range(1, kmax + 1):
+            Ar[i, p + k] = A[i + k, k]
+        for k in range(kmax + 1, p + 1):
+            Ar[i, p + k] = 0.0
+
+
+@njit(fastmath=FM, **JIT)
+def _column_copy(Ar, Lc):
+    """The right half of the full rows (``Lc[j, k] = M[j + k, j]``, the column-aligned lower triangle,
+    contiguous) and ``||M||_inf`` (largest absolute row sum, an upper bound of the 2-norm)."""
+    n = Ar.shape[0]
+    p = Lc.shape[1] - 1
+    anorm = 0.0
+    for i in range(n):
         s = 0.0
         for j in range(2 * p + 1):
             s += abs(Ar[i, j])
         if s > anorm:
             anorm = s
+        for k in range(p + 1):
+            Lc[i, k] = Ar[i, p + k]
     return anorm
 
 
 @njit(fastmath=FM, **JIT)
-def cldlt_factor(F, Lc, t, pivot_eps):
+def cldlt_factor(F, Lc, Lr, t, pivot_eps):
     """Banded LDL^T in the column-aligned layout, in place: on entry ``Lc[j, k] = A[j + k, j]`` (column j of
-    the lower triangle, contiguous), on exit ``Lc[j, k] = L[j + k, j]`` (``k >= 1``) and ``Lc[j, 0] = 1/D_j``.
-    Right-looking like :func:`ldlt_factor_band` (the same products, the rank-1 update of the trailing
-    triangle column by column), but each column's update is one contiguous axpy. Pivots not above
-    ``pivot_eps |A_jj|`` (``A_jj`` read from the full rows ``F``) are clamped to it; returns their number.
-    ``t``: scratch of length >= p + 1."""
+    the lower triangle, contiguous), on exit ``Lc[j, k] = L[j + k, j]`` (``k >= 1``) and ``Lc[j, 0] = 1/D_j``;
+    each finished column is also scattered into the row-aligned copy ``Lr[i, j] = L[i, i - p + j]``,
+    ``Lr[i, p] = 1/D_i`` (zeros outside the matrix), which the backward substitution needs (fused: cheaper
+    than a separate strided pass). Right-looking like :func:`ldlt_factor_band` (the same products, the
+    rank-1 update of the trailing triangle column by column), but each column's update is one contiguous
+    axpy. Pivots not above ``pivot_eps |A_jj|`` (``A_jj`` read from the full rows ``F``) are clamped to it;
+    returns their number. ``t``: scratch of length >= p + 1."""
     n = Lc.shape[0]
     p = Lc.shape[1] - 1
     clamped = 0
+    for i in range(min(n, p)):
+        for j in range(p - i):
+            Lr[i, j] = 0.0
     for j in range(n):
         ref = abs(F[j, p])
         if ref < 1e-300:
@@ -772,39 +786,38 @@ def cldlt_factor(F, Lc, t, pivot_eps):
             amax = p
         for a in range(1, amax + 1):
             t[a] = Lc[j, a]
-            Lc[j, a] = t[a] * inv
+            la = t[a] * inv
+            Lc[j, a] = la
+            Lr[j + a, p - a] = la
         for a in range(1, amax + 1):
             la = Lc[j, a]
             for m in range(amax - a + 1):
                 Lc[j + a, m] -= la * t[a + m]
         Lc[j, 0] = inv
+        Lr[j, p] = inv
     return clamped
 
 
 @njit(**JIT)
-def prepare_fast(pc, A, Ar, Lb, Lf, D):
-    """Set-up of :func:`mprgp_fast` for ``pc`` in ``FAST_PCS``: ``A`` (lower band) into the full rows ``Ar``
-    (n, 2p + 1); its factor into the pair ``Lf`` (2, n, p + 1): row-aligned ``Lf[0][i, j] = L[i, i - p + j]``
-    with ``Lf[0][i, p] = 1/D_i``, and column-aligned ``Lf[1][j, k] = L[j + k, j]`` (``k >= 1``, zero beyond
-    the matrix) with ``Lf[1][j, 0] = 1/D_j``. The complete factor (ASC) by :func:`cldlt_factor` in the
-    column layout; the incomplete ones by :func:`prepare_pc` into the band scratch ``Lb``, ``D`` and copied.
-    Returns ``(#clamped pivots, ||A||_inf)``."""
-    n = A.shape[0]
-    p = A.shape[1] - 1
+def prepare_rows(pc, Ar, Lb, Lf, D):
+    """Set-up of :func:`mprgp_fast` for ``pc`` in ``FAST_PCS`` or ``PC_ASCS`` from the full rows ``Ar``
+    (n, 2p + 1) of ``A`` (:func:`band_to_rows`, or assembled so by the caller): the factor into the pair
+    ``Lf`` (2, n, p + 1): row-aligned ``Lf[0][i, j] = L[i, i - p + j]`` with ``Lf[0][i, p] = 1/D_i``, and
+    column-aligned ``Lf[1][j, k] = L[j + k, j]`` (``k >= 1``, zero beyond the matrix) with
+    ``Lf[1][j, 0] = 1/D_j``. The complete factor (ASC, ASC-Schur) by :func:`cldlt_factor` in the column
+    layout; the incomplete ones (IC, MIC) by :func:`ic_factor_band` in the band scratch ``Lb``, ``D`` and
+    copied. ``Lb[0]`` is scratch for the complete factor. Returns ``(#clamped pivots, ||A||_inf)``."""
+    n = Ar.shape[0]
+    p = Lf.shape[2] - 1
     Lr = Lf[0]
     Lc = Lf[1]
-    anorm = _layouts(A, Ar, Lc)
+    anorm = _column_copy(Ar, Lc)
     if pc == PC_ASC or pc == PC_ASCS:
-        clamped = cldlt_factor(Ar, Lc, Lb[0], 1e-12)
-        for i in range(n):
-            k0 = p if i >= p else i
-            for j in range(p - k0):
-                Lr[i, j] = 0.0
-            for k in range(1, k0 + 1):
-                Lr[i, p - k] = Lc[i - k, k]
-            Lr[i, p] = Lc[i, 0]
+        clamped = cldlt_factor(Ar, Lc, Lr, Lb[0], 1e-12)
         return clamped, anorm
-    Lb[:, :] = A
+    for i in range(n):
+        for k in range(p + 1):
+            Lb[i, k] = Ar[i, p - k]
     clamped = ic_factor_band(Lb, D, pc == PC_MIC, 1e-12)
     for i in range(n):
         k0 = p if i >= p else i
@@ -823,6 +836,14 @@ def prepare_fast(pc, A, Ar, Lb, Lf, D):
         for k in range(kmax + 1, p + 1):
             Lc[i, k] = 0.0
     return clamped, anorm
+
+
+@njit(**JIT)
+def prepare_fast(pc, A, Ar, Lb, Lf, D):
+    """:func:`prepare_rows` from the lower band ``A`` (converted into the full rows ``Ar`` first by
+    :func:`band_to_rows`). Returns ``(#clamped pivots, ||A||_inf)``."""
+    band_to_rows(A, Ar)
+    return prepare_rows(pc, Ar, Lb, Lf, D)
 
 
 @njit(**JIT)
@@ -1223,6 +1244,16 @@ def mprgp_fast_solve(pc, A, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma
     ``C``, ``w``, ``iw``; unused, and may be empty, for the others). All scratch caller-provided, see
     :class:`MprgpWorkspace`. Returns ``(iterations, residual, #clamped pivots)``."""
     clamped, anorm = prepare_fast(pc, A, Ar, Lb, Lf, D)
+    it, res = mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free, pexp, pc == PC_ASCS,
+                         fm, Y, C, w, iw)
+    return it, res, clamped
+
+
+@njit(**JIT)
+def mprgp_rows_solve(pc, Ar, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, Lb, Lf, D, ws, free, pexp, fm, Y, C, w, iw):
+    """:func:`mprgp_fast_solve` for a caller that provides ``A`` as full rows ``Ar`` (:func:`prepare_rows`;
+    saves the band conversion). Returns ``(iterations, residual, #clamped pivots)``."""
+    clamped, anorm = prepare_rows(pc, Ar, Lb, Lf, D)
     it, res = mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gamma, ws, free, pexp, pc == PC_ASCS,
                          fm, Y, C, w, iw)
     return it, res, clamped
