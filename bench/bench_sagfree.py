@@ -21,13 +21,14 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from rodlab.inverse.mprgp import PC_NAMES, MprgpWorkspace, ipm, mprgp, mprgp_asc_solve, pgs, prepare_pc  # noqa: E402
+from rodlab.inverse.mprgp import PC_NAMES, MprgpWorkspace, ipm, mprgp, mprgp_fast_solve, pgs, prepare_pc  # noqa: E402
 from rodlab.inverse.sagfree import SagFreeOptions, forward_drift, make_problem, optimize_strand  # noqa: E402
 from rodlab.scenes.sagfree_scenes import strand_shape  # noqa: E402
 
 R, E, RHO, LEN, N = 5e-4, 5e7, 1000.0, 0.25, 30
 FIG5_RHO = 1e6  # a penalty weight large enough that the rest-only optimum presses on the curvature bounds
 CAPTURE_AT = 2  # the BCQP of Figs. 8-9 / Table I: the third Newton step of the ALM on the horizontal strand
+FAST = ("asc", "ic", "mic", "asc-schur")  # the preconditioners of the compiled fast path (mprgp_fast_solve)
 
 
 def problem(orientation, n=N):
@@ -122,12 +123,12 @@ def run_qp(cap, solver, pc="asc", rtol=1e-8, maxit=10000, rounds=5):
     for _ in range(rounds):
         x = np.zeros(P)
         t = time.process_time()
-        if solver == "mprgp" and pc in ("asc", "ic", "mic"):
+        if solver == "mprgp" and pc in FAST:
             # as the optimizer runs them: factor + solve in one compiled call, the paper's expansion step
             ws = MprgpWorkspace(P, H.shape[1] - 1)
             t = time.process_time()
-            it, res, _ = mprgp_asc_solve(PC_NAMES[pc], H, b, lo, hi, x, rtol, 1e-14, maxit, hist, ws.counts, 1.0, ws.Ar, ws.Lb,
-                                         ws.Lf, ws.D, ws.ws, ws.free, False)
+            it, res, _ = mprgp_fast_solve(PC_NAMES[pc], H, b, lo, hi, x, rtol, 1e-14, maxit, hist, ws.counts, 1.0, ws.Ar, ws.Lb,
+                                          ws.Lf, ws.D, ws.ws, ws.free, False, *ws.schur)
         elif solver == "mprgp":
             L, D = np.empty_like(H), np.empty(P)
             prepare_pc(PC_NAMES[pc], H, L, D)
@@ -156,7 +157,7 @@ def all_qps(orientation, precond="asc", n=N):
 
 
 def time_solve(cap, pc="asc", reps=20, rounds=9):
-    """CPU time [s] of one factor + solve (:func:`mprgp_asc_solve`, one compiled call, workspace reused),
+    """CPU time [s] of one factor + solve (:func:`mprgp_fast_solve`, one compiled call, workspace reused),
     best over ``rounds`` of the mean over ``reps`` calls; and the iteration count."""
     H, b, lo, hi = cap["H"], cap["b"], cap["lo"], cap["hi"]
     P = b.shape[0]
@@ -164,38 +165,48 @@ def time_solve(cap, pc="asc", reps=20, rounds=9):
     x = np.zeros(P)
     h = np.zeros(0)
     code = PC_NAMES[pc]
-    args = (H, b, lo, hi, x, cap["rtol"], 1e-14, 500, h, ws.counts, 1.0, ws.Ar, ws.Lb, ws.Lf, ws.D, ws.ws, ws.free, False)
+    args = (H, b, lo, hi, x, cap["rtol"], 1e-14, 500, h, ws.counts, 1.0, ws.Ar, ws.Lb, ws.Lf, ws.D, ws.ws, ws.free, False, *ws.schur)
     best = math.inf
     for _ in range(rounds):
         t = time.process_time()
         for _ in range(reps):
             x[:] = 0.0
-            it, _, _ = mprgp_asc_solve(code, *args)
+            it, _, _ = mprgp_fast_solve(code, *args)
         best = min(best, (time.process_time() - t) / reps)
     return best, it
 
 
-def solve_distribution(rows):
-    """Per-solve time and iterations of ASC-MPRGP over every QP of the full vertical and horizontal ALM runs."""
+def solve_distribution(rows, opt_rows):
+    """Per-solve time and iterations of ASC-MPRGP and ASC-Schur-MPRGP over every QP of the full vertical and
+    horizontal ALM runs (each with its own QPs), and the full optimization time with each (best of 9)."""
     for orientation in ("vertical", "horizontal"):
-        ref, qps = all_qps(orientation)
-        t_it = np.array([time_solve(c) for c in qps])
-        ts, its = t_it[:, 0] * 1e3, t_it[:, 1]
-        rows.append([orientation, len(qps), f"{ts.mean():.3f} / {np.median(ts):.3f} / {ts.max():.3f}",
-                     f"{its.mean():.1f} / {np.median(its):.0f} / {its.max():.0f}", f"{1e3 * ts.sum() / its.sum():.1f}"])
+        for pc in ("asc", "asc-schur"):
+            ref, qps = all_qps(orientation, pc)
+            t_it = np.array([time_solve(c, pc) for c in qps])
+            ts, its = t_it[:, 0] * 1e3, t_it[:, 1]
+            rows.append([orientation, pc, len(qps), f"{ts.mean():.3f} / {np.median(ts):.3f} / {ts.max():.3f}",
+                         f"{its.mean():.1f} / {np.median(its):.0f} / {its.max():.0f}", f"{1e3 * ts.sum() / its.sum():.1f}",
+                         int(np.sum(ts <= 0.1))])
+            res, wall = best_run(problem(orientation), SagFreeOptions(precond=pc), rounds=9)
+            opt_rows.append([orientation, pc, res.success, res.residual, res.iterations, res.qp_iterations_mean, wall * 1e3])
 
 
 def profile(rows, cap, reps=300, rounds=11):
-    """Pieces of one ASC-MPRGP solve on the hard QP, each timed in a compiled loop (no Python dispatch):
-    CPU time per call [us], best and median of ``rounds``."""
+    """Pieces of one ASC-MPRGP and one ASC-Schur-MPRGP solve on the hard QP, each timed in a compiled loop
+    (no Python dispatch): CPU time per call [us], best and median of ``rounds``. Rows: piece, ASC, ASC-Schur."""
     from numba import njit
 
-    from rodlab.inverse.mprgp import _apply, prepare_fast, rband_matvec
+    from rodlab.inverse.mprgp import PC_ASC, PC_ASCS, _apply, _schur_fast, band_to_rows, prepare_fast, rband_matvec
 
     @njit
     def loop_prepare(k, H, Ar, Lb, Lf, D):
         for _ in range(k):
             prepare_fast(6, H, Ar, Lb, Lf, D)
+
+    @njit
+    def loop_rows(k, H, Ar):
+        for _ in range(k):
+            band_to_rows(H, Ar)
 
     @njit
     def loop_matvec(k, Ar, xp, op):
@@ -208,11 +219,17 @@ def profile(rows, cap, reps=300, rounds=11):
             _apply(Lf, free, r, yp, zp, zp)
 
     @njit
-    def loop_solve(k, maxit, H, b, lo, hi, x, h, c, Ar, Lb, Lf, D, ws, fr):
+    def loop_schur(k, Lf, free, lo, hi, r, yp, zp, fm, e, Y, C, w, iw):
+        for _ in range(k):
+            _schur_fast(Lf, free, lo, hi, r, yp, zp, zp, fm, e, Y, C, w, iw)
+
+    @njit
+    def loop_solve(k, pc, maxit, H, b, lo, hi, x, h, c, Ar, Lb, Lf, D, ws, fr, fm, Y, C, w, iw):
         it = 0
         for _ in range(k):
             x[:] = 0.0
-            it, _, _ = mprgp_asc_solve(6, H, b, lo, hi, x, 1e-8, 1e-14, maxit, h, c, 1.0, Ar, Lb, Lf, D, ws, fr, maxit < 0)
+            it, _, _ = mprgp_fast_solve(pc, H, b, lo, hi, x, 1e-8, 1e-14, maxit, h, c, 1.0, Ar, Lb, Lf, D, ws, fr, maxit < 0,
+                                        fm, Y, C, w, iw)
         return it
 
     H, b, lo, hi = cap["H"], cap["b"], cap["lo"], cap["hi"]
@@ -222,12 +239,7 @@ def profile(rows, cap, reps=300, rounds=11):
     rng = np.random.default_rng(0)
     xp, op, yp = np.zeros(P + 2 * p), np.zeros(P + 2 * p), np.zeros(P + 2 * p)
     xp[p:p + P] = rng.normal(size=P)
-    free = rng.random(P) > 0.05
     r = rng.normal(size=P)
-    its = loop_solve(1, 10000, H, b, lo, hi, x, h, w.counts, w.Ar, w.Lb, w.Lf, w.D, w.ws, w.free)
-    w.counts[:] = 0.0
-    loop_solve(1, 10000, H, b, lo, hi, x, h, w.counts, w.Ar, w.Lb, w.Lf, w.D, w.ws, w.free)
-    steps = w.counts.copy()
 
     def timed(f, k=reps):
         f(1)
@@ -238,14 +250,34 @@ def profile(rows, cap, reps=300, rounds=11):
             ts.append((time.process_time() - t) / k * 1e6)
         return f"{min(ts):.1f} / {np.median(ts):.1f}"
 
-    rows.append(["factor and layouts (`prepare_fast`)", timed(lambda k: loop_prepare(k, H, w.Ar, w.Lb, w.Lf, w.D))])
-    rows.append(["product with H (`rband_matvec`)", timed(lambda k: loop_matvec(k, w.Ar, xp, op), 20 * reps)])
-    rows.append(["filtered substitution, 5 % active (`_apply`, band 18)", timed(lambda k: loop_apply(k, w.Lf, free, r, yp, op),
-                                                                             20 * reps)])
-    rows.append(["solve with 0 iterations (factor + first gradient and application)",
-                 timed(lambda k: loop_solve(k, 0, H, b, lo, hi, x, h, w.counts, w.Ar, w.Lb, w.Lf, w.D, w.ws, w.free))])
-    rows.append([f"whole solve: {its} iterations = {steps[0]:.0f} CG + {steps[1]:.0f} expansions + {steps[2]:.0f} proportioning",
-                 timed(lambda k: loop_solve(k, 10000, H, b, lo, hi, x, h, w.counts, w.Ar, w.Lb, w.Lf, w.D, w.ws, w.free), reps // 3)])
+    def solve(pc, k, maxit):
+        return loop_solve(k, pc, maxit, H, b, lo, hi, x, h, w.counts, w.Ar, w.Lb, w.Lf, w.D, w.ws, w.free, *w.schur)
+
+    whole, steps = {}, {}
+    for pc in (PC_ASC, PC_ASCS):
+        its = solve(pc, 1, 10000)
+        w.counts[:] = 0.0
+        solve(pc, 1, 10000)
+        steps[pc] = f"{its} = {w.counts[0]:.0f} CG + {w.counts[1]:.0f} exp. + {w.counts[2]:.0f} prop."
+        whole[pc] = timed(lambda k: solve(pc, k, 10000), reps // 3)
+    # the hard QP's active set at its solution (7 bounds), for the Schur application with cached columns
+    free = ~(((x <= lo) | (x >= hi)) & (lo < hi))
+    r = r * free
+    fm, Y, C, wv, iw = w.schur
+    iw[:] = -1
+    iw[2 * P + Y.shape[0]:] = 0
+    e = np.zeros(P)
+    rows.append(["band -> full rows (`band_to_rows`)", timed(lambda k: loop_rows(k, H, w.Ar)), "same"])
+    rows.append(["factor, full rows and both factor layouts (`prepare_fast`)",
+                 timed(lambda k: loop_prepare(k, H, w.Ar, w.Lb, w.Lf, w.D)), "same"])
+    rows.append(["product with H (`rband_matvec`)", timed(lambda k: loop_matvec(k, w.Ar, xp, op), 20 * reps), "same"])
+    rows.append([f"application, {int(np.sum(~free))} bounds active (`_apply`, band 18 / `_schur_fast`, columns cached)",
+                 timed(lambda k: loop_apply(k, w.Lf, free, r, yp, op), 20 * reps),
+                 timed(lambda k: loop_schur(k, w.Lf, free, lo, hi, r, yp, op, fm, e, Y, C, wv, iw), 20 * reps)])
+    rows.append(["solve with 0 iterations (set-up, first gradient and application)", timed(lambda k: solve(PC_ASC, k, 0)),
+                 timed(lambda k: solve(PC_ASCS, k, 0))])
+    rows.append(["whole solve: iterations", steps[PC_ASC], steps[PC_ASCS]])
+    rows.append(["whole solve", whole[PC_ASC], whole[PC_ASCS]])
 
 
 def preconditioners_figure(rows, cap):
@@ -337,8 +369,8 @@ def main():
     table1(t1_rows)
     prof_rows = []
     profile(prof_rows, cap)
-    dist_rows = []
-    solve_distribution(dist_rows)
+    dist_rows, opt_rows = [], []
+    solve_distribution(dist_rows, opt_rows)
     # a QP of the Fig. 5 problem (rest shape only, curvature bounds active): the paper's "one ASC-MPRGP solve"
     pb5 = problem("horizontal")
     cap5 = {}
@@ -378,13 +410,17 @@ def main():
         table(["delta", "IPM", "ASC-MPRGP", "ASC-Schur-MPRGP", "active bounds at the solution"], t1_rows), "",
         "ASC, IC and MIC run as the optimizer runs them (`mprgp_asc_solve`: factor + solve in one compiled call, "
         "workspace, the paper's fixed-length expansion); the other preconditioners run `mprgp_core`.", "",
-        "### ASC-MPRGP per solve over every QP of the full ALM optimizations (default options, 30 vertices)", "",
-        "CPU time of one factor + solve (`mprgp_asc_solve`, workspace reused), best of 9 rounds of the mean of 20 calls, "
-        "with the relative tolerance the optimizer used:", "",
-        table(["strand", "QPs", "time per solve [ms] mean / median / max", "iterations mean / median / max",
-               "us per iteration (all QPs)"], dist_rows), "",
-        "### Profile of one ASC-MPRGP solve on the hard QP (Figs. 8-9), compiled loops", "",
-        table(["piece", "CPU time per call [us], best / median of 11"], prof_rows),
+        "### MPRGP per solve over every QP of the full ALM optimizations (default options, 30 vertices), ASC and ASC-Schur", "",
+        "CPU time of one factor + solve (`mprgp_fast_solve`, workspace reused, the paper's expansion step), best of 9 "
+        "rounds of the mean of 20 calls, with the relative tolerance the optimizer used; each preconditioner on the QPs "
+        "of its own ALM run:", "",
+        table(["strand", "preconditioner", "QPs", "time per solve [ms] mean / median / max", "iterations mean / median / max",
+               "us per iteration (all QPs)", "QPs <= 0.1 ms"], dist_rows), "",
+        "Full optimization with each (best CPU time of 9 runs):", "",
+        table(["strand", "preconditioner", "success", "force residual", "outer its", "MPRGP its (mean)", "CPU time [ms]"],
+              opt_rows), "",
+        "### Profile of one MPRGP solve on the hard QP (Figs. 8-9), compiled loops", "",
+        table(["piece", "ASC: CPU time per call [us], best / median of 11", "ASC-Schur"], prof_rows),
         "", f"(script wall time {time.perf_counter() - t0:.0f} s)",
     ]
     write_section("sagfree", "\n".join(body))

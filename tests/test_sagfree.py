@@ -311,7 +311,7 @@ def test_alm_with_asc_and_asc_schur_agree(problems):
     pb = problems["horizontal"]
     a = optimize_strand(pb, SagFreeOptions(precond="asc"))
     s = optimize_strand(pb, SagFreeOptions(precond="asc-schur"))
-    assert SagFreeOptions().precond == "asc"
+    assert SagFreeOptions().precond == "asc-schur"
     assert a.success and s.success and a.iterations == s.iterations
     np.testing.assert_allclose(a.params, s.params, rtol=0, atol=1e-6 * np.abs(s.params).max())
 

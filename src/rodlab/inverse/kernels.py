@@ -214,9 +214,9 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
     qcounts = np.zeros(4)
     scap = min(SCHUR_CAP, P) if pc == PC_ASCS else 0
     sfm = np.ones(P, dtype=np.bool_)
-    sY = np.zeros((scap, P + 2 * HBW))
-    sC = np.zeros((scap, scap))
-    sw = np.zeros(scap)
+    sY = np.empty((scap, P + 2 * HBW))  # (contents on entry do not matter, see mprgp._schur_fast)
+    sC = np.empty((scap, scap))
+    sw = np.empty(scap)
     siw = np.full(2 * P + scap + 2, -1, dtype=np.int64)
     stats[:] = 0.0
     status = 0
