@@ -408,8 +408,8 @@ def main():
         "![preconditioners](figures/sagfree_fig8_preconditioners.png) ![solvers](figures/sagfree_fig9_bcqp_solvers.png)", "",
         "### Table I: interior point vs ASC-MPRGP, time [ms] (iterations), per rest-curvature bound delta", "",
         table(["delta", "IPM", "ASC-MPRGP", "ASC-Schur-MPRGP", "active bounds at the solution"], t1_rows), "",
-        "ASC, IC and MIC run as the optimizer runs them (`mprgp_asc_solve`: factor + solve in one compiled call, "
-        "workspace, the paper's fixed-length expansion); the other preconditioners run `mprgp_core`.", "",
+        "ASC, IC, MIC and ASC-Schur run as the optimizer runs them (`mprgp_fast_solve`: factor + solve in one compiled "
+        "call, workspace, the paper's fixed-length expansion); the other preconditioners run `mprgp_core`.", "",
         "### MPRGP per solve over every QP of the full ALM optimizations (default options, 30 vertices), ASC and ASC-Schur", "",
         "CPU time of one factor + solve (`mprgp_fast_solve`, workspace reused, the paper's expansion step), best of 9 "
         "rounds of the mean of 20 calls, with the relative tolerance the optimizer used; each preconditioner on the QPs "
