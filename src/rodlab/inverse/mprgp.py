@@ -995,6 +995,8 @@ def _schur_fast(Lf, free, lo, hi, r, yp, zp, v, fm, e, Y, C, w, iw):
                     C[a, a] = math.sqrt(s)
                 else:
                     ok = False
+            if not ok:
+                break
     # newly active indices: cached column, one appended row of the Cholesky factor
     if ok:
         for i in range(n):
