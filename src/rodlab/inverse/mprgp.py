@@ -28,6 +28,8 @@ by its lower band (see :mod:`rodlab.linalg.banded_ldlt`).
     (:func:`schur_apply`). With ``k`` active bounds the filtered factor differs from ``A_FF`` by a
     rank-``k`` term, so plain ASC needs about ``k + 1`` CG steps per active set; the corrected one needs
     one, at the price of one cached solve per newly active index and a ``k x k`` Cholesky per change.
+    Its compiled fast path (:func:`_schur_fast` inside :func:`mprgp_fast`, the default of the sag-free
+    optimizer) updates that Cholesky factor by one appended row per newly active index.
 
 * :func:`pgs` - projected Gauss-Seidel. :func:`ipm` - primal-dual interior point (Mehrotra-free,
   centering 0.1, fraction to the boundary 0.995) with a banded LDL^T of ``A + diag`` per iteration.
@@ -541,7 +543,8 @@ def mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, gamma
 
 
 # ---------------------------------------------------------------------------------------------------
-# Fast path of the filtered-factor preconditioners (PC_ASC, PC_IC, PC_MIC): "row-aligned" band layout
+# Fast path of the filtered-factor preconditioners (PC_ASC, PC_IC, PC_MIC) and of PC_ASCS (the complete
+# factor with the Schur correction, :func:`_schur_fast`): "row-aligned" band layout
 #
 # The factor: ``Lr[i, j] = L[i, i - p + j]`` for ``j = 0..p-1`` (row i's band entries left of the diagonal
 # in increasing column order; zero where ``i - p + j < 0``) and ``Lr[i, p] = 1 / D_i``. The matrix: full
@@ -1079,7 +1082,9 @@ def mprgp_fast(Ar, Lf, anorm, b, lo, hi, x, rtol, atol, maxit, hist, counts, gam
     residual)`` like :func:`mprgp_core`. ``pexp=False`` leaves out our preconditioned expansion candidate
     (module docstring): every expansion is then Dostal and Schoberl's fixed-length projected gradient step,
     as in the paper, and costs one product with ``A`` instead of up to four plus a preconditioner
-    application."""
+    application. ``sch``: apply the complete factor ``Lf`` exactly on the free set (:func:`_schur_fast`,
+    ``PC_ASCS``; scratch ``fm``, ``Y``, ``C``, ``w``, ``iw``, reset here) instead of the filtered
+    substitution; the scratch is not touched (and may be empty) otherwise."""
     n = x.shape[0]
     p = Lf.shape[2] - 1
     abar = 1.9 / anorm
