@@ -1321,7 +1321,7 @@ class MprgpWorkspace:
 @njit(**JIT)
 def mprgp(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist):
     """:func:`mprgp_core` with ``Gamma = 1`` and no step counters (every preconditioner, band layout). The
-    fast path of ASC/IC/MIC is :func:`mprgp_asc_solve` / :class:`MprgpWorkspace` (kept out of this function
+    fast path of ASC/IC/MIC/ASC-Schur is :func:`mprgp_fast_solve` / :class:`MprgpWorkspace` (kept out of this function
     so that its callers do not compile both)."""
     counts = np.zeros(4)
     return mprgp_core(A, b, lo, hi, x, pc, L, D, rtol, atol, maxit, hist, counts, 1.0)
