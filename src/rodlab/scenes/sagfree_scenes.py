@@ -20,8 +20,8 @@ STRAND_PARAMS = [
     Param("radius", 5e-4, "strand radius [m]", low=0.0, low_open=True),
     Param("E", 5e7, "Young's modulus [Pa]", low=0.0, low_open=True),
     Param("rho", 1000.0, "density [kg/m^3]", low=0.0, low_open=True),
-    Param("precond", "asc", "MPRGP preconditioner (asc: the paper's active-set Cholesky; asc-schur: the same factor "
-          "with the active-set Schur-complement correction)",
+    Param("precond", "asc-schur", "MPRGP preconditioner (asc-schur, the default: the paper's active-set Cholesky factor "
+          "applied exactly on the current face by a Schur-complement correction; asc: the paper's filtered application)",
           choices=("none", "diag", "wj", "ssor", "ic", "mic", "asc", "asc-schur")),
     Param("qp", "mprgp", "box-constrained QP solver", choices=("mprgp", "pgs", "ipm", "penalty-box")),
     Param("max_iters", 200, "outer (Newton / augmented Lagrangian) iteration cap", low=0, high=100000),
