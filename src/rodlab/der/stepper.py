@@ -86,10 +86,12 @@ class StepInfo:
 
 
 def suggested_time_step(rod: Rod, safety: float = 0.4) -> float:
-    """Largest stable symplectic-Euler step estimate [s]: ``safety * min(l^2) * sqrt(rho A / B)``.
+    """A stable symplectic-Euler step [s]: ``safety * min(l^2) * sqrt(rho A / B)``.
 
     The stiffest discrete bending mode has ``omega_max ~ (2/l)^2 sqrt(B/(rho A))``; symplectic
-    Euler needs ``h omega_max < 2``.
+    Euler needs ``h omega_max < 2``, i.e. ``safety < 0.5``: the default 0.4 is 80 % of that limit.
+    Measured on a clamped rod under gravity (tests/test_der_dynamics.py): stable at 1.2x the
+    default step, unstable (refused by the energy check) from 1.3x.
     """
     l = rod.rest_lengths
     b = rod.bending_stiffness.max(axis=1)
