@@ -47,8 +47,11 @@ def run_cantilever(params, progress) -> SceneResult:
         # the tension stiffness (our addition, docs/compact.md) halves the Newton iterations of this
         # hanging rod at large steps; the paper's own scenes (scenes/compact_scenes.py) keep it off
         opts = SolverOptions(precond=precond, max_newton=int(params.get("newton_iters", 0)) or 5, tension_stiffness=True)
-    solver = CompactSolver(md, opts, fixed=fixed, gravity=(0.0, 0.0, -g), damping=damping,
-                           damping_scheme=params.get("damping_scheme", "implicit"))
+    def make_solver():
+        return CompactSolver(md, opts, fixed=fixed, gravity=(0.0, 0.0, -g), damping=damping,
+                             damping_scheme=params.get("damping_scheme", "implicit"))
+
+    solver = make_solver()
     state = CompactState.at_rest(md)
     ts, xs, kes = [0.0], [state.p.copy()], [0.0]
     newton, pcg, solves, steps = 0, 0, 0, 0
@@ -56,8 +59,7 @@ def run_cantilever(params, progress) -> SceneResult:
     t_step = 0.0
     # compile outside the timing
     warm = state.copy()
-    CompactSolver(md, opts, fixed=fixed, gravity=(0.0, 0.0, -g), damping=damping,
-                  damping_scheme=params.get("damping_scheme", "implicit")).step(warm, dt, static=static)
+    make_solver().step(warm, dt, static=static)
     if static:
         t0 = time.perf_counter()
         st = solver.step(state, dt, static=True)

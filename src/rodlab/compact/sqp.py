@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from ..model import check_damping_scheme
-from .chain import _left_jacobian_terms, chain_forward, directors, frames_from_polyline, jac_t_mul, recenter
+from .chain import _left_jacobian_terms, chain_forward, frames_from_polyline, jac_t_mul, recenter
 from .energies import darboux, eval_energy, reduced_hessian
 from .pcg import PRECONDITIONERS, build_block_preconditioner, build_dense_a, factor_preconditioner, pcg_solve
 
