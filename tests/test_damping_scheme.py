@@ -11,6 +11,7 @@ import pytest
 
 import rodlab
 from rodlab import CrossSection, Loads, Material, Rod
+from rodlab.compact.active_set import ConstrainedSolver, Floor
 from rodlab.compact.sqp import CompactModel, CompactSolver, CompactState, SolverOptions
 from rodlab.der.stepper import DEROptions, DERStepper
 from rodlab.der_implicit.energies import pack_dofs, unpack_dofs
@@ -34,11 +35,15 @@ def _factor(scheme, h=H, steps=STEPS):
     return per_step**steps
 
 
+@pytest.mark.parametrize("constrained", [False, True])
 @pytest.mark.parametrize("scheme", ["implicit", "exponential"])
-def test_compact_rigid_translation_decays_by_the_scheme(scheme):
+def test_compact_rigid_translation_decays_by_the_scheme(scheme, constrained):
     md = CompactModel.from_polyline(_polyline(), E=1e6, G=4e5, rho=1000.0, radius=0.01)
-    solver = CompactSolver(md, SolverOptions(max_newton=20, tol=1e-12, pcg_rtol=1e-13, pcg_atol=0.0), damping=C,
-                           damping_scheme=scheme)
+    opts = SolverOptions(max_newton=20, tol=1e-12, pcg_rtol=1e-13, pcg_atol=0.0)
+    if constrained:  # the active-set driver, with a floor far below (never active)
+        solver = ConstrainedSolver(md, opts, obstacles=(Floor(offset=-10.0),), damping=C, damping_scheme=scheme)
+    else:
+        solver = CompactSolver(md, opts, damping=C, damping_scheme=scheme)
     state = CompactState.at_rest(md)
     state.v[:] = V0
     p0 = state.p.copy()

@@ -29,11 +29,12 @@ from typing import Callable
 
 import numpy as np
 
+from ..model import check_damping_scheme
 from .chain import chain_forward, jac_mul, jac_t_mul
 from .energies import eval_energy, reduced_hessian
 from .pcg import PRECONDITIONERS, pcg_solve
 from .sqp import (CompactModel, CompactState, SolverOptions, StepStats, Workspace, finish_step,
-                  prepare_preconditioner, tension_stiffness)
+                  prepare_preconditioner, split_damping, tension_stiffness)
 
 log = logging.getLogger(__name__)
 
@@ -148,11 +149,13 @@ class ConstrainedStats(StepStats):
 
 
 class ConstrainedSolver:
-    """Implicit Euler with equality and inequality constraints (Zhao et al., Alg. 1 + Alg. 2)."""
+    """Implicit Euler with equality and inequality constraints (Zhao et al., Alg. 1 + Alg. 2).
+    ``damping_scheme``: as for :class:`rodlab.compact.sqp.CompactSolver` (docs/damping.md)."""
 
     def __init__(self, model: CompactModel, options: SolverOptions = SolverOptions(), *, fixed=None,
                  equalities=(), obstacles=(), gravity=(0.0, 0.0, 0.0), damping: float = 0.0,
-                 root_motion=None, proximity: float | None = None, max_qp_iterations: int = 100):
+                 root_motion=None, proximity: float | None = None, max_qp_iterations: int = 100,
+                 damping_scheme: str = "implicit"):
         self.model = model
         self.options = options
         n = model.n
@@ -172,6 +175,7 @@ class ConstrainedSolver:
         if max_qp_iterations < 1:
             raise ValueError(f"max_qp_iterations must be >= 1 (got {max_qp_iterations})")
         self.damping = float(damping)
+        self.damping_scheme = check_damping_scheme(damping_scheme)
         self.root_motion = root_motion
         self.proximity = proximity
         self.max_qp = int(max_qp_iterations)
@@ -315,7 +319,8 @@ class ConstrainedSolver:
         t1 = state.t + dt
         p_t, q_t = state.p.copy(), state.q.copy()
         s_backup, qref_backup = state.s.copy(), state.qref.copy()
-        pred = (p_t + dt * state.v, p_t, q_t, dt * state.omega, 1.0 / dt**2, self.damping / dt)
+        a_d = 0.0 if self.damping_scheme == "exponential" else self.damping / dt
+        pred = (p_t + dt * state.v, p_t, q_t, dt * state.omega, 1.0 / dt**2, a_d)
         if self.root_motion is not None:
             state.s[0] = np.asarray(self.root_motion(t1), dtype=float)
         # proximity candidates, once per step (discrete detection as in the paper)
@@ -389,6 +394,7 @@ class ConstrainedSolver:
         state.p[:] = ws.p
         state.q[:] = ws.q
         finish_step(state.s, state.qref, state.p, state.q, p_t, q_t, state.v, state.omega, dt)
+        split_damping(state, self.damping, self.damping_scheme, dt)
         state.t = t1
         msg = "converged" if converged else ("PCG did not converge" if ctx["pcg_fail"] else "newton iteration limit reached")
         return ConstrainedStats(not ctx["pcg_fail"], msg, it, ctx["pcg"], ctx["solves"], resid, E,

@@ -405,6 +405,15 @@ def finish_step(s, qref, p, q, p_t, q_t, v, omega, dt):
     recenter(q, qref, s)
 
 
+def split_damping(state: "CompactState", damping: float, scheme: str, dt: float) -> None:
+    """The exponential scheme's split-off decay (docs/damping.md): scale the step's velocities by
+    ``exp(-damping dt)``; nothing for the implicit scheme, whose force is in the step's solve."""
+    if scheme == "exponential" and damping > 0:
+        decay = math.exp(-damping * dt)
+        state.v *= decay
+        state.omega *= decay
+
+
 class CompactSolver:
     """Implicit Euler stepper of Zhao et al. for Dirichlet-only scenes (compiled SQP loop).
 
@@ -487,10 +496,7 @@ class CompactSolver:
             _rc(state.q, state.qref, state.s)
         else:
             finish_step(state.s, state.qref, state.p, state.q, p_t, q_t, state.v, state.omega, dt)
-            if self.damping_scheme == "exponential" and self.damping > 0:
-                decay = math.exp(-self.damping * dt)
-                state.v *= decay
-                state.omega *= decay
+            split_damping(state, self.damping, self.damping_scheme, dt)
         state.t += dt
         if st[7]:
             msg = "PCG did not converge (or preconditioner not SPD)"
