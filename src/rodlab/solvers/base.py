@@ -1,0 +1,131 @@
+"""The one simulator protocol every method follows (DESIGN.md, "Take the model once, step with one
+signature, say what you support"; after SciPy's ``OdeSolver`` and Newton's ``SolverBase``).
+
+    sim = make_simulator(world, "der-implicit", dt=1e-3, newton_iters=2)
+    state = sim.initial_state()
+    report = sim.advance(state, 100)       # 100 steps in place, one call
+    static = sim.solve_static(state)       # equilibrium in place
+
+A simulator is built once from a :class:`rodlab.world.World`, its method and keyword options. At
+construction it refuses what the method cannot do (:class:`UnsupportedFeature` names the feature
+and the method) and options it does not know (nothing is silently dropped). ``advance`` and
+``solve_static`` change the state in place and return a report; when a step fails they raise
+:class:`SimulationError` with the report, after putting the state back to the last good step.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..model import ModelError, require
+from ..world import State, World
+
+
+class SimulationError(RuntimeError):
+    """A step or a static solve failed. ``report`` says how far it got (iterations, residual);
+    the state passed in holds the last good step."""
+
+    def __init__(self, message: str, report=None):
+        super().__init__(message)
+        self.report = report
+
+
+class UnsupportedFeature(ModelError):
+    """The world asks for something this method does not model; the message names both."""
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """What one ``advance`` call did. ``newton_iters``: nonlinear iterations summed over the call's
+    steps (0 for explicit methods; ``metrics.newton_iters_per_step`` divides); ``linear_iters``:
+    inner linear-solver iterations summed; ``residual``: the last step's nonlinear residual in the
+    method's own norm (0 where none); ``wall_s``: time inside the compiled stepping [s]."""
+
+    steps: int
+    success: bool = True
+    message: str = "ok"
+    newton_iters: int = 0
+    linear_iters: int = 0
+    residual: float = 0.0
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class StaticReport:
+    """Result of ``solve_static``: ``success``, ``message``, nonlinear ``iterations``, final
+    ``residual`` (method's norm), ``wall_s``."""
+
+    success: bool
+    message: str
+    iterations: int
+    residual: float
+    wall_s: float = 0.0
+
+
+class Simulator:
+    """Base of every method's simulator (module docstring).
+
+    Subclasses set ``method`` (its name), ``supports`` (the :meth:`World.features` it handles),
+    ``options`` (name -> default of the keyword options it takes besides ``dt``) and implement
+    ``_setup``, ``initial_state``, ``advance`` and ``solve_static``.
+    """
+
+    method: ClassVar[str] = ""
+    supports: ClassVar[frozenset[str]] = frozenset()
+    options: ClassVar[dict] = {}
+
+    def __init__(self, world: World, *, dt: float | None = None, **options):
+        require(isinstance(world, World), f"a simulator is built from a rodlab World (got {type(world).__name__})")
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            allowed = ", ".join(["dt", *sorted(self.options)])
+            raise ModelError(f"method {self.method} has no option {', '.join(unknown)} (its options: {allowed})")
+        missing = sorted(world.features() - self.supports)
+        if missing:
+            raise UnsupportedFeature(f"method {self.method} does not support {', '.join(missing)} "
+                                     f"(see the feature table in docs/world.md)")
+        if dt is not None:
+            require(isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0, f"dt must be > 0 s (got {dt!r})")
+        self.world = world
+        self.opts = {**self.options, **options}
+        self._setup(dt)
+
+    def _setup(self, dt: float | None) -> None:
+        raise NotImplementedError
+
+    @property
+    def dt(self) -> float:
+        """The time step [s] of :meth:`advance`."""
+        return self._dt
+
+    def initial_state(self) -> State:
+        """The world at rest in its rest shape (t = 0), frames set, quasistatic unknowns solved."""
+        raise NotImplementedError
+
+    def advance(self, state: State, nsteps: int = 1) -> StepReport:
+        """Advance ``state`` in place by ``nsteps`` steps of ``dt``."""
+        raise NotImplementedError
+
+    def solve_static(self, state: State) -> StaticReport:
+        """Move ``state`` in place to a static equilibrium under the world's loads (velocities zero)."""
+        raise NotImplementedError
+
+    # ---- shared guards -------------------------------------------------------------------------
+    def _check_steps(self, state: State, nsteps: int) -> int:
+        if not isinstance(nsteps, (int,)) or isinstance(nsteps, bool) or nsteps < 0:
+            raise ModelError(f"nsteps must be an integer >= 0 (got {nsteps!r})")
+        return nsteps
+
+    def _check_layout(self, state: State) -> None:
+        w = self.world
+        if state.vertex_x.shape != (w.n_vertices, 3) or state.edge_theta.shape != (w.n_edges,):
+            raise ModelError(f"state has {state.vertex_x.shape[0]} vertices and {state.edge_theta.shape[0]} edges; "
+                             f"this world has {w.n_vertices} and {w.n_edges}")
+
+    def _fail(self, state: State, snapshot: State | None, report, why: str):
+        """Restore ``snapshot`` (if given) and raise :class:`SimulationError` naming the method, time and dt."""
+        if snapshot is not None:
+            state.assign(snapshot)
+        raise SimulationError(f"{self.method}: {why} (t = {state.t:.6g} s, dt = {self.dt:g} s); "
+                              f"the state holds the last good step", report)

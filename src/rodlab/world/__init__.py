@@ -1,0 +1,10 @@
+"""One world for every method: rods, rigid bodies, welds, boundary conditions, obstacles, loads
+(:class:`World`, built by :class:`WorldBuilder`) and one :class:`State` of it."""
+from . import shapes
+from .builder import WorldBuilder
+from .obstacles import Capsule, Cylinder, Plane, Sphere, TriangleMesh
+from .state import State
+from .world import Body, RodMaterial, Weld, Wind, World, WorldLoads
+
+__all__ = ["Body", "Capsule", "Cylinder", "Plane", "RodMaterial", "Sphere", "State", "TriangleMesh", "Weld", "Wind",
+           "World", "WorldBuilder", "WorldLoads", "shapes"]

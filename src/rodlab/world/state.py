@@ -1,0 +1,164 @@
+"""``State``: where every rod and body of a world is, the same for every method.
+
+Plain arrays, flat over all rods in world order (rod ``r``'s rows are given by the world's
+offsets, kept here too so a state knows its own layout):
+
+- ``t`` [s];
+- ``vertex_x``, ``vertex_v`` (N, 3): positions [m] and velocities [m/s];
+- ``edge_ref_d1`` (E, 3) reference director per edge and ``edge_theta`` (E,) the material angle
+  [rad] from it: the material frame is ``m1 = cos(theta) a1 + sin(theta) a2``, ``m2 = t x m1``
+  with ``a2 = t x a1`` (:meth:`State.material_frames`). DER steps these directly; compact and
+  galpha write their segment frames here as ``a1 = m1``, ``theta = 0``;
+- ``joint_ref_twist`` (J,): the reference twist of the reference frame per joint [rad], unwrapped
+  (Bergou et al. 2008, Sec. 6);
+- ``body_x`` (B, 3) centres of mass [m], ``body_q`` (B, 4) unit quaternions (w, x, y, z) body ->
+  world, ``body_v`` (B, 3) [m/s], ``body_w`` (B, 3) angular velocity in body coordinates [rad/s];
+- ``solver``: the method's own unknowns (compact's root + axis-angles, galpha's nodal unknowns),
+  name -> array, and ``method``: the method that owns them. A simulator starts from its own
+  unknowns when ``method`` names it, else from the common fields above.
+
+``copy()`` is deep; ``save``/``load`` write ``.npz`` plus JSON metadata (format version, no
+pickle). The common fields are the authoritative output of every ``advance``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..geometry.curves import complete_frames, compute_edges, compute_tangents, material_frames
+from ..model import require
+
+STATE_FORMAT = "rodlab.State"
+STATE_FORMAT_VERSION = 1
+_ARRAYS = ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist", "body_x", "body_q", "body_v", "body_w",
+           "rod_vertex_start", "rod_edge_start", "rod_joint_start", "rod_closed")
+
+
+@dataclass
+class State:
+    """A world's state (module docstring)."""
+
+    t: float
+    vertex_x: np.ndarray
+    vertex_v: np.ndarray
+    edge_theta: np.ndarray
+    edge_ref_d1: np.ndarray
+    joint_ref_twist: np.ndarray
+    body_x: np.ndarray
+    body_q: np.ndarray
+    body_v: np.ndarray
+    body_w: np.ndarray
+    rod_vertex_start: np.ndarray
+    rod_edge_start: np.ndarray
+    rod_joint_start: np.ndarray
+    rod_closed: np.ndarray
+    method: str = ""
+    solver: dict = field(default_factory=dict)
+
+    @classmethod
+    def zeros_for(cls, world, t: float = 0.0) -> "State":
+        """A state at the world's rest positions, at rest, frames not yet set (zeros)."""
+        nb = world.n_bodies
+        return cls(
+            float(t), np.array(world.vertex_rest_x), np.zeros((world.n_vertices, 3)), np.zeros(world.n_edges),
+            np.array(world.edge_rest_d1), np.zeros(world.n_joints),
+            np.array([b.position for b in world.bodies]).reshape(nb, 3),
+            np.array([b.orientation for b in world.bodies]).reshape(nb, 4), np.zeros((nb, 3)), np.zeros((nb, 3)),
+            np.array(world.rod_vertex_start), np.array(world.rod_edge_start), np.array(world.rod_joint_start),
+            np.array(world.rod_closed))
+
+    # ---- layout ------------------------------------------------------------------------------
+    @property
+    def n_rods(self) -> int:
+        return int(self.rod_vertex_start.shape[0] - 1)
+
+    def rod_x(self, r: int) -> np.ndarray:
+        """Rod ``r``'s positions (n_r, 3): a view, writes go to the state."""
+        return self.vertex_x[self.rod_vertex_start[r]:self.rod_vertex_start[r + 1]]
+
+    def rod_v(self, r: int) -> np.ndarray:
+        return self.vertex_v[self.rod_vertex_start[r]:self.rod_vertex_start[r + 1]]
+
+    def rod_theta(self, r: int) -> np.ndarray:
+        return self.edge_theta[self.rod_edge_start[r]:self.rod_edge_start[r + 1]]
+
+    def rod_ref_d1(self, r: int) -> np.ndarray:
+        return self.edge_ref_d1[self.rod_edge_start[r]:self.rod_edge_start[r + 1]]
+
+    def rod_ref_twist(self, r: int) -> np.ndarray:
+        return self.joint_ref_twist[self.rod_joint_start[r]:self.rod_joint_start[r + 1]]
+
+    def material_frames(self) -> tuple[np.ndarray, np.ndarray]:
+        """Material directors ``(m1, m2)`` (E, 3) of every edge."""
+        m1 = np.empty_like(self.edge_ref_d1)
+        m2 = np.empty_like(self.edge_ref_d1)
+        for r in range(self.n_rods):
+            x = np.ascontiguousarray(self.rod_x(r))
+            es = slice(self.rod_edge_start[r], self.rod_edge_start[r + 1])
+            ne = es.stop - es.start
+            e = np.empty((ne, 3))
+            compute_edges(x, bool(self.rod_closed[r]), e)
+            lengths = np.empty(ne)
+            t = np.empty((ne, 3))
+            compute_tangents(e, lengths, t)
+            a1 = np.ascontiguousarray(self.edge_ref_d1[es])
+            a2 = np.empty_like(a1)
+            complete_frames(t, a1, a2)
+            u, v = np.empty_like(a1), np.empty_like(a1)
+            material_frames(a1, a2, np.ascontiguousarray(self.edge_theta[es]), u, v)
+            m1[es], m2[es] = u, v
+        return m1, m2
+
+    # ---- copies and files --------------------------------------------------------------------
+    def copy(self) -> "State":
+        arrays = {name: np.array(getattr(self, name)) for name in _ARRAYS}
+        return State(self.t, **arrays, method=self.method, solver={k: np.array(v) for k, v in self.solver.items()})
+
+    def assign(self, other: "State") -> None:
+        """Copy ``other``'s values into this state's arrays (same layout), e.g. to restore a snapshot."""
+        for name in _ARRAYS:
+            getattr(self, name)[...] = getattr(other, name)
+        self.t = other.t
+        self.method = other.method
+        for k, v in other.solver.items():
+            if k in self.solver and self.solver[k].shape == v.shape:
+                self.solver[k][...] = v
+            else:
+                self.solver[k] = np.array(v)
+
+    def save(self, path, metadata: dict | None = None) -> None:
+        """Write ``path`` (``.npz``): the arrays, the solver's unknowns as ``solver/NAME``, and JSON
+        metadata (format, version, t, method, plus ``metadata``)."""
+        meta = {"format": STATE_FORMAT, "format_version": STATE_FORMAT_VERSION, "t": float(self.t), "method": self.method,
+                **(metadata or {})}
+        arrays = {name: np.asarray(getattr(self, name)) for name in _ARRAYS}
+        arrays.update({f"solver/{k}": np.asarray(v) for k, v in self.solver.items()})
+        np.savez_compressed(Path(path), **arrays, __metadata__=np.array(json.dumps(meta)))
+
+    @classmethod
+    def load(cls, path) -> "State":
+        """Read a state written by :meth:`save` (pickle disabled); checks format and version."""
+        with np.load(Path(path), allow_pickle=False) as data:
+            require("__metadata__" in data.files, f"{path}: not a rodlab state file (no metadata)")
+            meta = json.loads(str(data["__metadata__"]))
+            require(meta.get("format") == STATE_FORMAT, f"{path}: not a rodlab state file (format {meta.get('format')!r})")
+            require(meta.get("format_version") == STATE_FORMAT_VERSION,
+                    f"{path}: state format version {meta.get('format_version')} is not supported (expected {STATE_FORMAT_VERSION})")
+            missing = [name for name in _ARRAYS if name not in data.files]
+            require(not missing, f"{path}: state file lacks {', '.join(missing)}")
+            arrays = {name: np.array(data[name]) for name in _ARRAYS}
+            solver = {k[len("solver/"):]: np.array(data[k]) for k in data.files if k.startswith("solver/")}
+        return cls(float(meta["t"]), **arrays, method=str(meta.get("method", "")), solver=solver)
+
+    def metadata_of(path) -> dict:  # noqa: N805 - used as State.metadata_of(path)
+        with np.load(Path(path), allow_pickle=False) as data:
+            return json.loads(str(data["__metadata__"]))
+
+    metadata_of = staticmethod(metadata_of)
+
+    def is_finite(self) -> bool:
+        return bool(np.all(np.isfinite(self.vertex_x)) and np.all(np.isfinite(self.vertex_v))
+                    and np.all(np.isfinite(self.edge_theta)) and np.all(np.isfinite(self.body_x)))
