@@ -9,6 +9,7 @@ SCENE_MODULES = (
     "rodlab.scenes.galpha_scenes",
     "rodlab.scenes.sagfree_scenes",
     "rodlab.scenes.coupling_scenes",
+    "rodlab.scenes.world_scenes",
 )
 
 for _name in SCENE_MODULES:
