@@ -7,6 +7,8 @@ SI units throughout.
 from .model import BoundaryConditions, Clamp, CrossSection, Loads, Material, ModelError, PointForce, Rod
 from .scenes.registry import SceneError, SceneResult, run_scene, scenes
 from .state import RodState
+from .world import State, World, WorldBuilder, shapes
+from .solvers import SimulationError, UnsupportedFeature, make_simulator
 
 __version__ = "0.1.0"
 
@@ -22,6 +24,13 @@ __all__ = [
     "RodState",
     "SceneError",
     "SceneResult",
+    "SimulationError",
+    "State",
+    "UnsupportedFeature",
+    "World",
+    "WorldBuilder",
+    "make_simulator",
+    "shapes",
     "run_scene",
     "scenes",
 ]

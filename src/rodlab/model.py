@@ -19,6 +19,15 @@ class ModelError(ValueError):
     """A model parameter is out of its allowed range (the message names it and the range)."""
 
 
+class SimulationError(RuntimeError):
+    """A step or a static solve failed. ``report`` (where given) says how far it got (iterations,
+    residual); the state passed in holds the last good step. One class for every method."""
+
+    def __init__(self, message: str, report=None):
+        super().__init__(message)
+        self.report = report
+
+
 def require(condition: bool, message: str) -> None:
     if not condition:
         raise ModelError(message)

@@ -23,16 +23,11 @@ from ..geometry.curves import (
     reference_twist,
     time_parallel_update,
 )
-from ..model import Loads, ModelError, Rod, check_damping_scheme, require
+from ..model import Loads, ModelError, Rod, SimulationError, check_damping_scheme, require
 from ..state import RodState
 from . import kernels as K
 
 log = logging.getLogger(__name__)
-
-
-class SimulationError(RuntimeError):
-    """The simulation could not continue (non-finite state, failed projection); the state
-    passed in holds the last good step."""
 
 
 @dataclass(frozen=True)

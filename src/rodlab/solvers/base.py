@@ -18,17 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..model import ModelError, require
+from ..model import ModelError, SimulationError, require
 from ..world import State, World
-
-
-class SimulationError(RuntimeError):
-    """A step or a static solve failed. ``report`` says how far it got (iterations, residual);
-    the state passed in holds the last good step."""
-
-    def __init__(self, message: str, report=None):
-        super().__init__(message)
-        self.report = report
 
 
 class UnsupportedFeature(ModelError):
