@@ -104,20 +104,37 @@ def test_banded_lu_pivots_and_matches_dense():
 
 # ---------------------------------------------------------------------------------- elastica
 def elastica_tip(L, EI, w):
-    try:
-        from rodlab.analytic.elastica import cantilever_elastica_tip
-        return np.asarray(cantilever_elastica_tip(L, EI, w), dtype=float)[:2]
-    except ImportError:  # independent reference: theta'' = -(w/EI)(L - s) cos(theta)
-        from scipy.integrate import solve_bvp
-        q = w * L**3 / EI
-        sol = None
-        for lam in np.linspace(0, 1, 21)[1:]:
-            f = lambda s, y: np.vstack([y[1], -lam * q * (1 - s) * np.cos(y[0]), np.cos(y[0]), np.sin(y[0])])
-            bc = lambda a, b: np.array([a[0], b[1], a[2], a[3]])
-            s = np.linspace(0, 1, 201)
-            y0 = np.zeros((4, s.size)) if sol is None else sol.sol(s)
-            sol = solve_bvp(f, bc, s, y0, tol=1e-10, max_nodes=100000)
-        return np.array([sol.y[2, -1] * L, sol.y[3, -1] * L])
+    from rodlab.analytic.elastica import cantilever_elastica_tip
+    return np.asarray(cantilever_elastica_tip(L, EI, w), dtype=float)[:2]
+
+
+def independent_elastica_tip(L, EI, w):
+    """An independent reference, written here: theta measured from +x towards +z (a sagging rod has
+    theta < 0), EI theta'' = w (L - s) cos(theta), theta(0) = 0, theta'(L) = 0, (x, z)' = (cos, sin)
+    theta, solved dimensionless (q = w L^3 / EI) by continuation in the load."""
+    from scipy.integrate import solve_bvp
+    q = w * L**3 / EI
+    sol = None
+    for lam in np.linspace(0, 1, 21)[1:]:
+        f = lambda s, y: np.vstack([y[1], lam * q * (1 - s) * np.cos(y[0]), np.cos(y[0]), np.sin(y[0])])
+        bc = lambda a, b: np.array([a[0], b[1], a[2], a[3]])
+        s = np.linspace(0, 1, 201)
+        y0 = np.zeros((4, s.size)) if sol is None else sol.sol(s)
+        sol = solve_bvp(f, bc, s, y0, tol=1e-10, max_nodes=100000)
+        assert sol.success, sol.message
+    return np.array([sol.y[2, -1] * L, sol.y[3, -1] * L])
+
+
+@pytest.mark.parametrize("E", [1e11, 1e8, 1e6])
+def test_elastica_reference_agrees_with_an_independent_solution(E):
+    """The reference the galpha cantilever is judged by, checked against the solution above and,
+    for a stiff rod, against linear theory (tip drop w L^4 / (8 EI)): a sign error fails here."""
+    EI, w = E * math.pi * 1e-8 / 4, 1000 * math.pi * 1e-4 * 9.81
+    ref = elastica_tip(1.0, EI, w)
+    np.testing.assert_allclose(independent_elastica_tip(1.0, EI, w), ref, atol=1e-7)
+    assert ref[1] < 0  # it sags
+    if E == 1e11:
+        assert ref[1] == pytest.approx(-w / (8 * EI), rel=1e-6)
 
 
 @pytest.mark.parametrize("E", [1e8, 1e6])

@@ -67,6 +67,10 @@ def run_and_write(name: str, overrides: dict, out: Path, *, plot: bool = True, q
 
 
 def cmd_run(args) -> int:
+    if args.scene.lower().endswith(".toml"):  # a scene file (docs/scene-files.md)
+        from .scenefile.runner import cli_run
+
+        return cli_run(args.scene, args.set, args.out, plot=not args.no_plot)
     out = Path(args.out or Path("rodlab-out") / args.scene)
     run_and_write(args.scene, _parse_sets(args.set or []), out, plot=not args.no_plot)
     return 0
@@ -99,8 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("params", help="list a scene's parameters with defaults and allowed ranges")
     p.add_argument("scene")
     p.set_defaults(fn=cmd_params)
-    p = sub.add_parser("run", help="run a scene: writes metrics.json, trajectory.npz and pictures")
-    p.add_argument("scene")
+    p = sub.add_parser("run", help="run a scene or a scene file (PATH.toml): writes metrics.json, trajectory.npz and pictures")
+    p.add_argument("scene", help="a scene name (rodlab scenes) or a scene file PATH.toml (docs/scene-files.md)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a parameter (SI units); repeatable")
     p.add_argument("--out", help="output folder (default rodlab-out/SCENE)")
     p.add_argument("--no-plot", action="store_true", help="skip the pictures")

@@ -616,7 +616,8 @@ def update_twist(kb, ref_d1, ref_d2, tangents, theta, ref_twist, lengths, rest_l
 def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta, ref_d1, ref_twist,
               inv_mass, ext_accel, ext_force, damping, presc_idx, presc_pos, clamp_edges, clamp_m1,
               slide_v, slide_axis, slide_w, slide_edge, slide_side, free_theta, rest_lengths, lbar, omega_bar, bend_k, twist_bar, twist_k, stretch_k,
-              proj_tol, proj_fail, proj_max_iter, twist_tol, twist_max_iter, work_v3, work_e3, work_s, kb, omega, diag):
+              proj_tol, proj_fail, proj_max_iter, twist_tol, twist_max_iter, work_v3, work_e3, work_s, kb, omega, diag,
+              vertex_damp=None):
     """Advance ``nsteps`` symplectic-Euler steps with fast projection and quasistatic twist.
 
     Per step: forces ``-dE/dx`` (+ external), ``v += h M^-1 F`` with implicit viscous damping,
@@ -636,6 +637,10 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
     ``twist_free`` (an open, naturally straight, isotropic rod with at most one prescribed
     material frame: its twist vanishes identically) skips the frames inside the loop; the
     caller rebuilds frames and angles once after the call.
+
+    ``vertex_damp`` (optional, (nv,)): per-vertex velocity factors replacing ``1 / (1 + h damping)``
+    (a sliding clamp takes its first vertex's), for damping that varies along the rod (wind drag
+    on a rod of varying linear density, :mod:`rodlab.der.batch`).
     """
     nv = x.shape[0]
     ne = theta.shape[0]
@@ -655,6 +660,10 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
     dlam = work_s[6]
     active = np.empty(ne, dtype=np.bool_)
     damp = 1.0 / (1.0 + h * damping)
+    if vertex_damp is None:
+        vdamp = np.full(nv, damp)
+    else:
+        vdamp = vertex_damp
     done = 0
     for s in range(nsteps):
         if twist_free:
@@ -668,7 +677,7 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
             for d in range(3):
                 x_old[i, d] = x[i, d]
                 if inv_mass[i] > 0.0:
-                    v[i, d] = (v[i, d] + h * (inv_mass[i] * (forces[i, d] + ext_force[i, d]) + ext_accel[d])) * damp
+                    v[i, d] = (v[i, d] + h * (inv_mass[i] * (forces[i, d] + ext_force[i, d]) + ext_accel[d])) * vdamp[i]
                     x[i, d] += h * v[i, d]
         for c in range(presc_idx.shape[0]):
             for d in range(3):
@@ -682,7 +691,7 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
                 f_ax += (forces[a, d] + ext_force[a, d] + forces[b, d] + ext_force[b, d]) * slide_axis[k, d]
                 v_ax += v[a, d] * slide_axis[k, d]
                 g_ax += ext_accel[d] * slide_axis[k, d]
-            v_ax = (v_ax + h * (slide_w[k] * f_ax + g_ax)) * damp
+            v_ax = (v_ax + h * (slide_w[k] * f_ax + g_ax)) * vdamp[a]
             for c in range(2):
                 p = slide_v[k, c]
                 shift = 0.0  # from the prescribed axial coordinate to the old one plus h v

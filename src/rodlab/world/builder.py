@@ -60,6 +60,13 @@ class WorldBuilder:
         material director m1 (default: the rest polyline's Bishop frame); ``rest_curvature``
         (n_joints, 4) and ``rest_twist`` (n_joints,) override those of the rest shape.
         """
+        pts = np.asarray(points, dtype=float)
+        nmin = 3 if closed else 2
+        require(pts.ndim == 2 and pts.shape[1] == 3 and pts.shape[0] >= nmin and bool(np.all(np.isfinite(pts))),
+                f"points must be a finite (n, 3) array with n >= {nmin} vertices for {'a closed' if closed else 'an open'} rod "
+                f"(got shape {pts.shape})")
+        seg = np.linalg.norm(np.diff(np.vstack([pts, pts[:1]]) if closed else pts, axis=0), axis=1)
+        require(bool(np.all(seg > 0)), f"points has a zero-length edge (edge {int(np.argmin(seg))}): edge lengths must be > 0 m")
         by_material = any(v is not None for v in (E, G, rho))
         by_stiffness = any(v is not None for v in (bending, twisting, linear_density))
         require(by_material != by_stiffness,
@@ -139,7 +146,8 @@ class WorldBuilder:
         """A force [N] on vertex ``vertex`` of rod ``r``: a 3-vector or a function of time."""
         entry = self._rod(r)
         nv = entry["rod"].n_vertices
-        require(-nv <= vertex < nv, f"point force vertex of rod {r} must be in [-{nv}, {nv - 1}] (got {vertex})")
+        require(isinstance(vertex, (int, np.integer)) and -nv <= vertex < nv,
+                f"point force vertex of rod {r} must be in [-{nv}, {nv - 1}] (got {vertex!r})")
         if not callable(force):
             force = np.asarray(force, dtype=float).reshape(3)
             require(bool(np.all(np.isfinite(force))), f"point force must be finite (got {force})")

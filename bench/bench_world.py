@@ -1,0 +1,215 @@
+"""Benchmarks of the World / State / Simulator protocol; writes docs/benchmarks-world.md.
+
+    python bench/bench_world.py            # full run (the lead's)
+    python bench/bench_world.py --quick    # a few minutes: fewer sizes, fewer repeats, smaller budget
+
+(a) Per-call overhead of ``advance(state, 1)`` for each method on one clamped rod of 10, 50 and
+    200 vertices under gravity: the mean (and median) time of many ``advance(state, 1)`` calls minus the
+    per-step time inside one ``advance(state, K)`` call (target <= 5 us).
+(b) Many strands: 1, 100, 1000, 10000 clamped strands of 32 vertices under gravity; der-implicit
+    (one Newton iteration), compact and der: time per step and per vertex-step with one thread and
+    with two (``numba.set_num_threads``), and the speed-up. A row whose predicted time (from the
+    row before) exceeds the budget is skipped and says so. A method whose simulator cannot be
+    imported is listed as missing.
+
+Times are wall-clock medians [us]; compilation and setup are excluded (one warm-up step on a
+copy of the state first). SI units; gravity 9.81 m/s^2 along -z, light damping 1 /s.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rodlab.solvers import METHODS, simulator_class
+from rodlab.world import WorldBuilder, shapes
+
+ROOT = Path(__file__).resolve().parents[1]
+HAIR = dict(E=3.9e9, G=1.3e9, rho=1300.0, radius=5e-5)  # the sag-free paper's strand material
+CANTILEVER = dict(E=1e8, G=1e8 / 3, rho=1000.0, radius=0.01)
+STRAND_METHODS = ("der-implicit", "compact", "der")
+STRAND_OPTIONS = {"der-implicit": {"newton_iters": 1}, "compact": {}, "der": {}}
+
+
+def load(method):
+    """The simulator class, or None when its module is not written yet."""
+    try:
+        return simulator_class(method)
+    except ModuleNotFoundError:
+        return None
+
+
+def one_rod_world(n: int):
+    b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=1.0)
+    b.add_rod(shapes.straight(n, 1.0), **CANTILEVER)
+    b.clamp(0, "start")
+    return b.build()
+
+
+def strands_world(count: int, n: int = 32, length: float = 0.2):
+    """``count`` straight strands of ``n`` vertices hanging from a square grid, each clamped."""
+    b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=1.0)
+    side = int(np.ceil(np.sqrt(count)))
+    for k in range(count):
+        start = (0.01 * (k % side), 0.01 * (k // side), 0.0)
+        r = b.add_rod(shapes.straight(n, length, start=start, direction=(1.0, 0.0, -0.2)), **HAIR)
+        b.clamp(r, "start")
+    return b.build()
+
+
+def time_calls(sim, start, calls: int) -> tuple[float, float]:
+    """Median and mean wall time [us] of ``advance(state, 1)`` over ``calls`` calls from a copy of
+    ``start`` (the mean is comparable with a long call's per-step time when steps differ in cost,
+    e.g. in Newton iterations)."""
+    state = start.copy()
+    out = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        sim.advance(state, 1)
+        out.append(time.perf_counter() - t0)
+    return 1e6 * statistics.median(out), 1e6 * statistics.fmean(out)
+
+
+def time_inside(sim, start, k: int, repeats: int) -> float:
+    """Per-step wall time [us] inside one ``advance(state, k)`` call from a copy of ``start``
+    (median of ``repeats``): the same steps as :func:`time_calls` makes one at a time."""
+    out = []
+    for _ in range(repeats):
+        state = start.copy()
+        t0 = time.perf_counter()
+        sim.advance(state, k)
+        out.append((time.perf_counter() - t0) / k)
+    return 1e6 * statistics.median(out)
+
+
+def overhead_table(quick: bool) -> str:
+    sizes = (10, 50, 200)
+    k, reps = (200, 3) if quick else (2000, 5)
+    rows = ["| method | vertices | dt [s] | `advance(s, 1)` median [us] | `advance(s, 1)` mean [us] | per step in `advance(s, K)` [us] | overhead (mean - per step) [us] |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for method in METHODS:
+        cls = load(method)
+        if cls is None:
+            rows.append(f"| {method} | - | - | not importable yet | - | - | - |")
+            continue
+        for n in sizes:
+            sim = cls(one_rod_world(n))
+            state = sim.initial_state()
+            sim.advance(state.copy(), 1)  # compile
+            sim.advance(state, 20)  # past the first steps of the release
+            kk = max(10, k // (4 if method == "galpha" else 1))
+            inside = time_inside(sim, state, kk, reps)
+            median, mean = time_calls(sim, state, kk)
+            rows.append(f"| {method} | {n} | {sim.dt:.3g} | {median:.1f} | {mean:.1f} | {inside:.1f} | {mean - inside:.1f} |")
+            print(rows[-1], flush=True)
+    return "\n".join(rows)
+
+
+def strands_table(quick: bool, budget: float) -> str:
+    import numba
+
+    counts = (1, 100, 1000) if quick else (1, 100, 1000, 10000)
+    nthreads = min(2, numba.config.NUMBA_NUM_THREADS)
+    rows = ["| method | strands | vertices | steps | us/step (1 thread) | us/vertex-step (1 thread) | "
+            f"us/step ({nthreads} threads) | speed-up 1 -> {nthreads} | setup [s] |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for method in STRAND_METHODS:
+        cls = load(method)
+        if cls is None:
+            rows.append(f"| {method} | - | - | - | not importable yet | | | | |")
+            continue
+        predicted_per_strand = 0.0
+        for count in counts:
+            predicted = predicted_per_strand * count
+            if predicted > budget:
+                rows.append(f"| {method} | {count} | {32 * count} | - | skipped: predicted {predicted:.0f} s > budget {budget:.0f} s | | | | |")
+                print(rows[-1], flush=True)
+                continue
+            t0 = time.perf_counter()
+            world = strands_world(count)
+            sim = cls(world, **STRAND_OPTIONS[method])
+            state = sim.initial_state()
+            setup = time.perf_counter() - t0
+            sim.advance(state.copy(), 1)  # compile
+            # enough steps for ~0.2 s of stepping at the first estimate
+            t0 = time.perf_counter()
+            sim.advance(state, 1)
+            est = max(time.perf_counter() - t0, 1e-7)
+            k = int(min(2000, max(2, 0.2 / est)))
+            per = {}
+            for threads in sorted({1, nthreads}):
+                numba.set_num_threads(threads)
+                sim.advance(state.copy(), 1)  # start the thread pool outside the timing
+                per[threads] = time_inside(sim, state, k, 1 if quick else 3)
+            numba.set_num_threads(nthreads)
+            nv = world.n_vertices
+            rows.append(f"| {method} | {count} | {nv} | {k} | {per[1]:.1f} | {per[1] / nv:.4f} | {per[nthreads]:.1f} | "
+                        f"{per[1] / per[nthreads]:.2f} | {setup:.2f} |")
+            print(rows[-1], flush=True)
+            # the next row: setup plus the same stepping, compilation excluded
+            predicted_per_strand = (setup + 1e-6 * k * (per[1] + per[nthreads])) / count
+    return "\n".join(rows)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import numba
+    return (f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}, "
+            f"numba {numba.__version__}")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer sizes and repeats (a few minutes)")
+    ap.add_argument("--budget", type=float, default=None, help="seconds one strands row may take (default 60, quick 20)")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks-world.md"), help="markdown file to write")
+    args = ap.parse_args(argv)
+    budget = args.budget if args.budget is not None else (20.0 if args.quick else 60.0)
+    started = time.perf_counter()
+    a = overhead_table(args.quick)
+    print(a, flush=True)
+    b = strands_table(args.quick, budget)
+    command = "python bench/bench_world.py" + (" --quick" if args.quick else "") + (f" --budget {args.budget:g}" if args.budget else "")
+    text = f"""# World / Simulator benchmarks
+
+Written by `{command}` on {datetime.date.today().isoformat()} ({time.perf_counter() - started:.0f} s).
+Machine: {machine()}. Medians of wall-clock times; compilation and setup excluded.
+
+## (a) Per-call overhead of `advance(state, 1)`
+
+One rod clamped at its start, gravity, damping 1 /s, E = 1e8 Pa, radius 1 cm, length 1 m, each
+method's default `dt`, from the state 20 steps after release. Both columns time the same steps
+(from copies of one state): K calls of `advance(state, 1)` and one `advance(state, K)`. Overhead =
+mean time of one `advance(state, 1)` call minus the per-step time inside the long call (the median
+is shown too; it is lower where a few steps take many more Newton / PCG iterations). Target: <= 5 us.
+
+{a}
+
+## (b) Many strands
+
+Strands of 32 vertices (20 cm human hair: E = 3.9 GPa, radius 50 um), each clamped at its root,
+gravity, damping 1 /s; der-implicit with one Newton iteration per step, compact and der with their
+defaults. Rows predicted to take more than {budget:.0f} s are skipped.
+
+{b}
+"""
+    Path(args.out).write_text(text)
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,358 @@
+"""``der-implicit``: implicit-Euler Discrete Elastic Rods on a whole world, every rod in one call.
+
+Each rod is the implicit DER of :mod:`rodlab.der_implicit` (interleaved unknowns ``[x_0, theta_0,
+x_1, ...]``, one step minimises the incremental potential by Newton's method on the banded
+Hessian with a backtracking line search; Bergou et al. 2010, "Discrete viscous threads";
+Takahashi and Batty, "A sag-free initialization of discrete elastic rods", Sec. III, VI: one Newton
+iteration per step, 60 frames per second x 4 substeps, ``dt = 1/240 s``). :meth:`advance` steps all
+rods in one compiled call, in parallel over rods (:mod:`rodlab.der_implicit.batch`), reading and
+writing the flat :class:`rodlab.world.State`; the edge angles' velocities [rad/s] are carried in
+``state.solver["edge_theta_v"]`` (zero when a state comes from another method).
+
+From the world (one :class:`rodlab.der_implicit.stepper.DERImplicitModel` per rod, :func:`rod_model`):
+
+- stiffness per edge (stretching ``edge_stretch_stiffness`` [N], which must be > 0: this method
+  stretches); bending and twisting per interior vertex as the mean of its two edges' values
+  (exact for uniform rods; the kernel has one isotropic bending stiffness per vertex, so
+  anisotropic bending is refused);
+- rest curvature and twist from the rest polyline and the rest material frame ``rest_d1``
+  (reference director = rest director, ``theta = 0``), or the rod's overrides (same 4D curvature
+  and twist conventions as :mod:`rodlab.der`, joint ``k`` = vertex ``k + 1``);
+- masses: the world's lumped vertex masses; edge angle inertia ``linear_density * radius^2 / 2 *
+  lbar`` (a solid circular section; for a rod given by stiffness, its ``radius``);
+- boundary conditions: a clamp holds ``x_j, x_{j+1}, theta_j`` (a swivel only the positions); a
+  driven clamp's held unknowns are set to the motion's pose for the end of each step (relative to
+  the rest pose, turning about the edge's rest midpoint); a pinned vertex holds its position.
+  Sliding clamps, closed rods, bodies and obstacles are refused;
+- loads: gravity and constant point forces are constant external forces; viscous damping
+  ``-c m v`` acts on every unknown (the angles too), discretised by ``damping_scheme``. Timed point
+  forces and wind are evaluated at the start of every step (time ``t_n``, positions ``x_n``), so a
+  world with them, or with driven clamps, is stepped one compiled call per step. Wind ``drag l (u -
+  v)`` (``l`` the vertex's Voronoi length): the ``drag l u`` part is a force, the ``-drag l v`` part
+  the extra damping rate ``drag / linear_density`` of that rod (needs a uniform linear density),
+  which, like all damping of this method, also damps the edge angles.
+"""
+from __future__ import annotations
+
+import math
+import time
+from time import perf_counter
+
+import numpy as np
+
+from ..der_implicit.batch import F_NEWTON_MAX, F_RESIDUAL_MAX, RodBatch, advance_serial
+from ..der_implicit.energies import material_curvature_all, pack_dofs, update_frames
+from ..der_implicit.stepper import DERImplicitModel, DERImplicitState, solve_static, with_params
+from ..model import Rod, check_damping_scheme, require
+from ..world import State
+from .base import Simulator, StaticReport, StepReport
+
+FEATURES = frozenset({"prescribed clamp motion", "swivel clamps", "pinned vertices", "rest curvature overrides",
+                      "point forces", "rods given by stiffness", "wind"})
+BENDING_MODELS = ("4d", "2d-average")
+DEFAULT_DT = 1.0 / 240.0
+
+
+def rod_model(rod: Rod, *, gravity=(0.0, 0.0, 0.0), damping: float = 0.0, point_forces=(), curv2d: bool = False,
+              index: int = 0) -> tuple[DERImplicitModel, DERImplicitState]:
+    """The implicit-DER model of ``rod`` at rest in its rest shape (module docstring for the mapping).
+
+    ``gravity`` [m/s^2] and constant ``point_forces`` (:class:`rodlab.model.PointForce`) go into
+    ``fext``; ``damping`` [1/s]; ``curv2d``: averaged-frame 2D bending. ``index`` names the rod in
+    error messages. Returns the model and the rest state (reference directors: ``rest_d1`` made
+    orthonormal to the tangents, ``theta = 0``). For a uniform circular rod with a Bishop rest frame
+    this is :func:`rodlab.der_implicit.stepper.build_rod`.
+    """
+    require(not rod.closed, f"der-implicit models open rods only (rod {index} is closed)")
+    nv = rod.n_vertices
+    require(nv >= 3, f"der-implicit needs at least 3 vertices per rod (rod {index} has {nv})")
+    bend = rod.bending_stiffness
+    require(bool(np.allclose(bend[:, 0], bend[:, 1], rtol=1e-12)),
+            f"der-implicit has isotropic bending only (rod {index} has two bending stiffnesses)")
+    ks = np.array(rod.stretching_stiffness)
+    require(bool(np.all(ks > 0)), f"der-implicit needs stretching stiffness > 0 N on every edge (rod {index}; "
+                                  "give add_rod(..., stretching=...) for a rod given by stiffness)")
+    x = np.ascontiguousarray(rod.rest_positions, dtype=float)
+    lbar = np.array(rod.rest_lengths)
+    q = pack_dofs(x, np.zeros(nv - 1))
+    tan = np.diff(x, axis=0) / lbar[:, None]
+    a1 = np.array(rod.rest_d1, dtype=float)
+    perp = np.linalg.norm(a1 - np.sum(a1 * tan, axis=1)[:, None] * tan, axis=1)
+    require(bool(np.all(perp > 1e-9)), f"rest_d1 of rod {index} must not be parallel to the rest tangent")
+    tan2, elen, a1c, mrefc = np.empty_like(tan), np.empty(nv - 1), np.empty_like(a1), np.empty(nv - 2)
+    update_frames(q, tan, a1, np.zeros(nv - 2), tan2, elen, a1c, mrefc)
+    wbar, mbar = np.zeros((nv, 4)), np.zeros(nv)
+    material_curvature_all(q, tan2, elen, a1c, mrefc, wbar, mbar)
+    if rod.rest_curvature is not None:
+        wbar[1:-1] = rod.rest_curvature
+    if rod.rest_twist is not None:
+        mbar[1:-1] = rod.rest_twist
+
+    def per_vertex(edge_values):
+        out = np.empty(nv)
+        out[1:-1] = 0.5 * (edge_values[:-1] + edge_values[1:])
+        out[0], out[-1] = edge_values[0], edge_values[-1]
+        return out
+
+    lvor = np.zeros(nv)
+    lvor[1:-1] = lbar[:-1] + lbar[1:]
+    vm = rod.vertex_masses
+    mass = np.empty(4 * nv - 1)
+    fext = np.zeros(4 * nv - 1)
+    for c in range(3):
+        mass[c::4] = vm
+        fext[c::4] = vm * float(gravity[c])
+    mass[3::4] = rod.linear_density * 0.5 * rod.radius**2 * lbar
+    for pf in point_forces:
+        i = pf.vertex % nv
+        fext[4 * i:4 * i + 3] += pf.at(0.0)
+    fixed = np.zeros(4 * nv - 1, dtype=bool)
+    for c in rod.boundary.clamps:
+        j = c.edge % (nv - 1)
+        fixed[4 * j:4 * j + 3] = True
+        fixed[4 * j + 4:4 * j + 7] = True
+        if not c.free_rotation:
+            fixed[4 * j + 3] = True
+    for i in rod.boundary.fixed_vertices:
+        i %= nv
+        fixed[4 * i:4 * i + 3] = True
+    model = DERImplicitModel(ks, lbar, per_vertex(bend[:, 0]), wbar, per_vertex(np.asarray(rod.twisting_stiffness)),
+                             mbar, lvor, mass, fixed, fext, float(damping), bool(curv2d))
+    return model, DERImplicitState(q, np.zeros_like(q), a1c, tan2, mrefc, 0.0)
+
+
+class DERImplicitSimulator(Simulator):
+    """Implicit DER over every rod of a world, batched (module docstring).
+
+    Options: ``dt`` [s] (default 1/240 s), ``newton_iters`` per step (default 1, the sag-free
+    paper's), ``gtol`` [N] free-force max-norm that ends a step's Newton loop early (default 0: always
+    ``newton_iters``), ``line_search`` max halvings of the Armijo search (0: full Newton steps),
+    ``damping_scheme`` (``implicit``: in the step's solve; ``exponential``: velocities scaled by
+    ``exp(-c dt)`` after it; docs/damping.md), ``bending`` (``4d``, the paper's; ``2d-average``).
+    Rods run in parallel over numba's threads (``numba.set_num_threads``) when there are several.
+    """
+
+    method = "der-implicit"
+    supports = FEATURES
+    options = {"newton_iters": 1, "gtol": 0.0, "line_search": 12, "damping_scheme": "implicit", "bending": "4d"}
+
+    def _setup(self, dt):
+        o = self.opts
+        for name, low in (("newton_iters", 1), ("line_search", 0)):
+            v = o[name]
+            require(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= low,
+                    f"{name} must be an integer >= {low} (got {v!r})")
+        require(isinstance(o["gtol"], (int, float)) and math.isfinite(o["gtol"]) and o["gtol"] >= 0,
+                f"gtol must be >= 0 N (got {o['gtol']!r})")
+        check_damping_scheme(o["damping_scheme"])
+        require(o["bending"] in BENDING_MODELS,
+                f"bending must be one of {', '.join(BENDING_MODELS)} (got {o['bending']!r})")
+        self._dt = DEFAULT_DT if dt is None else float(dt)
+        w = self.world
+        loads = w.loads
+        self.models, self._rest = [], []
+        drives = []
+        for r, rod in enumerate(w.rods):
+            constant = tuple(pf for pf in w.point_forces_of(r) if not callable(pf.force))
+            model, rest = rod_model(rod, gravity=loads.gravity, damping=loads.damping, point_forces=constant,
+                                    curv2d=o["bending"] == "2d-average", index=r)
+            self.models.append(model)
+            self._rest.append(rest)
+            for c in rod.boundary.clamps:
+                if c.motion is not None:
+                    drives.append((r, c.edge % rod.n_edges, not c.free_rotation))
+        self.batch = RodBatch(self.models, h=self._dt, newton_iters=int(o["newton_iters"]), gtol=float(o["gtol"]),
+                              line_search=int(o["line_search"]), curv2d=o["bending"] == "2d-average", drives=drives)
+        b = self.batch
+        # damping per rod: the world's rate plus the wind's drag / linear density
+        rate = np.full(w.n_rods, loads.damping)
+        if loads.wind is not None:
+            for r in range(w.n_rods):
+                rho_l = w.edge_linear_density[w.rod_edges(r)]
+                require(bool(np.ptp(rho_l) <= 1e-12 * rho_l.max()),
+                        f"der-implicit takes wind on rods of uniform linear density only (rod {r} varies)")
+                rate[r] += loads.wind.drag / float(rho_l[0])
+        if o["damping_scheme"] == "exponential":
+            b.rod_damping[:] = 0.0
+            b.rod_decay[:] = np.exp(-rate * self._dt)
+        else:
+            b.rod_damping[:] = rate
+            b.rod_decay[:] = 1.0
+        # a line search that finds no descent fails the step unless the free force is at round-off
+        for r, m in enumerate(self.models):
+            scale = max(float(np.abs(m.fext).max()), float(m.kbend.max()) / float(m.lbar.sum()) ** 2)
+            b.rod_fail_gtol[r] = max(float(o["gtol"]), 1e-8 * scale)
+        self._fext_constant = np.array(b.dof_fext)
+        # vertex coordinate -> its row of the interleaved unknowns
+        vstart, dstart = b.starts["vertex"], b.starts["dof"]
+        rod_of_vertex = np.repeat(np.arange(w.n_rods), np.diff(vstart))
+        local = np.arange(w.n_vertices) - vstart[rod_of_vertex]
+        self._vertex_dof = (dstart[rod_of_vertex] + 4 * local)[:, None] + np.arange(3)[None, :]
+        self._timed_forces = [(int(w.rod_vertex_start[pf.rod]) + pf.force.vertex % w.rods[pf.rod].n_vertices,
+                               pf.force) for pf in loads.point_forces if callable(pf.force.force)]
+        if loads.wind is not None:
+            e = w.edge_rest_length
+            voronoi = np.zeros(w.n_vertices)
+            for r in range(w.n_rods):
+                vs, es = int(w.rod_vertex_start[r]), w.rod_edges(r)
+                ne = es.stop - es.start
+                voronoi[vs:vs + ne] += 0.5 * e[es]
+                voronoi[vs + 1:vs + ne + 1] += 0.5 * e[es]
+            self._wind_weight = loads.wind.drag * voronoi[:, None]
+        self._drive_rest = []
+        for r, j, _ in b.drives:
+            ne = w.rods[r].n_edges
+            motion = next(c.motion for c in w.rods[r].boundary.clamps if c.edge % ne == j)
+            xs = w.vertex_rest_x[int(w.rod_vertex_start[r]) + j:int(w.rod_vertex_start[r]) + j + 2]
+            rest = self._rest[r]
+            t = rest.tan[j]
+            a2 = np.cross(t, rest.a1[j])
+            m1 = rest.a1[j] * math.cos(rest.q[4 * j + 3]) + a2 * math.sin(rest.q[4 * j + 3])
+            self._drive_rest.append((motion, xs.copy(), xs.mean(axis=0), m1))
+        self._stepwise = bool(b.n_drive or self._timed_forces or loads.wind is not None)
+        self._parallel = w.n_rods > 1
+        self._shape_x, self._shape_e = (w.n_vertices, 3), (w.n_edges,)
+
+    # ---- loads that change with time ---------------------------------------------------------
+    def _set_step_loads(self, state: State) -> None:
+        """External forces at the start of the step from ``state`` (time ``t_n``, positions ``x_n``)
+        and the driven clamps' targets for its end."""
+        b, w, t = self.batch, self.world, state.t
+        if self._timed_forces or w.loads.wind is not None:
+            b.dof_fext[:] = self._fext_constant
+            for v, pf in self._timed_forces:
+                b.dof_fext[self._vertex_dof[v]] += pf.at(t)
+            if w.loads.wind is not None:
+                u = np.asarray(w.loads.wind.velocity(state.vertex_x, t), dtype=float)
+                require(u.shape == state.vertex_x.shape and bool(np.all(np.isfinite(u))),
+                        f"wind velocity must return finite (N, 3) values [m/s] (got shape {u.shape})")
+                b.dof_fext[self._vertex_dof] += self._wind_weight * u
+        for k, (motion, xs, centre, m1) in enumerate(self._drive_rest):
+            R, d = motion(t + self._dt)
+            R = np.asarray(R, dtype=float)
+            b.drive_target[k, 0:6] = ((xs - centre) @ R.T + centre + np.asarray(d, dtype=float)).reshape(-1)
+            b.drive_target[k, 6:9] = R @ m1
+
+    # ---- protocol ------------------------------------------------------------------------------
+    def initial_state(self) -> State:
+        state = State.zeros_for(self.world)
+        for r, rest in enumerate(self._rest):
+            state.rod_ref_d1(r)[...] = rest.a1
+            state.rod_ref_twist(r)[...] = rest.mref
+        state.solver["edge_theta_v"] = np.zeros(self.world.n_edges)
+        state.method = self.method
+        return state
+
+    def _theta_velocity(self, state: State) -> np.ndarray:
+        tv = state.solver.get("edge_theta_v")
+        if state.method != self.method or tv is None or tv.shape != state.edge_theta.shape:
+            tv = np.zeros(state.edge_theta.shape)
+            state.solver["edge_theta_v"] = tv
+        return tv
+
+    def advance(self, state: State, nsteps: int = 1) -> StepReport:
+        # the base class's checks, on their slow path only (a call should cost a few microseconds)
+        if nsteps.__class__ is not int or nsteps < 0:
+            self._check_steps(state, nsteps)
+        x, theta = state.vertex_x, state.edge_theta
+        if x.shape != self._shape_x or theta.shape != self._shape_e:
+            self._check_layout(state)
+        tv = state.solver.get("edge_theta_v")
+        if state.method != self.method or tv is None or tv.shape != self._shape_e:
+            tv = self._theta_velocity(state)
+        t0 = perf_counter()
+        if nsteps == 0:
+            return StepReport(0)
+        b = self.batch
+        if not self._stepwise:
+            if self._parallel:
+                failed = b.advance(x, state.vertex_v, theta, tv, state.edge_ref_d1, state.joint_ref_twist, nsteps, True)
+            else:  # one rod: the compiled call directly (the fewest microseconds per call)
+                failed = advance_serial(b.ibuf, b.fbuf, x, state.vertex_v, theta, tv, state.edge_ref_d1,
+                                        state.joint_ref_twist, nsteps)
+            if failed:
+                self._replay_and_fail(state, tv, nsteps, failed, t0)
+            state.t += nsteps * self._dt
+            state.method = self.method
+            fb = b.fbuf
+            return StepReport(nsteps, True, "ok", int(fb[F_NEWTON_MAX]), 0, float(fb[F_RESIDUAL_MAX]),
+                              perf_counter() - t0)
+        iters, residual = 0, 0.0
+        for s in range(nsteps):
+            self._set_step_loads(state)
+            failed = b.advance(state.vertex_x, state.vertex_v, state.edge_theta, tv, state.edge_ref_d1,
+                               state.joint_ref_twist, 1, self._parallel)
+            if failed:
+                self._replay_and_fail(state, tv, nsteps, s + 1, t0, done=s)
+            state.t += self._dt
+            state.method = self.method
+            iters += int(b.fbuf[F_NEWTON_MAX])
+            residual = float(b.fbuf[F_RESIDUAL_MAX])
+        return StepReport(nsteps, newton_iters=iters, residual=residual, wall_s=time.perf_counter() - t0)
+
+    def _replay_and_fail(self, state: State, tv: np.ndarray, nsteps: int, failed: int, t0: float,
+                         done: int | None = None):
+        """Step ``failed`` of this call failed (the state is still at the call's start, or at step
+        ``done`` of a stepwise call): redo the good steps, then raise :class:`SimulationError`."""
+        b = self.batch
+        rods = [int(r) for r in np.flatnonzero(b.rod_failed_step == (1 if done is not None else failed))]
+        if done is None:
+            done = failed - 1
+            if done > 0:
+                b.advance(state.vertex_x, state.vertex_v, state.edge_theta, tv, state.edge_ref_d1,
+                          state.joint_ref_twist, done, self._parallel)
+                state.t += done * self._dt
+                state.method = self.method
+        report = StepReport(done, False, "step failed", wall_s=time.perf_counter() - t0)
+        self._fail(state, None, report, f"step {done + 1} of {nsteps} failed on rod(s) {rods[:10]} (non-finite "
+                                        "unknowns, a degenerate edge, or a line search that found no descent; "
+                                        "try a smaller dt or more Newton iterations)")
+
+    def solve_static(self, state: State) -> StaticReport:
+        """Static equilibrium per rod (:func:`rodlab.der_implicit.stepper.solve_static`, loads ramped in 8
+        stages) under gravity, point forces at ``state.t`` and the wind at the current positions
+        (no velocity drag); held unknowns stay where they are. Velocities are set to zero."""
+        self._check_layout(state)
+        t0 = time.perf_counter()
+        if self._timed_forces or self.world.loads.wind is not None:
+            self._set_step_loads(state)
+        b = self.batch
+        iters, worst, msgs = 0, 0.0, []
+        for r, model in enumerate(self.models):
+            d = slice(b.starts["dof"][r], b.starts["dof"][r + 1])
+            m = with_params(model, fext=np.array(b.dof_fext[d]))
+            x = np.array(state.rod_x(r))
+            e = np.diff(x, axis=0)
+            ln = np.linalg.norm(e, axis=1)
+            if not np.all(ln > 0):
+                msgs.append(f"rod {r}: zero-length edge")
+                continue
+            st = DERImplicitState(pack_dofs(x, state.rod_theta(r)), np.zeros(d.stop - d.start),
+                                  np.array(state.rod_ref_d1(r)), e / ln[:, None], np.array(state.rod_ref_twist(r)),
+                                  state.t)
+            try:
+                res = solve_static(m, st)
+            except ValueError as exc:
+                msgs.append(f"rod {r}: {exc}")
+                continue
+            iters += res.newton_iters
+            worst = max(worst, res.grad_norm)
+            if not res.success:
+                msgs.append(f"rod {r}: {res.message}")
+            state.rod_x(r)[...] = np.stack([st.q[0::4], st.q[1::4], st.q[2::4]], axis=1)
+            state.rod_theta(r)[...] = st.q[3::4]
+            state.rod_ref_d1(r)[...] = st.a1
+            state.rod_ref_twist(r)[...] = st.mref
+        if not msgs:
+            state.vertex_v[...] = 0.0
+            state.solver["edge_theta_v"] = np.zeros(self.world.n_edges)
+            state.method = self.method
+        return StaticReport(not msgs, "converged" if not msgs else "; ".join(msgs), iters, worst,
+                            time.perf_counter() - t0)
+
+    def elastic_energy(self, state: State) -> float:
+        """Stretching + bending + twisting energy [J] of every rod (the implicit-DER energies,
+        :mod:`rodlab.der_implicit.energies`)."""
+        self._check_layout(state)
+        return float(self.batch.elastic_energies(state.vertex_x, state.edge_theta, state.edge_ref_d1,
+                                                 state.joint_ref_twist).sum())
