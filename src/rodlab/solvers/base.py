@@ -15,6 +15,7 @@ and the method) and options it does not know (nothing is silently dropped). ``ad
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -54,7 +55,7 @@ class StaticReport:
     wall_s: float = 0.0
 
 
-class Simulator:
+class Simulator(ABC):
     """Base of every method's simulator (module docstring).
 
     Subclasses set ``method`` (its name), ``supports`` (the :meth:`World.features` it handles),
@@ -82,25 +83,26 @@ class Simulator:
         self.opts = {**self.options, **options}
         self._setup(dt)
 
+    @abstractmethod
     def _setup(self, dt: float | None) -> None:
-        raise NotImplementedError
+        """Derive everything the method needs from ``self.world`` and ``self.opts``; set ``self._dt``."""
 
     @property
     def dt(self) -> float:
         """The time step [s] of :meth:`advance`."""
         return self._dt
 
+    @abstractmethod
     def initial_state(self) -> State:
         """The world at rest in its rest shape (t = 0), frames set, quasistatic unknowns solved."""
-        raise NotImplementedError
 
+    @abstractmethod
     def advance(self, state: State, nsteps: int = 1) -> StepReport:
         """Advance ``state`` in place by ``nsteps`` steps of ``dt``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def solve_static(self, state: State) -> StaticReport:
         """Move ``state`` in place to a static equilibrium under the world's loads (velocities zero)."""
-        raise NotImplementedError
 
     # ---- shared guards -------------------------------------------------------------------------
     def _check_steps(self, state: State, nsteps: int) -> int:
