@@ -21,7 +21,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from rodlab.inverse.mprgp import PC_NAMES, MprgpWorkspace, ipm, mprgp, mprgp_fast_solve, pgs, prepare_pc  # noqa: E402
+from rodlab.inverse.qp import PC_NAMES, MprgpWorkspace, ipm, mprgp, mprgp_fast_solve, pgs, prepare_pc  # noqa: E402
 from rodlab.inverse.sagfree import SagFreeOptions, forward_drift, make_problem, optimize_strand  # noqa: E402
 from rodlab.scenes.sagfree_scenes import strand_shape  # noqa: E402
 
@@ -196,7 +196,9 @@ def profile(rows, cap, reps=300, rounds=11):
     (no Python dispatch): CPU time per call [us], best and median of ``rounds``. Rows: piece, ASC, ASC-Schur."""
     from numba import njit
 
-    from rodlab.inverse.mprgp import PC_ASC, PC_ASCS, _apply, _schur_fast, band_to_rows, prepare_fast, rband_matvec
+    from rodlab.inverse.qp import PC_ASC, PC_ASCS, prepare_fast
+    from rodlab.inverse.qp.fast_preconditioners import _apply, _schur_fast
+    from rodlab.linalg.banded_rows import band_to_rows, rband_matvec
 
     @njit
     def loop_prepare(k, H, Ar, Lb, Lf, D):

@@ -369,18 +369,3 @@ def test_gauss_newton_matrix_is_the_hessian_at_a_stationary_point():
         for j in range(i, N):
             Hfd[i, j] = Hfd[j, i] = (EoT(x0 + I[i] + I[j]) - EoT(x0 + I[i] - I[j]) - EoT(x0 - I[i] + I[j]) + EoT(x0 - I[i] - I[j])) / (4 * h * h)
     assert np.allclose(A, Hfd, rtol=1e-5, atol=1e-5 * np.abs(A).max())
-
-
-def test_generic_pcg_reference():
-    from rodlab.linalg.pcg import pcg
-    M = RNG.normal(size=(30, 30))
-    A = M @ M.T + 30 * np.eye(30)
-    b = RNG.normal(size=30)
-    d = np.diag(A)
-    r = pcg(lambda v: A @ v, b, precond=lambda v: v / d, rtol=1e-12)
-    assert r.success and r.iterations <= 30
-    assert np.allclose(A @ r.x, b, atol=1e-9)
-    r2 = pcg(lambda v: A @ v, b, maxiter=2)
-    assert not r2.success and "no convergence" in r2.message
-    r3 = pcg(lambda v: -v, b)
-    assert not r3.success and "not positive definite" in r3.message

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.optimize import lsq_linear
 
-from rodlab.inverse.mprgp import (PC_ASC, PC_NAMES, SCHUR_CAP, apply_filtered_ldlt, ipm, mprgp, pgs, prepare_pc,
-                                  schur_apply)
+from rodlab.inverse.qp import (PC_ASC, PC_NAMES, SCHUR_CAP, apply_filtered_ldlt, ipm, mprgp, pgs, prepare_pc,
+                               schur_apply)
 from rodlab.inverse.sagfree import (SagFreeOptions, constraint, forward_drift, jacobian_dense, make_problem,
                                     model_from_params, optimize_strand)
 from rodlab.linalg.banded_ldlt import band_to_dense, dense_to_band, ldlt_factor_band
@@ -205,7 +205,7 @@ def test_schur_corrected_asc_is_the_exact_free_set_inverse():
 # ---- fast path of the filtered-factor preconditioners (row/column-aligned layouts, workspace) ----
 
 def _fast_setup(A, p, pc=PC_ASC):
-    from rodlab.inverse.mprgp import MprgpWorkspace, prepare_fast
+    from rodlab.inverse.qp import MprgpWorkspace, prepare_fast
 
     n = A.shape[0]
     band = dense_to_band(A, p)
@@ -216,7 +216,7 @@ def _fast_setup(A, p, pc=PC_ASC):
 
 @pytest.mark.parametrize("p", [6, 18])
 def test_fast_layouts_match_the_dense_matrix_and_its_factor(p):
-    from rodlab.inverse.mprgp import rband_matvec
+    from rodlab.linalg.banded_rows import rband_matvec
 
     A, b, lo, hi = _random_box_qp(7, n=50, p=p)
     n = len(b)
@@ -249,7 +249,7 @@ def test_fast_layouts_match_the_dense_matrix_and_its_factor(p):
 
 @pytest.mark.parametrize("p", [6, 18])
 def test_fast_filtered_substitution_equals_the_band_version(p):
-    from rodlab.inverse.mprgp import _apply
+    from rodlab.inverse.qp.fast_preconditioners import _apply
 
     A, b, lo, hi = _random_box_qp(8, n=45, p=p)
     n = len(b)
@@ -274,7 +274,7 @@ def test_fast_filtered_substitution_equals_the_band_version(p):
 def test_fast_mprgp_takes_the_reference_steps_and_reuses_its_workspace(p, pc):
     """The fast path runs the same algorithm as mprgp_core (same iteration and step counts, same solution);
     a workspace left dirty by another solve gives bitwise the same result twice."""
-    from rodlab.inverse.mprgp import mprgp_asc_solve, mprgp_core
+    from rodlab.inverse.qp import mprgp_asc_solve, mprgp_core
 
     A, b, lo, hi = _random_box_qp(9, n=60, p=p)
     n = len(b)
@@ -323,7 +323,8 @@ def test_fast_schur_application_is_the_exact_free_set_inverse(p):
     """:func:`_schur_fast` against the dense free-set solve while the active set grows (appended Cholesky
     rows), shrinks (compaction and refactorization) and changes, pinned entries left out; then with a cap
     of 2 it falls back to the filtered substitution."""
-    from rodlab.inverse.mprgp import PC_ASCS, _apply, _schur_fast, schur_scratch
+    from rodlab.inverse.qp import PC_ASCS, schur_scratch
+    from rodlab.inverse.qp.fast_preconditioners import _apply, _schur_fast
 
     A, b, lo, hi = _random_box_qp(11, n=50, p=p)
     n = len(b)
@@ -366,7 +367,7 @@ def test_fast_asc_schur_matches_the_reference_and_mprgp_core(p):
     """Fast asc-schur: the reference QP solution; with our preconditioned expansion the same steps as
     ``mprgp_core`` with ``asc-schur``; with the paper's expansion (as the optimizer runs it) few iterations;
     a dirty workspace gives bitwise the same result twice; a cap of 3 (filtered fallback) still converges."""
-    from rodlab.inverse.mprgp import PC_ASCS, MprgpWorkspace, mprgp_asc_solve, mprgp_core
+    from rodlab.inverse.qp import PC_ASCS, MprgpWorkspace, mprgp_asc_solve, mprgp_core
 
     A, b, lo, hi = _random_box_qp(12, n=60, p=p)
     n = len(b)
@@ -416,7 +417,7 @@ def test_fast_asc_schur_matches_the_reference_and_mprgp_core(p):
 def test_fast_asc_schur_on_the_sag_free_hessian_takes_few_iterations(problems):
     """A QP of the ALM on the horizontal strand: asc-schur (paper's expansion) reaches the same solution
     as plain ASC in at most as many iterations, and the ALM gives the same parameters with both."""
-    from rodlab.inverse.mprgp import PC_ASCS, MprgpWorkspace
+    from rodlab.inverse.qp import PC_ASCS, MprgpWorkspace
 
     pb = problems["horizontal"]
     cap = {}
@@ -438,7 +439,8 @@ def test_fast_asc_schur_on_the_sag_free_hessian_takes_few_iterations(problems):
 def test_rows_entry_equals_the_band_entry(pc):
     """Full rows built by ``band_to_rows`` (the layout a caller may assemble directly) give bitwise the band
     entry's result; the rows hold the dense matrix."""
-    from rodlab.inverse.mprgp import MprgpWorkspace, band_to_rows, mprgp_rows_solve
+    from rodlab.inverse.qp import MprgpWorkspace, mprgp_rows_solve
+    from rodlab.linalg.banded_rows import band_to_rows
 
     p = 6
     A, b, lo, hi = _random_box_qp(14, n=40, p=p)

@@ -23,10 +23,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..geometry._vec import JIT, JIT_FM
 from ..linalg.block_tridiagonal import _inv3_into, block_tridiagonal3_factor, block_tridiagonal3_solve
 from .chain import jac_mul, jac_t_mul
-
-JIT = dict(cache=True, error_model="numpy")
 
 PRECONDITIONERS = {"none": 0, "diagonal": 1, "block-diagonal": 2, "hybrid": 3, "direct": 4}
 
@@ -325,7 +324,7 @@ def apply_preconditioner(kind, sinv, W, r, z, y, L):
             zf[i] = acc / L[i, i]
 
 
-@njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract", "nsz"})
+@njit(**JIT_FM)
 def _dot(a, b):
     """Dot product of two flat arrays; fastmath lets LLVM split the sum over SIMD lanes."""
     acc = 0.0
@@ -334,7 +333,7 @@ def _dot(a, b):
     return acc
 
 
-@njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract", "nsz"})
+@njit(**JIT_FM)
 def _update_xr(alpha, d, Ad, x, r):
     """x += alpha d, r -= alpha Ad; returns |r|^2 (one pass)."""
     acc = 0.0

@@ -31,10 +31,9 @@ import numpy as np
 from numba import njit
 
 from ..der_implicit.energies import material_frames_q, vertex_jacobians_call
+from ..geometry._vec import JIT
 from ..linalg.banded_ldlt import ldlt_factor_band, ldlt_solve_band
-from .mprgp import NWS, PC_ASC, PC_ASCS, PC_IC, PC_MIC, SCHUR_CAP, ipm, mprgp, mprgp_fast_solve, pgs
-
-JIT = dict(cache=True, error_model="numpy")
+from .qp import NWS, PC_ASC, PC_ASCS, PC_IC, PC_MIC, SCHUR_CAP, ipm, mprgp, mprgp_fast_solve, pgs
 
 JW = 19  # row-window width of the Jacobian (a vertex row sees parameter blocks v-1, v, v+1)
 HBW = 18  # half bandwidth of the parameter Hessian
@@ -204,7 +203,7 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
     # solver's scratch, allocated once and reused by every QP of the run
     # (and the Schur-corrected ASC, whose scratch is allocated only when it runs)
     fast = pc == PC_ASC or pc == PC_IC or pc == PC_MIC or pc == PC_ASCS
-    # MPRGP's expansion exactly as in the paper (no preconditioned candidate, see mprgp.mprgp_fast); a
+    # MPRGP's expansion exactly as in the paper (no preconditioned candidate, see qp.mprgp_fast.mprgp_fast); a
     # runtime False (pc >= 0): the literal False would compile a second specialization of the solver
     pexp = pc < 0
     Ar = np.empty((P, 2 * HBW + 1))
@@ -214,7 +213,7 @@ def sf_optimize(p, p0, lo, hi, Wd, lam, rho, rho_growth, rho_max, update_dual, m
     qcounts = np.zeros(4)
     scap = min(SCHUR_CAP, P) if pc == PC_ASCS else 0
     sfm = np.ones(P, dtype=np.bool_)
-    sY = np.empty((scap, P + 2 * HBW))  # (contents on entry do not matter, see mprgp._schur_fast)
+    sY = np.empty((scap, P + 2 * HBW))  # (contents on entry do not matter, see qp.fast_preconditioners._schur_fast)
     sC = np.empty((scap, scap))
     sw = np.empty(scap)
     siw = np.full(2 * P + scap + 2, -1, dtype=np.int64)

@@ -3,6 +3,8 @@
 Storage ("lower band"): ``band[i, k] = A[i, i - k]`` for ``k = 0..p`` (``p`` the half bandwidth),
 shape ``(N, p + 1)``; entries with ``i - k < 0`` are ignored. The factor overwrites the band:
 ``band[i, k] = L[i, i - k]`` for ``k >= 1`` (unit lower ``L``) and ``D[i]`` holds the pivots.
+This is the one band layout of :mod:`rodlab.linalg` for symmetric matrices (the row- and column-aligned
+copies of :mod:`.banded_rows` are made from it inside hot loops).
 
 Two variants:
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-JIT = dict(cache=True, error_model="numpy")
+from ..geometry._vec import JIT
 
 BW10 = 10
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-JIT = dict(cache=True, error_model="numpy", fastmath=False)
+from ..geometry._vec import JIT  # noqa: F401  (re-exported: galpha imports it from here)
 
 
 @njit(inline="always", **JIT)

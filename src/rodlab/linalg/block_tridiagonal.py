@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-JIT = dict(cache=True, error_model="numpy")
+from ..geometry._vec import JIT
 
 
 @njit(**JIT)

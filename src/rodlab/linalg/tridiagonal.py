@@ -1,0 +1,169 @@
+"""Tridiagonal systems: the Thomas algorithm, general and symmetric, on runs of free unknowns, and cyclic.
+
+Layout (three diagonals as vectors of length n): ``diag[i] = A[i, i]``; ``lower[i] = A[i + 1, i]``
+(row i + 1, unknown i) and ``upper[i] = A[i, i + 1]`` (row i, unknown i + 1), ``i = 0..n-2``; a
+symmetric matrix passes ``lower`` only. Entry ``n - 1`` of ``lower`` / ``upper`` is read only as the
+corner ``A[n-1, 0] = A[0, n-1]`` of a cyclic (closed-ring) symmetric matrix, see
+:func:`solve_tridiagonal_masked`; the arrays may then have length ``n``.
+
+Elimination without pivoting (Thomas 1949; stable for the diagonally dominant or SPD matrices the
+rod methods produce): forward ``c'_r = upper_r / b_r``, ``d'_r = (rhs_r - lower_{r-1} d'_{r-1}) / b_r``
+with ``b_r = diag_r - lower_{r-1} c'_{r-1}``, then back substitution. A zero pivot ``b_r`` raises
+``ValueError`` (never an inf or NaN returned silently).
+
+Masked solves act on the unknowns with ``free[i]`` True: each maximal run of consecutive free
+unknowns is one independent system (the couplings to prescribed unknowns are dropped, their
+``out`` is 0). Kernels are compiled, allocate only their two scratch vectors, and do the same
+operations in the same order as the copies in ``rodlab.der.kernels`` and ``rodlab.coupling.kernels``
+(bitwise-equal results, checked by ``tests/test_linalg_solvers.py``), so those can be replaced by
+calls to these.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..geometry._vec import JIT
+from ..model import require
+
+
+@njit(inline="always", **JIT)
+def _thomas_run(lower, diag, upper, rhs, start, stop, cp, dp, out):
+    """Thomas on the rows and unknowns ``start .. stop - 1`` (couplings outside dropped) into ``out``."""
+    b = diag[start]
+    if b == 0.0:
+        raise ValueError("singular tridiagonal matrix (zero pivot)")
+    cp[start] = upper[start] / b if start + 1 < stop else 0.0
+    dp[start] = rhs[start] / b
+    for r in range(start + 1, stop):
+        a = lower[r - 1]
+        b = diag[r] - a * cp[r - 1]
+        if b == 0.0:
+            raise ValueError("singular tridiagonal matrix (zero pivot)")
+        cp[r] = upper[r] / b if r + 1 < stop else 0.0
+        dp[r] = (rhs[r] - a * dp[r - 1]) / b
+    out[stop - 1] = dp[stop - 1]
+    for r in range(stop - 2, start - 1, -1):
+        out[r] = dp[r] - cp[r] * out[r + 1]
+
+
+@njit(**JIT)
+def thomas(lower, diag, upper, rhs, out):
+    """Solve the general tridiagonal ``A out = rhs`` (layout: module docstring; ``lower``, ``upper`` of
+    length >= n - 1). Raises ``ValueError`` on a zero pivot."""
+    n = diag.shape[0]
+    if n == 0:
+        return
+    cp = np.empty(n)
+    dp = np.empty(n)
+    _thomas_run(lower, diag, upper, rhs, 0, n, cp, dp, out)
+
+
+@njit(**JIT)
+def thomas_symmetric(diag, lower, rhs, out):
+    """Solve the symmetric tridiagonal ``A out = rhs`` (``lower[i] = A[i + 1, i] = A[i, i + 1]``).
+    Raises ``ValueError`` on a zero pivot."""
+    thomas(lower, diag, lower, rhs, out)
+
+
+@njit(**JIT)
+def thomas_masked(lower, diag, upper, rhs, free, out):
+    """General tridiagonal solve over each run of consecutive unknowns with ``free`` True; the others
+    get ``out = 0`` (their rows and columns are dropped). Raises ``ValueError`` on a zero pivot."""
+    n = diag.shape[0]
+    cp = np.empty(n)
+    dp = np.empty(n)
+    for i in range(n):
+        out[i] = 0.0
+    i = 0
+    while i < n:
+        if not free[i]:
+            i += 1
+            continue
+        start = i
+        while i < n and free[i]:
+            i += 1
+        _thomas_run(lower, diag, upper, rhs, start, i, cp, dp, out)
+
+
+@njit(**JIT)
+def solve_tridiagonal_masked(diag, lower, rhs, free, closed, out):
+    """Symmetric tridiagonal (``closed`` False) or cyclic tridiagonal (``closed`` True: ``lower`` has
+    length n and ``lower[n - 1] = A[n-1, 0]`` is the corner) solve on the unknowns with ``free`` True;
+    the others get ``out = 0``.
+
+    A ring with every unknown free (n > 2) is solved by Sherman-Morrison: ``A = T + u v^T`` with
+    ``u = (gamma, 0, .., c)``, ``v = (1, 0, .., c / gamma)``, ``gamma = -A[0, 0]``, two Thomas solves with
+    ``T``. A ring with a prescribed unknown is cut there and solved as a chain. Raises ``ValueError``
+    on a zero pivot.
+    """
+    n = diag.shape[0]
+    nfree = 0
+    for i in range(n):
+        if free[i]:
+            nfree += 1
+    for i in range(n):
+        out[i] = 0.0
+    if nfree == 0:
+        return
+    if closed and nfree == n and n > 2:
+        corner = lower[n - 1]
+        gamma = -diag[0] if diag[0] != 0.0 else -1.0
+        dmod = diag.copy()
+        dmod[0] -= gamma
+        dmod[n - 1] -= corner * corner / gamma
+        y = np.empty(n)
+        z = np.empty(n)
+        u = np.zeros(n)
+        u[0] = gamma
+        u[n - 1] = corner
+        thomas_symmetric(dmod, lower, rhs, y)
+        thomas_symmetric(dmod, lower, u, z)
+        fac = (y[0] + corner * y[n - 1] / gamma) / (1.0 + z[0] + corner * z[n - 1] / gamma)
+        for i in range(n):
+            out[i] = y[i] - fac * z[i]
+        return
+    if closed and nfree < n:
+        # cut the ring at a prescribed unknown: rotate so that it comes last, then solve as a chain
+        p = 0
+        while free[p]:
+            p += 1
+        rd = np.empty(n)
+        rl = np.empty(n)
+        rr = np.empty(n)
+        rf = np.empty(n, dtype=np.bool_)
+        ro = np.empty(n)
+        for i in range(n):
+            src = (p + 1 + i) % n
+            rd[i] = diag[src]
+            rl[i] = lower[src]
+            rr[i] = rhs[src]
+            rf[i] = free[src]
+        thomas_masked(rl, rd, rl, rr, rf, ro)
+        for i in range(n):
+            out[(p + 1 + i) % n] = ro[i]
+        return
+    thomas_masked(lower, diag, lower, rhs, free, out)
+
+
+def solve_tridiagonal(lower, diag, upper, rhs) -> np.ndarray:
+    """Solve ``A x = rhs`` for the tridiagonal ``A`` given by its three diagonals (``lower[i] = A[i+1, i]``,
+    ``diag[i] = A[i, i]``, ``upper[i] = A[i, i+1]``); returns ``x``. Checked wrapper of :func:`thomas`:
+    raises :class:`rodlab.model.ModelError` naming a wrong shape or a non-finite entry, and
+    ``numpy.linalg.LinAlgError`` on a zero pivot."""
+    diag = np.ascontiguousarray(diag, dtype=float)
+    lower = np.ascontiguousarray(lower, dtype=float)
+    upper = np.ascontiguousarray(upper, dtype=float)
+    rhs = np.ascontiguousarray(rhs, dtype=float)
+    n = diag.shape[0]
+    require(diag.ndim == 1 and n >= 1, f"diag must be a vector of length >= 1 (got shape {diag.shape})")
+    for name, v, m in (("lower", lower, n - 1), ("upper", upper, n - 1), ("rhs", rhs, n)):
+        require(v.shape == (m,), f"{name} must have shape ({m},) for n = {n} (got {v.shape})")
+    for name, v in (("lower", lower), ("diag", diag), ("upper", upper), ("rhs", rhs)):
+        require(bool(np.all(np.isfinite(v))), f"{name} must be finite (got a non-finite entry)")
+    out = np.empty(n)
+    try:
+        thomas(lower, diag, upper, rhs, out)
+    except ValueError as e:
+        raise np.linalg.LinAlgError(str(e)) from None
+    return out
