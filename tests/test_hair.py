@@ -38,8 +38,8 @@ def test_hair_roundtrip(tmp_path, strands):
     (struct.pack("<ii", 1, 1_000_000_000), "vertices"),
     (struct.pack("<ii", 1, 5) + b"\0" * 12, "declares 5 vertices"),
     (struct.pack("<ii", 1, -3), "negative vertex count"),
-    (struct.pack("<ii", 1, 1) + struct.pack("<3f", 0, 0, 0) + b"xx", "trailing"),
-    (struct.pack("<ii", 1, 1) + struct.pack("<3f", 0, float("nan"), 0), "non-finite"),
+    (struct.pack("<ii", 1, 2) + struct.pack("<6f", 0, 0, 0, 1, 0, 0) + b"xx", "trailing"),
+    (struct.pack("<ii", 1, 2) + struct.pack("<6f", 0, float("nan"), 0, 1, 0, 0), "non-finite"),
 ])
 def test_data_rejects_malformed(tmp_path, payload, match):
     p = tmp_path / "bad.data"

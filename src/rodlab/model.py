@@ -33,6 +33,41 @@ def require(condition: bool, message: str) -> None:
         raise ModelError(message)
 
 
+def check_steps(nsteps, name: str = "nsteps") -> int:
+    """``nsteps`` as a Python ``int`` if it is an integer (``int`` or a numpy integer, not ``bool``)
+    ``>= 0``; else :class:`ModelError` naming ``name`` and the allowed range."""
+    ok = isinstance(nsteps, (int, np.integer)) and not isinstance(nsteps, (bool, np.bool_)) and nsteps >= 0
+    require(ok, f"{name} must be an integer >= 0 (got {nsteps!r})")
+    return int(nsteps)
+
+
+def check_vector3(value, name: str, unit: str) -> tuple[float, float, float]:
+    """``value`` as a tuple of three finite floats, else :class:`ModelError` naming ``name``."""
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ModelError(f"{name} must be a finite 3-vector {unit} (got {value!r})") from None
+    require(a.shape == (3,) and bool(np.all(np.isfinite(a))), f"{name} must be a finite 3-vector {unit} (got {value!r})")
+    return (float(a[0]), float(a[1]), float(a[2]))
+
+
+def check_rest_positions(points, closed: bool, name: str = "rest_positions") -> np.ndarray:
+    """``points`` as a C-contiguous float64 (n, 3) array of finite coordinates [m] with
+    ``n >= 2`` (open rod) or ``n >= 3`` (closed), else :class:`ModelError` naming ``name``."""
+    nmin = 3 if closed else 2
+    kind = "closed" if closed else "open"
+    article = "a" if closed else "an"
+    try:
+        x = np.ascontiguousarray(points, dtype=float)
+    except (TypeError, ValueError):
+        raise ModelError(f"{name} must be a numeric (n, 3) array [m] (got {type(points).__name__})") from None
+    require(x.ndim == 2 and x.shape[1] == 3, f"{name} must have shape (n, 3) [m] (got {x.shape})")
+    require(x.shape[0] >= nmin, f"{name}: {article} {kind} rod needs at least {nmin} vertices (got {x.shape[0]})")
+    bad = np.flatnonzero(~np.all(np.isfinite(x), axis=1))
+    require(bad.size == 0, f"{name} must be finite (vertex {bad[0] if bad.size else 0} is not)")
+    return x
+
+
 DAMPING_SCHEMES = ("implicit", "exponential")
 """How a stepper discretises the viscous damping ``-c m v`` (docs/damping.md): ``implicit`` takes the
 force at the end of the step, inside the step's solve (velocity factor ``1 / (1 + c h)`` for an
@@ -155,6 +190,14 @@ class PointForce:
     vertex: int
     force: np.ndarray | Callable[[float], np.ndarray]
 
+    def __post_init__(self):
+        require(isinstance(self.vertex, (int, np.integer)) and not isinstance(self.vertex, (bool, np.bool_)),
+                f"point force vertex must be an integer index (got {self.vertex!r})")
+        if not callable(self.force):
+            f = np.array(check_vector3(self.force, "point force", "N"))
+            f.setflags(write=False)
+            object.__setattr__(self, "force", f)
+
     def at(self, t: float) -> np.ndarray:
         return np.asarray(self.force(t) if callable(self.force) else self.force, dtype=float)
 
@@ -168,7 +211,22 @@ class Loads:
     point_forces: tuple[PointForce, ...] = ()
 
     def __post_init__(self):
-        require(self.damping >= 0 and math.isfinite(self.damping), f"damping must be >= 0 1/s (got {self.damping})")
+        object.__setattr__(self, "gravity", check_vector3(self.gravity, "gravity", "m/s^2"))
+        require(isinstance(self.damping, (int, float, np.integer, np.floating)) and not isinstance(self.damping, bool)
+                and math.isfinite(self.damping) and self.damping >= 0, f"damping must be a finite number >= 0 1/s (got {self.damping!r})")
+        object.__setattr__(self, "damping", float(self.damping))
+        object.__setattr__(self, "point_forces", tuple(self.point_forces))
+        for pf in self.point_forces:
+            require(isinstance(pf, PointForce), f"point_forces must hold PointForce entries (got {type(pf).__name__})")
+
+    def check_for(self, rod: "Rod") -> "Loads":
+        """``self`` if every point force's vertex lies on ``rod`` (index in ``[-n, n - 1]``), else
+        :class:`ModelError` naming the force and the allowed range."""
+        nv = rod.n_vertices
+        for k, pf in enumerate(self.point_forces):
+            require(-nv <= pf.vertex < nv, f"point force {k}: vertex must be in [-{nv}, {nv - 1}] for this "
+                                           f"{nv}-vertex rod (got {pf.vertex})")
+        return self
 
 
 @dataclass(frozen=True, eq=False)
@@ -202,14 +260,10 @@ class Rod:
     angle: an isotropic ring closed after twisting its ends by T has -T at its closing joint)"""
 
     def __post_init__(self):
-        x = np.ascontiguousarray(self.rest_positions, dtype=float)
-        require(x.ndim == 2 and x.shape[1] == 3, f"rest_positions must have shape (n, 3) (got {x.shape})")
+        x = check_rest_positions(self.rest_positions, self.closed)
         nv = x.shape[0]
-        require(nv >= (3 if self.closed else 2), f"a {'closed' if self.closed else 'open'} rod needs at least {3 if self.closed else 2} vertices (got {nv})")
-        require(np.all(np.isfinite(x)), "rest_positions must be finite")
         ne = edge_count(nv, self.closed)
-        lengths = np.linalg.norm(np.roll(x, -1, axis=0)[:ne] - x[:ne], axis=1)
-        require(np.all(lengths > 0), "rest_positions has a zero-length edge")
+        _check_edge_lengths(x, self.closed)
         for name, shape in (
             ("rest_d1", (ne, 3)),
             ("bending_stiffness", (ne, 2)),
@@ -304,7 +358,8 @@ class Rod:
         rest_curvature=None,
         rest_twist=None,
     ) -> "Rod":
-        x = np.asarray(rest_positions, dtype=float)
+        x = check_rest_positions(rest_positions, closed)
+        _check_edge_lengths(x, closed)
         ne = edge_count(x.shape[0], closed)
         i1, i2 = section.second_moments
         return cls(
@@ -337,7 +392,8 @@ class Rod:
         rest_curvature=None,
         rest_twist=None,
     ) -> "Rod":
-        x = np.asarray(rest_positions, dtype=float)
+        x = check_rest_positions(rest_positions, closed)
+        _check_edge_lengths(x, closed)
         ne = edge_count(x.shape[0], closed)
         b = (bending, bending) if np.isscalar(bending) else tuple(bending)
         require(all(v > 0 for v in b), f"bending stiffness must be > 0 N m^2 (got {bending})")
@@ -355,6 +411,14 @@ class Rod:
             rest_curvature=rest_curvature,
             rest_twist=rest_twist,
         )
+
+
+def _check_edge_lengths(x: np.ndarray, closed: bool) -> None:
+    """Refuse a zero-length edge (before a rest frame is built from the tangents)."""
+    ne = edge_count(x.shape[0], closed)
+    lengths = np.linalg.norm(np.roll(x, -1, axis=0)[:ne] - x[:ne], axis=1)
+    bad = np.flatnonzero(~(lengths > 0))
+    require(bad.size == 0, f"rest_positions has a zero-length edge (edge {bad[0] if bad.size else 0}): edge lengths must be > 0 m")
 
 
 def default_rest_d1(x: np.ndarray, closed: bool) -> np.ndarray:

@@ -41,7 +41,9 @@ class RodState:
 def save_arrays(path, arrays: dict, metadata: dict | None = None) -> None:
     """Save arrays to ``.npz`` with a JSON metadata entry (format version, parameters...)."""
     meta = {"format_version": STATE_FORMAT_VERSION, **(metadata or {})}
-    np.savez_compressed(Path(path), **arrays, __metadata__=np.array(json.dumps(meta)))
+    from .io import jsonsafe  # strict JSON: no bare NaN in the metadata
+
+    np.savez_compressed(Path(path), **arrays, __metadata__=np.array(jsonsafe.dumps(meta)))
 
 
 def load_arrays(path) -> tuple[dict, dict]:

@@ -17,7 +17,6 @@ cases' plots (``*.png``) into the output folder and returns True when nothing fa
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+from .io import jsonsafe
 
 log = logging.getLogger(__name__)
 
@@ -607,5 +608,5 @@ def run_validation(out_dir: Path, only: list[str] | None = None, quick: bool = F
     (out_dir / "validation.md").write_text(format_markdown(rows, summary, ctx.plots))
     payload = {"summary": summary, "rows": [{k: _json_value(v) for k, v in asdict(r).items()} | {"pass": r.passed} for r in rows],
                "plots": [p.name for p in ctx.plots]}
-    (out_dir / "validation.json").write_text(json.dumps(payload, indent=2, default=str))
+    (out_dir / "validation.json").write_text(jsonsafe.dumps(payload, indent=2, default=str))
     return bool(summary["ok"])

@@ -23,7 +23,7 @@ from ..geometry.curves import (
     reference_twist,
     time_parallel_update,
 )
-from ..model import Loads, ModelError, Rod, SimulationError, check_damping_scheme, require
+from ..model import Loads, ModelError, Rod, SimulationError, check_damping_scheme, check_steps, require
 from ..state import RodState
 from . import kernels as K
 
@@ -97,8 +97,11 @@ class DERStepper:
     """Explicit DER: symplectic Euler + fast projection + quasistatic twist (Bergou 2008, Alg. 1)."""
 
     def __init__(self, rod: Rod, loads: Loads = Loads(), options: DEROptions | None = None):
+        require(isinstance(rod, Rod), f"rod must be a rodlab.model.Rod (got {type(rod).__name__})")
+        require(isinstance(loads, Loads), f"loads must be a rodlab.model.Loads (got {type(loads).__name__})")
+        require(rod.n_vertices >= 3, f"method der needs rods of at least 3 vertices (a bending joint); this rod has {rod.n_vertices}")
         self.rod = rod
-        self.loads = loads
+        self.loads = loads.check_for(rod)
         self.options = options or DEROptions(dt=suggested_time_step(rod))
         nv, ne, nj = rod.n_vertices, rod.n_edges, rod.n_joints
         self.closed = rod.closed
@@ -309,7 +312,7 @@ class DERStepper:
         Raises :class:`SimulationError` if the state becomes non-finite; ``state`` then holds
         the last finite step.
         """
-        require(nsteps >= 0, f"nsteps must be >= 0 (got {nsteps})")
+        nsteps = check_steps(nsteps)
         opt = self.options
         h = opt.dt
         self._refresh(state)

@@ -14,10 +14,14 @@ Writes into DIR:
                  (naive vs optimized, over strand length) and a summary
   report.md      the summary as a table
   sagfree_report.png  residuals, drifts and parameter changes per strand
+
+Exit status: 0 when every strand converged, 2 for bad input (a malformed file, a bad option), 3 when
+a strand was skipped or did not converge (the report is still written; stderr names the first
+failed strand). report.json is strict JSON: a quantity that could not be computed is ``null`` with
+a ``<name>_reason`` beside it.
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -172,15 +176,30 @@ def run_sagfree(args) -> int:
         drift_max=stat("drift", max), drift_naive_max=stat("drift_naive", max),
         optimization_s_total=stat("wall_s", sum),
     )
-    (out / "report.json").write_text(json.dumps({"summary": summary, "strands": rows}, indent=1, default=float))
+    from ..io.jsonsafe import dumps
+
+    why_none = "no strand was optimised (every strand was skipped)" if not done else None
+    reasons = {k: why_none for k in summary if why_none and isinstance(summary[k], float) and not math.isfinite(summary[k])}
+    if args.t_end == 0:
+        reasons.update(drift_max="--t-end 0 skips the forward simulation", drift_naive_max="--t-end 0 skips the forward simulation")
+    (out / "report.json").write_text(dumps({"summary": summary, "strands": rows}, reasons=reasons, indent=1, default=float))
     lines = ["# rodlab sagfree report", "", "| quantity | value |", "| --- | --- |"]
     lines += [f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in summary.items()]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     if not args.no_plot and done:
         _plot(done, out / "sagfree_report.png")
-    print(f"rodlab sagfree: {len(ok)}/{len(rows)} strands converged (max residual {summary['residual_max']:.3g}, "
-          f"max drift {summary['drift_max']:.3g} vs naive {summary['drift_naive_max']:.3g}) in {wall:.2f} s on {workers} workers; "
+    def fmt(v):
+        return f"{v:.3g}" if math.isfinite(v) else "n/a"
+
+    print(f"rodlab sagfree: {len(ok)}/{len(rows)} strands converged (max residual {fmt(summary['residual_max'])}, "
+          f"max drift {fmt(summary['drift_max'])} vs naive {fmt(summary['drift_naive_max'])}) in {wall:.2f} s on {workers} workers; "
           f"wrote {out}")
+    failed = [r for r in rows if not r.get("success")]
+    if failed:
+        first = failed[0]
+        print(f"rodlab sagfree: error: {len(failed)} of {len(rows)} strands failed (first: strand {first['index']}: "
+              f"{first.get('message', 'did not converge')}); see {out / 'report.json'}", file=sys.stderr)
+        return 3
     return 0
 
 

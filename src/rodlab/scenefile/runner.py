@@ -11,7 +11,6 @@ point forces use these numbers.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 from .. import metrics as M
 from ..experiment import Recording, record
 from ..hair.formats import HairFormatError, read_hair_file
+from ..io import jsonsafe
 from ..model import ModelError
 from ..state import save_arrays
 from ..world import State, World, WorldBuilder, shapes
@@ -273,7 +273,7 @@ def write_outputs(run: SceneRun, out_dir, *, plot: bool = True) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     files = []
     path = out / "metrics.json"
-    path.write_text(json.dumps(run.metrics, indent=2) + "\n")
+    path.write_text(jsonsafe.dumps(run.metrics, indent=2) + "\n")
     files.append(path)
     world, rec = run.world, run.recording
     arrays = {"t": rec.t, "x": rec.x, "rod_offsets": np.array(world.rod_vertex_start),

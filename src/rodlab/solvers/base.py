@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..model import ModelError, SimulationError, require
+from ..model import ModelError, SimulationError, check_steps, require
 from ..world import State, World
 
 
@@ -106,9 +106,10 @@ class Simulator(ABC):
 
     # ---- shared guards -------------------------------------------------------------------------
     def _check_steps(self, state: State, nsteps: int) -> int:
-        if not isinstance(nsteps, (int,)) or isinstance(nsteps, bool) or nsteps < 0:
-            raise ModelError(f"nsteps must be an integer >= 0 (got {nsteps!r})")
-        return nsteps
+        """``nsteps`` as an ``int`` (a Python or numpy integer >= 0; ``2.5`` or ``True`` is a
+        :class:`ModelError`) after checking ``state`` is a :class:`State`."""
+        require(isinstance(state, State), f"state must be a rodlab State (got {type(state).__name__})")
+        return check_steps(nsteps)
 
     def _check_layout(self, state: State) -> None:
         w = self.world

@@ -136,7 +136,9 @@ class State:
                 **(metadata or {})}
         arrays = {name: np.asarray(getattr(self, name)) for name in _ARRAYS}
         arrays.update({f"solver/{k}": np.asarray(v) for k, v in self.solver.items()})
-        np.savez_compressed(Path(path), **arrays, __metadata__=np.array(json.dumps(meta)))
+        from ..io import jsonsafe  # strict JSON: no bare NaN in the metadata
+
+        np.savez_compressed(Path(path), **arrays, __metadata__=np.array(jsonsafe.dumps(meta)))
 
     @classmethod
     def load(cls, path) -> "State":
