@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from rodlab.bench_adapters.report import command_line, machine, md_table, write_section  # noqa: E402
-from rodlab.der.cantilever import cantilever_rod  # noqa: E402
+from rodlab.scenes.cantilever_world import cantilever_rod  # noqa: E402
 from rodlab.der.stepper import DEROptions, DERStepper, suggested_time_step  # noqa: E402
 from rodlab.model import Loads  # noqa: E402
 

@@ -17,11 +17,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _sagfree_md import FIG, machine, table, write_section  # noqa: E402
 
 from rodlab.analytic.elastica import cantilever_elastica_tip  # noqa: E402
-from rodlab.der_implicit.cantilever import cantilever_model, run_cantilever  # noqa: E402
+from rodlab.scenes.cantilever_world import cantilever_model  # noqa: E402
 from rodlab.der_implicit.energies import der_elastic, update_frames  # noqa: E402
 from rodlab.der_implicit.stepper import DERImplicitStepper  # noqa: E402
 from rodlab.linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10  # noqa: E402
-from rodlab.scenes.registry import Progress  # noqa: E402
+from rodlab.scenes.registry import run_scene  # noqa: E402
 
 
 def best(fn, reps=300, rounds=9):
@@ -121,7 +121,7 @@ def cantilever_errors():
         ns = (26, 50, 101, 200)
         for n in ns:
             p = dict(n=n, length=1.0, radius=r, E=E, G=E / 3, rho=1000.0, g=9.81, dt=0.0, t_end=5.0, damping=2.0, static=True)
-            m = run_cantilever(p, Progress()).metrics
+            m = run_scene("cantilever", method="der-implicit", **p).metrics
             err = math.hypot(m["tip_x"] - ref[0], m["tip_z"] - ref[1])
             errs.append(err)
             rows.append([f"{E:.0e}", n, m["tip_x"], m["tip_z"], float(ref[0]), float(ref[1]), err, m["newton_iters"]])

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from rodlab.bench_adapters.peers import PeerUnavailable, Scene, largest_good_dt, run_der, run_pyelastica  # noqa: E402
 from rodlab.bench_adapters.report import command_line, machine, md_table, write_section  # noqa: E402
-from rodlab.der.cantilever import cantilever_rod  # noqa: E402
+from rodlab.scenes.cantilever_world import cantilever_rod  # noqa: E402
 from rodlab.der.stepper import suggested_time_step  # noqa: E402
 
 TOL = 1e-3  # of the length

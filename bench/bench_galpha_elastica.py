@@ -15,7 +15,7 @@ import numpy as np
 
 from rodlab.analytic.elastica import cantilever_elastica_tip
 from rodlab.galpha import Boundary, GAlphaOptions, GAlphaRod, GAlphaSolver
-from rodlab.galpha.cantilever import ROOT_R
+from rodlab.galpha.model import ROOT_R
 
 
 def tip_error(n, E, orientation):

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from rodlab.galpha import Boundary, Coefficients, GAlphaOptions, GAlphaRod, GAlphaSolver, TipLoad
-from rodlab.galpha.cantilever import ROOT_R
+from rodlab.galpha.model import ROOT_R
 
 FIG = Path(__file__).resolve().parents[1] / "docs" / "figures"
 

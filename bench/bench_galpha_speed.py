@@ -15,7 +15,7 @@ import numpy as np
 from scipy.linalg import solve_banded
 
 from rodlab.galpha import Boundary, GAlphaOptions, GAlphaRod, GAlphaSolver
-from rodlab.galpha.cantilever import ROOT_R
+from rodlab.galpha.model import ROOT_R
 from rodlab.linalg.banded_lu import gbtrf, gbtrs
 
 

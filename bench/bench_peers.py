@@ -59,7 +59,7 @@ def _rodlab(method, **options):
         import rodlab
 
         if method == "der":
-            from rodlab.der.cantilever import cantilever_rod
+            from rodlab.scenes.cantilever_world import cantilever_rod
             from rodlab.der.stepper import suggested_time_step
 
             dt0 = suggested_time_step(cantilever_rod(dict(n=scene.n, length=scene.length, radius=scene.radius, E=scene.E,
@@ -73,7 +73,7 @@ def _rodlab(method, **options):
 
 def _pyelastica(scene):
     import elastica  # noqa: F401  (raises ImportError when missing)
-    from rodlab.der.cantilever import cantilever_rod
+    from rodlab.scenes.cantilever_world import cantilever_rod
     from rodlab.der.stepper import suggested_time_step
 
     dt0 = suggested_time_step(cantilever_rod(dict(n=scene.n, length=scene.length, radius=scene.radius, E=scene.E, G=scene.G, rho=scene.rho)))

@@ -4,10 +4,9 @@ import math
 import numpy as np
 import pytest
 
-from rodlab.der_implicit.cantilever import run_cantilever
 from rodlab.der_implicit.energies import unpack_dofs
 from rodlab.der_implicit.stepper import DERImplicitStepper, build_rod
-from rodlab.scenes.registry import Progress
+from rodlab.scenes.registry import Progress, run_scene
 
 try:
     from rodlab.analytic.elastica import cantilever_elastica_tip
@@ -33,6 +32,11 @@ def elastica_tip(L, EI, w):
                         lambda a, b: np.array([a[0], b[1], a[2], a[3]]), s, y, tol=1e-10)
         s, y = sol.x, sol.y
     return np.array([sol.sol(L)[2], sol.sol(L)[3]])
+
+
+def run_cantilever(params, progress=None):
+    """The ``cantilever`` scene (World + der-implicit simulator) with ``params``."""
+    return run_scene("cantilever", progress=progress, **params)
 
 
 BASE = dict(length=1.0, radius=0.01, rho=1000.0, g=9.81, dt=0.0, t_end=5.0, damping=2.0)

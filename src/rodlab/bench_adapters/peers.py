@@ -97,10 +97,10 @@ def run_rodlab(method: str, scene: Scene, dt: float, **options) -> CantileverRun
 def run_der(scene: Scene, dt: float, chunks: int = 20) -> CantileverRun:
     """rodlab's explicit DER driven directly (``DERStepper.advance`` in ``chunks`` calls, so a
     blow-up stops the run early; per-call Python overhead is negligible at these step counts)
-    on the ``cantilever`` scene's rod (rodlab.der.cantilever: edge 0 centred on x = 0)."""
+    on the ``cantilever`` scene's rod (rodlab.scenes.cantilever_world: edge 0 centred on x = 0)."""
     import logging
 
-    from ..der.cantilever import cantilever_rod
+    from ..scenes.cantilever_world import cantilever_rod
     from ..der.stepper import DEROptions, DERStepper, SimulationError
     from ..model import Loads
 

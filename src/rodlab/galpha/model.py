@@ -62,6 +62,7 @@ class Coefficients:
 
 
 BACKWARD_EULER = Coefficients(0.0, 0.0, 1.0)
+ROOT_R = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # root frame d1 = +y, d2 = +z, d3 = +x: a rod along +x
 
 
 @dataclass(frozen=True, eq=False)
