@@ -1,18 +1,26 @@
-"""Scenes of Bergou et al. 2008 (Discrete Elastic Rods), run with the explicit DER stepper.
+"""Scenes of Bergou et al. 2008 (Discrete Elastic Rods), run on a :class:`rodlab.World` by the
+``der`` simulator (:mod:`rodlab.solvers.der`).
 
 helical-buckling (Fig. 7), michell (Fig. 8), uniform-twist (Eq. 5), twist-asymmetry (Fig. 5),
-perversion (Fig. 2). Each returns metrics checked against theory where theory exists.
+perversion (Fig. 2). Each returns metrics checked against theory where theory exists. Turned or
+displaced clamps are clamps with a ``motion``; a start away from the rest shape (a guessed
+equilibrium, a perturbed ring) is written into the state with :mod:`rodlab.world.moves`. Every
+scene's ``n`` is its number of vertices.
 """
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
-from ..der.static import _move_frames, solve_static
-from ..der.stepper import DERStepper, DEROptions, record, suggested_time_step
-from ..model import BoundaryConditions, Clamp, CrossSection, Loads, Material, Rod, twist_about_axis
+from .. import metrics
+from ..der.stepper import suggested_time_step
+from ..experiment import record
+from ..geometry.rotations import exp_so3
+from ..model import twist_about_axis
+from ..solvers import make_simulator
+from ..world import WorldBuilder
+from ..world.moves import fixed_pose, joint_twist, joint_voronoi_length, move_vertices, seat_clamps, settle_twist
 from .registry import Param, SceneResult, register
 
 
@@ -52,40 +60,44 @@ def _straight(n: int, length: float, grading: float = 1.0) -> np.ndarray:
 def helical_buckling(p, progress):
     from ..analytic.helical_buckling import envelope_from_centerline, helical_buckling_theory, theoretical_centerline
 
-    theory = helical_buckling_theory(p["L"], p["alpha"], p["beta"], p["turns"], p["shortening"])
-    if not theory.success:
-        from .registry import SceneError
+    from .registry import SceneError
 
+    try:
+        theory = helical_buckling_theory(p["L"], p["alpha"], p["beta"], p["turns"], p["shortening"])
+    except ValueError as exc:
+        raise SceneError(f"helical-buckling: {exc}") from None
+    if not theory.success:
         raise SceneError(f"helical-buckling: no localized solution for these parameters ({theory.message})")
     n, L = p["n"], p["L"]
     x_straight = _straight(n, L, p["grading"])
-    rod = Rod.from_stiffness(x_straight, bending=p["alpha"], twisting=p["beta"], linear_density=1.0,
-                             boundary=BoundaryConditions(clamps=(Clamp(0), Clamp(-1))))
-    stepper = DERStepper(rod, Loads(), DEROptions(dt=1e-3))
-    state = stepper.initial_state()
-    # wind the far clamp: a straight rod's twist is uniform, theta_j = 2 pi N s_j / L
+    axis = np.array([1.0, 0.0, 0.0])
+    b = WorldBuilder()
+    r = b.add_rod(x_straight, bending=p["alpha"], twisting=p["beta"], linear_density=1.0)
+    b.clamp(r, "start")
+    # the far clamp turned `turns` times about the axis and pushed `shortening` towards the other
+    b.clamp(r, "end", motion=fixed_pose(exp_so3(2 * math.pi * p["turns"] * axis), -p["shortening"] * axis))
+    world = b.build()
+    sim = make_simulator(world, "der", dt=1e-3)
+    state = sim.initial_state()
+    # a rotation cannot count whole turns: the angles carry them. A straight rod's twist is
+    # uniform, theta_j = 2 pi N s_j / L
     s_edge = 0.5 * (x_straight[1:, 0] + x_straight[:-1, 0])
-    state.theta[:] = 2 * math.pi * p["turns"] * (s_edge - s_edge[0]) / (s_edge[-1] - s_edge[0])
-    # first guess: the theory's localized helix, morphed in continuously so the twist is carried
-    guess = _localized_guess(theory, x_straight, p["shortening"], theoretical_centerline)
-    for lam in np.linspace(0.0, 1.0, 41)[1:]:
-        _move_frames(stepper, state, (1 - lam) * x_straight + lam * guess)
-    stepper._refresh(state)
-    stepper._clamp_rest[0] = (state.x[[0, 1]].copy(), stepper.material_frames(state)[0][0].copy())
-    stepper._clamp_rest[rod.n_edges - 1] = (state.x[[-2, -1]].copy(), stepper.material_frames(state)[0][-1].copy())
-    stepper._solve_twist(state)
+    state.edge_theta[:] = 2 * math.pi * p["turns"] * (s_edge - s_edge[0]) / (s_edge[-1] - s_edge[0])
+    # first guess: the theory's localized helix with the clamped edges where the clamps hold them,
+    # morphed in continuously so the twist is carried
+    guess = seat_clamps(world, _localized_guess(theory, x_straight, p["shortening"], theoretical_centerline), t=state.t)
+    move_vertices(world, state, guess, steps=40)
+    settle_twist(world, state)
     progress.update(0.1, 1)
-    start = time.perf_counter()
-    res = solve_static(stepper, state, tol=1e-9, max_iter=100)
-    wall = time.perf_counter() - start
+    res = sim.solve_static(state)
     progress.update(1, 1)
-    xs = res.state.x
+    xs = state.vertex_x.copy()
     axis = xs[-1] - xs[0]
     env = envelope_from_centerline(xs, axis, phi0=theory.phi0)
     window = np.abs(env["s"]) <= 3.0 * theory.s_star
     f_theory = np.tanh(env["s"] / theory.s_star) ** 2
     rms = float(np.sqrt(np.mean((env["f"][window] - f_theory[window]) ** 2)))
-    metrics = {
+    result = {
         "phi0": env["phi_max"],
         "phi0_theory": float(theory.phi0),
         "phi0_error": abs(env["phi_max"] - theory.phi0) / theory.phi0,
@@ -95,9 +107,10 @@ def helical_buckling(p, progress):
         "static_success": res.success,
         "static_iterations": res.iterations,
         "static_residual": res.residual,
-        "solve_wall_s": wall,
+        "solve_wall_s": res.wall_s,
     }
-    traj = {"t": np.array([0.0, 1.0]), "x": np.array([guess, xs]), "theta": res.state.theta, "twist": stepper.twist(res.state),
+    traj = {"t": np.array([0.0, 1.0]), "x": np.array([guess, xs]), "theta": state.edge_theta.copy(),
+            "twist": joint_twist(world, state),
             "envelope_s": env["s"], "envelope_f": env["f"]}
 
     def plot(result, out):
@@ -125,7 +138,7 @@ def helical_buckling(p, progress):
         plt.close(fig)
         return [path]
 
-    return SceneResult(metrics, traj, plot)
+    return SceneResult(result, traj, plot)
 
 
 def _localized_guess(theory, x_straight, shortening, theoretical_centerline):
@@ -174,23 +187,27 @@ def michell(p, progress):
     circle = np.stack([R * np.cos(phi), R * np.sin(phi), np.zeros(n)], axis=1)
     rest_twist = np.zeros(n)
     rest_twist[-1] = -p["twist"]  # the glue angle: an isotropic ring twisted by T before closing
-    rod = Rod.from_stiffness(circle, bending=p["alpha"], twisting=p["beta"], linear_density=1.0, closed=True,
-                             rest_curvature=np.zeros((n, 4)), rest_twist=rest_twist)
-    dt = suggested_time_step(rod, safety=0.3)
-    stepper = DERStepper(rod, Loads(damping=p["damping"]), DEROptions(dt=dt))
+    b = WorldBuilder(damping=p["damping"])
+    b.add_rod(circle, bending=p["alpha"], twisting=p["beta"], linear_density=1.0, closed=True,
+              rest_curvature=np.zeros((n, 4)), rest_twist=rest_twist)
+    world = b.build()
+    dt = suggested_time_step(world.rods[0], safety=0.3)
+    sim = make_simulator(world, "der", dt=dt)
+    state = sim.initial_state()
     # perturb with the modes that go unstable first (out-of-plane, wavenumbers 2 and 3)
     x0 = circle.copy()
     x0[:, 2] = p["perturbation"] * R * (np.sin(2 * phi) + np.cos(3 * phi))
-    state = stepper.initial_state(x=x0)
-    amp0 = _out_of_plane(state.x)
+    move_vertices(world, state, x0)
+    settle_twist(world, state)
+    amp0 = _out_of_plane(state.vertex_x)
     nsteps = int(math.ceil(p["t_end"] / dt))
     # stop once fully buckled (out of plane by half the radius)
-    run = record(stepper, state, nsteps, progress=progress, probes={"amplitude": lambda st: _out_of_plane(st.x)},
-                 stop=lambda st: _out_of_plane(st.x) > 0.5 * R)
+    run = record(sim, state, nsteps, progress=progress, probes={"amplitude": lambda st: _out_of_plane(st.vertex_x)},
+                 stop=lambda st: _out_of_plane(st.vertex_x) > 0.5 * R)
     amps = run.probes["amplitude"]
     growth = amps[-1] / amp0
     crit = michell_critical_twist(p["alpha"], p["beta"])
-    metrics = {
+    result = {
         "stable": bool(growth < 1.0),
         "growth": float(growth),
         "critical_twist_theory": float(crit),
@@ -200,7 +217,7 @@ def michell(p, progress):
         "steps": run.steps,
         "dt": dt,
     }
-    return SceneResult(metrics, {"t": run.t, "x": run.x, "amplitude": amps}, extra={"closed": True})
+    return SceneResult(result, {"t": run.t, "x": run.x, "amplitude": amps}, extra={"closed": True})
 
 
 def _out_of_plane(x: np.ndarray) -> float:
@@ -231,24 +248,28 @@ def uniform_twist(p, progress):
     x = _straight(n, p["length"], p["grading"])
     angle = 2 * math.pi * p["turns"]
     motion = twist_about_axis((1.0, 0.0, 0.0), rate=angle / p["t_end"], total=angle)
-    rod = Rod.from_stiffness(x, bending=(1.0, p["anisotropy"]), twisting=0.8, linear_density=1.0,
-                             boundary=BoundaryConditions(clamps=(Clamp(0), Clamp(-1, motion))))
-    dt = min(suggested_time_step(rod), p["t_end"] / 200)
-    stepper = DERStepper(rod, Loads(), DEROptions(dt=dt, twist_solver="newton", twist_tol=1e-12))
-    state = stepper.initial_state()
+    b = WorldBuilder()
+    r = b.add_rod(x, bending=(1.0, p["anisotropy"]), twisting=0.8, linear_density=1.0)
+    b.clamp(r, "start")
+    b.clamp(r, "end", motion=motion)
+    world = b.build()
+    dt = min(suggested_time_step(world.rods[0]), p["t_end"] / 200)
+    sim = make_simulator(world, "der", dt=dt, twist_solver="newton")
+    state = sim.initial_state()
     nsteps = int(math.ceil(p["t_end"] / dt))
-    run = record(stepper, state, nsteps, frames=50, progress=progress, probes={"twist": stepper.twist})
-    density = 2.0 * stepper.twist(state) / stepper.lbar  # m_k / (lbar_k / 2): twist per unit length
-    applied = state.theta[-1] - state.theta[0]
-    expected = applied / (0.5 * stepper.lbar.sum())
-    metrics = {
+    run = record(sim, state, nsteps, frames=50, progress=progress, probes={"twist": lambda st: joint_twist(world, st)})
+    voronoi = joint_voronoi_length(world)
+    density = joint_twist(world, state) / voronoi  # twist per unit length
+    applied = state.edge_theta[-1] - state.edge_theta[0]
+    expected = applied / voronoi.sum()
+    result = {
         "max_twist_deviation": float(np.abs(density - expected).max() / abs(expected)),
         "twist_applied": float(applied),
         "twist_density_expected": float(expected),
-        "max_lateral_deviation": float(np.abs(state.x[:, 1:]).max()),
+        "max_lateral_deviation": float(np.abs(state.vertex_x[:, 1:]).max()),
         "steps": run.steps,
     }
-    return SceneResult(metrics, {"t": run.t, "x": run.x, "twist": run.probes["twist"]})
+    return SceneResult(result, {"t": run.t, "x": run.x, "twist": run.probes["twist"]})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -277,35 +298,37 @@ def twist_asymmetry(p, progress):
     t_last = x[-1] - x[-2]
     t_last /= np.linalg.norm(t_last)
     motion = twist_about_axis(t_last, rate=1.0)  # clamp angle [rad] = "time"
-    rod = Rod.from_stiffness(x, bending=(1.0, p["anisotropy"]), twisting=0.6, linear_density=1.0,
-                             boundary=BoundaryConditions(clamps=(Clamp(0), Clamp(-1, motion))))
-    stepper = DERStepper(rod, Loads(), DEROptions(dt=1e-3))
-    state = stepper.initial_state()
+    b = WorldBuilder()
+    r = b.add_rod(x, bending=(1.0, p["anisotropy"]), twisting=0.6, linear_density=1.0)
+    b.clamp(r, "start")
+    b.clamp(r, "end", motion=motion)
+    world = b.build()
+    sim = make_simulator(world, "der", dt=1e-3)
+    state = sim.initial_state()
+    voronoi = joint_voronoi_length(world)
     total = 2 * math.pi * p["turns"]
     levels = np.linspace(0.0, total, p["stages"])
-    xs, densities, ok = [state.x.copy()], [2 * stepper.twist(state) / stepper.lbar], True
+    xs, densities, ok = [state.vertex_x.copy()], [joint_twist(world, state) / voronoi], True
     for i, angle in enumerate(levels[1:], 1):
         # ramp the clamp in sub-increments under pi so the angle unwraps, solving statics at each
         sub = max(1, int(math.ceil((angle - state.t) / 0.5)))
         for a in np.linspace(state.t, angle, sub + 1)[1:]:
             state.t = float(a)
-            res = solve_static(stepper, state, tol=1e-8)
-            ok &= res.success
-            state = res.state
-        xs.append(state.x.copy())
-        densities.append(2 * stepper.twist(state) / stepper.lbar)
+            ok &= sim.solve_static(state).success
+        xs.append(state.vertex_x.copy())
+        densities.append(joint_twist(world, state) / voronoi)
         progress.update(i, len(levels) - 1)
     d = densities[-1]
     half = len(d) // 2
-    metrics = {
+    result = {
         "twist_near_fixed_end": float(np.mean(d[:half])),
         "twist_near_turned_end": float(np.mean(d[half:])),
         "twist_ratio": float(np.mean(d[half:]) / np.mean(d[:half])) if abs(np.mean(d[:half])) > 1e-12 else float("inf"),
         "static_success": bool(ok),
         "turns": p["turns"],
     }
-    if not math.isfinite(metrics["twist_ratio"]):
-        metrics["twist_ratio"] = 1e300
+    if not math.isfinite(result["twist_ratio"]):
+        result["twist_ratio"] = 1e300
     traj = {"t": levels, "x": np.array(xs), "twist_density": np.array(densities)}
 
     def plot(result, out):
@@ -331,7 +354,7 @@ def twist_asymmetry(p, progress):
         plt.close(fig)
         return [path]
 
-    return SceneResult(metrics, traj, plot)
+    return SceneResult(result, traj, plot)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -364,28 +387,31 @@ def perversion(p, progress):
     # no natural twist, held straight and untwisted between two clamps
     rest_curvature = np.zeros((n - 2, 4))
     rest_curvature[:, [0, 2]] = 2 * math.tan(0.5 * p["curvature"] * h)
-    base = Rod.from_material(x, Material(E=2e7, G=8e6, rho=1100.0), CrossSection.circle(0.003),
-                             boundary=BoundaryConditions(clamps=(Clamp(0), Clamp(-1, let_in))))
-    rod = Rod(base.rest_positions, base.rest_d1, base.bending_stiffness, base.twisting_stiffness, base.stretching_stiffness,
-              base.linear_density, base.radius, boundary=base.boundary, rest_curvature=rest_curvature)
-    dt = suggested_time_step(rod, safety=0.3)
-    stepper = DERStepper(rod, Loads(damping=p["damping"]), DEROptions(dt=dt))
+    b = WorldBuilder(damping=p["damping"])
+    r = b.add_rod(x, E=2e7, G=8e6, rho=1100.0, radius=0.003, rest_curvature=rest_curvature)
+    b.clamp(r, "start")
+    b.clamp(r, "end", motion=let_in)
+    world = b.build()
+    dt = suggested_time_step(world.rods[0], safety=0.3)
+    sim = make_simulator(world, "der", dt=dt)
+    state = sim.initial_state()
     x0 = x.copy()
     rng = np.random.default_rng(0)
     x0[2:-2, 1:] += 1e-5 * L * rng.standard_normal((n - 4, 2))  # break the symmetry
-    state = stepper.initial_state(x=x0)
-    run = record(stepper, state, int(math.ceil(p["t_end"] / dt)), frames=120, progress=progress)
-    final = _coil_turns(state.x)
-    metrics = {
+    move_vertices(world, state, x0)
+    settle_twist(world, state)
+    run = record(sim, state, int(math.ceil(p["t_end"] / dt)), frames=120, progress=progress)
+    final = _coil_turns(state.vertex_x)
+    result = {
         "turns_left_half": final[0],
         "turns_right_half": final[1],
         "perversion": bool(final[0] * final[1] < 0 and min(abs(final[0]), abs(final[1])) > 0.25),
-        "total_twist": float(np.sum(stepper.twist(state))),
+        "total_twist": float(np.sum(joint_twist(world, state))),
         "steps": run.steps,
-        "us_per_step": 1e6 * run.stepper_seconds / max(run.steps, 1),
+        "us_per_step": metrics.us_per_step(run.wall_s, run.steps),
         "dt": dt,
     }
-    return SceneResult(metrics, {"t": run.t, "x": run.x, "twist": stepper.twist(state)})
+    return SceneResult(result, {"t": run.t, "x": run.x, "twist": joint_twist(world, state)})
 
 
 def _coil_turns(x: np.ndarray) -> tuple[float, float]:
@@ -402,9 +428,3 @@ def _coil_turns(x: np.ndarray) -> tuple[float, float]:
     a, b, c = m // 10, m // 2, m - m // 10
     return float((psi[b] - psi[a]) / (2 * math.pi)), float((psi[c] - psi[b]) / (2 * math.pi))
 
-
-def _handedness(x: np.ndarray) -> np.ndarray:
-    """Sign-carrying torsion proxy per joint pair: ``(t_{k-1} x t_k) . t_{k+1}``."""
-    t = np.diff(x, axis=0)
-    t /= np.linalg.norm(t, axis=1)[:, None]
-    return np.einsum("ij,ij->i", np.cross(t[:-2], t[1:-1]), t[2:])
