@@ -47,7 +47,11 @@ COLORS = {"diagonal": "tab:gray", "block-diagonal": "tab:blue", "hybrid": "tab:r
 
 
 def helix_params(**kw):
+    """The helix scene's parameters; this benchmark counts ``n`` in segments (the paper's unit),
+    the scene in vertices (``n`` segments = ``n + 1`` vertices)."""
     p = {q.name: q.default for q in HELIX_PARAMS}
+    if "n" in kw:
+        kw = dict(kw, n=kw["n"] + 1)
     p.update(kw)
     return p
 

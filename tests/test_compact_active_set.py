@@ -98,7 +98,7 @@ def test_clamp_frame_of_last_segment():
 def test_drop_cylinders_scene_small():
     from rodlab.scenes import run_scene
 
-    r = run_scene("drop-cylinders", n=30, t_end=0.4)
+    r = run_scene("drop-cylinders", n=31, t_end=0.4)  # n counts vertices
     m = r.metrics
     assert m["success"], m["message"]
     assert m["max_contacts"] >= 3  # rests on all three cylinders

@@ -44,7 +44,7 @@ def test_cantilever_dynamic_settles_near_elastica():
 
 
 def test_helix_scene_metrics_small():
-    r = run_scene("helix-gravity", n=30, t_end=0.2, dt=0.02)
+    r = run_scene("helix-gravity", n=31, t_end=0.2, dt=0.02)  # n counts vertices
     m = r.metrics
     for k in ("inextensibility", "alignment", "newton_iters", "pcg_iters", "ms_per_step"):
         assert k in m

@@ -4,18 +4,12 @@ import math
 import numpy as np
 import pytest
 
-from rodlab.compact.cantilever import build_cantilever, run_cantilever
 from rodlab.compact.sqp import CompactModel
 from rodlab.model import ModelError
 from rodlab.solvers import SimulationError, UnsupportedFeature, make_simulator
 from rodlab.solvers.compact import compact_model_of
 from rodlab.world import WorldBuilder, shapes
-from rodlab.world.obstacles import Plane
-
-
-class _Quiet:
-    def update(self, *a):
-        pass
+from rodlab.world.obstacles import Capsule, Plane
 
 
 def cantilever_world(n, E=1e7, g=9.81, damping=2.0, copies=1, spacing=0.5):
@@ -54,17 +48,29 @@ def test_model_equals_from_polyline_for_uniform_circular_rod():
             assert np.allclose(a, e, rtol=1e-13, atol=1e-15 * np.abs(e).max()), name
 
 
+# the first-wave driver (rodlab/compact/cantilever.py, removed in stage 2 of issue #13) on these two
+# runs: tip and middle vertex (index n // 2) at the end
+FIRST_WAVE_DYNAMIC = ([0.37367874491795294, 2.101626061917623e-08, -0.8706426193509337],
+                      [0.2783607669546976, 4.5883998702636024e-10, -0.39377040993240736])
+FIRST_WAVE_STATIC = ([0.8933708798106775, -8.469742662088825e-17, -0.41913936034563565],
+                     [0.4749850987930013, -3.0903115118432194e-17, -0.15505976758265985])
+
+
+def _assert_first_wave(x, golden):
+    tip, mid = (np.array(v) for v in golden)
+    scale = np.abs(tip).max()
+    assert np.abs(x[-1] - tip).max() <= 1e-10 * scale
+    assert np.abs(x[x.shape[0] // 2] - mid).max() <= 1e-10 * scale
+
+
 def test_dynamic_cantilever_matches_first_wave_driver():
     n, dt, t_end = 20, 0.01, 0.5
-    old = run_cantilever(dict(n=n, length=1.0, E=1e7, G=1e7 / 3, rho=1000.0, radius=0.01, g=9.81, damping=2.0,
-                              dt=dt, t_end=t_end, static=False), _Quiet())
     sim = make_simulator(cantilever_world(n), "compact", dt=dt, tension_stiffness=True)
     state = sim.initial_state()
     sim.advance(state.copy(), 3)  # a warm-up on a copy changes nothing
     rep = sim.advance(state, int(round(t_end / dt)))
     assert rep.success and rep.steps == 50 and rep.newton_iters > 0
-    x_old = old.trajectory["x"][-1]
-    assert np.abs(state.vertex_x - x_old).max() <= 1e-10 * np.abs(x_old).max()
+    _assert_first_wave(state.vertex_x, FIRST_WAVE_DYNAMIC)
     assert state.t == pytest.approx(t_end, rel=1e-12)
     # the common fields: m1 unit and normal to the edges, velocities of the chain
     e = np.diff(state.vertex_x, axis=0)
@@ -82,10 +88,7 @@ def test_static_cantilever_matches_first_wave_and_elastica():
     state = sim.initial_state()
     rep = sim.solve_static(state)
     assert rep.success and rep.iterations > 0
-    old = run_cantilever(dict(n=n, length=1.0, E=E, G=E / 3, rho=1000.0, radius=0.01, g=9.81, damping=2.0, dt=0.0,
-                              t_end=1.0, static=True), _Quiet())
-    x_old = old.trajectory["x"][-1]
-    assert np.abs(state.vertex_x - x_old).max() <= 1e-10 * np.abs(x_old).max()
+    _assert_first_wave(state.vertex_x, FIRST_WAVE_STATIC)
     ref = cantilever_elastica_tip(1.0, E * math.pi * 1e-8 / 4, 1000 * math.pi * 1e-4 * 9.81)
     tip = state.vertex_x[-1]
     assert math.hypot(tip[0] - ref[0], tip[2] - ref[1]) < 0.01 / 5
@@ -161,12 +164,12 @@ def test_refusals_name_feature_and_method():
             b.pin(0, edit["pin"])
         if edit.get("wind"):
             b.set_wind((1.0, 0, 0), 0.1)
-        if edit.get("plane"):
-            b.add_obstacle(Plane(point=(0, 0, -1.0), normal=(0, 0, 1.0)))
+        if edit.get("capsule"):
+            b.add_obstacle(Capsule((0, 0, -1.0), (1.0, 0, -1.0), 0.1))
         return b.build()
 
     for edit, words in (({"clamp": "end"}, "clamp of edge 6"), ({"pin": 3}, "pin of vertex 3"),
-                        ({"wind": True}, "wind"), ({"plane": True}, "obstacles")):
+                        ({"wind": True}, "wind"), ({"capsule": True}, "capsule obstacles")):
         with pytest.raises(UnsupportedFeature, match="compact") as exc:
             make_simulator(world(**edit), "compact")
         assert words in str(exc.value)
@@ -175,7 +178,7 @@ def test_refusals_name_feature_and_method():
     with pytest.raises(UnsupportedFeature, match="compact does not support closed rods"):
         make_simulator(b.build(), "compact")
     with pytest.raises(ModelError, match="precond"):
-        make_simulator(world(), "compact", precond="direct")
+        make_simulator(world(), "compact", precond="ilu")
     with pytest.raises(ModelError, match="newton_iters"):
         make_simulator(world(), "compact", newton_iters=0)
     with pytest.raises(ModelError, match="no option rho_inf"):
@@ -193,3 +196,200 @@ def test_non_finite_step_raises_and_keeps_last_good_state():
     assert state.t == good.t
     assert np.array_equal(state.vertex_x, good.vertex_x)
     assert np.array_equal(state.solver["q"], good.solver["q"])
+
+
+# ---- moving root clamps and obstacles (the compact scenes on the World) ---------------------------
+def _turn_and_shift(rate=0.8, speed=0.1):
+    """A clamp motion: turn about z at ``rate`` [rad/s] and translate along y at ``speed`` [m/s]."""
+    def motion(t):
+        c, s = math.cos(rate * t), math.sin(rate * t)
+        return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]), np.array([0.0, speed * t, 0.0])
+    return motion
+
+
+def _driven_world(n=12, motion=None, extra_rod=None, g=9.81):
+    b = WorldBuilder(gravity=(0, 0, -g))
+    r = b.add_rod(shapes.straight(n, 1.0), E=1e6, G=4e5, rho=1e3, radius=0.01)
+    b.clamp(r, "start", motion=motion)
+    if extra_rod is not None:
+        r2 = b.add_rod(shapes.straight(extra_rod, 0.8, start=(0, 0.5, 0)), E=1e6, G=4e5, rho=1e3, radius=0.01)
+        b.clamp(r2, "start")
+    return b.build()
+
+
+def test_moving_root_clamp_follows_its_rigid_motion():
+    motion = _turn_and_shift()
+    w = _driven_world(motion=motion)
+    sim = make_simulator(w, "compact", dt=0.01)
+    state = sim.initial_state()
+    sim.advance(state, 7)
+    sim.advance(state, 13)
+    R, d = motion(state.t)
+    x0 = w.vertex_rest_x[:2]
+    c0 = x0.mean(axis=0)
+    assert state.t == pytest.approx(0.2, rel=1e-12)
+    assert np.abs(state.vertex_x[:2] - ((x0 - c0) @ R.T + c0 + d)).max() < 1e-12
+    assert np.abs(state.edge_ref_d1[0] - R @ w.edge_rest_d1[0]).max() < 1e-12
+    assert np.abs(state.vertex_x[-1] - w.vertex_rest_x[-1]).max() > 0.05  # the rest of the rod follows
+    # static: the clamp is held at its pose at state.t
+    state.t = 0.5
+    assert sim.solve_static(state).success
+    R, d = motion(0.5)
+    assert np.abs(state.vertex_x[:2] - ((x0 - c0) @ R.T + c0 + d)).max() < 1e-12
+
+
+def test_moving_clamp_moves_only_its_rod():
+    """Two rods of different sizes, one driven: each steps bit for bit as in a world of its own."""
+    motion = _turn_and_shift()
+    both = make_simulator(_driven_world(motion=motion, extra_rod=9), "compact", dt=0.02)
+    alone = make_simulator(_driven_world(motion=motion), "compact", dt=0.02)
+    b = WorldBuilder(gravity=(0, 0, -9.81))
+    b.add_rod(shapes.straight(9, 0.8, start=(0, 0.5, 0)), E=1e6, G=4e5, rho=1e3, radius=0.01)
+    b.clamp(0, "start")
+    still = make_simulator(b.build(), "compact", dt=0.02)
+    s2, s1, s0 = both.initial_state(), alone.initial_state(), still.initial_state()
+    for sim, st in ((both, s2), (alone, s1), (still, s0)):
+        sim.advance(st, 6)
+    assert np.array_equal(s2.rod_x(0), s1.rod_x(0)) and np.array_equal(s2.rod_v(0), s1.rod_v(0))
+    assert np.array_equal(s2.rod_x(1), s0.rod_x(0)) and np.array_equal(s2.rod_v(1), s0.rod_v(0))
+
+
+def test_moving_clamp_away_from_the_root_is_refused():
+    b = WorldBuilder()
+    b.add_rod(shapes.straight(8, 1.0), E=1e6, G=4e5, rho=1e3, radius=0.01)
+    b.clamp(0, "end", motion=_turn_and_shift())
+    with pytest.raises(UnsupportedFeature, match="compact does not support a moving clamp"):
+        make_simulator(b.build(), "compact")
+
+
+def test_mesh_obstacles_are_refused_by_name():
+    from rodlab.world.obstacles import TriangleMesh
+
+    b = WorldBuilder()
+    b.add_rod(shapes.straight(8, 1.0), E=1e6, G=4e5, rho=1e3, radius=0.01)
+    b.add_obstacle(TriangleMesh([[0, 0, -1.0], [1, 0, -1.0], [0, 1, -1.0]], [[0, 1, 2]]))
+    with pytest.raises(UnsupportedFeature, match="compact does not support triangle mesh obstacles"):
+        make_simulator(b.build(), "compact")
+
+
+def _falling_rod(obstacle, n=10, z=0.3, damping=0.0):
+    b = WorldBuilder(gravity=(0, 0, -9.81), damping=damping)
+    b.add_rod(shapes.straight(n, 1.0, start=(-0.5, 0, z)), E=1e5, G=4e4, rho=1e3, radius=0.01)
+    b.add_obstacle(obstacle)
+    return b.build()
+
+
+def test_rod_falls_onto_a_plane_and_rests_on_it():
+    """A plane through z = 0.1 (its point off the origin): the rod comes to rest flat on it,
+    every vertex at z = 0.1 + rod radius and in contact."""
+    w = _falling_rod(Plane(point=(0.3, -0.2, 0.1), normal=(0, 0, 2.0)), damping=8.0)
+    sim = make_simulator(w, "compact", dt=0.01)
+    state = sim.initial_state()
+    rep = sim.advance(state, 80)
+    assert rep.success and rep.steps == 80
+    assert np.abs(state.vertex_x[:, 2] - 0.11).max() < 1e-8
+    assert np.abs(state.vertex_v).max() < 1e-3
+    assert sim.last_call.contacts == 10 and sim.last_call.contacts_max == 10 and sim.last_call.steps == 80
+    assert 0 < sim.last_call.contacts_sum <= 800 and sim.last_call.max_violation < 1e-9
+    assert state.solver["contact_active"].shape == (10, 3)
+    assert sorted(state.solver["contact_active"][:, 2]) == list(range(10))
+
+
+def test_sphere_and_cylinder_contacts_match_the_active_set_solver():
+    """The world's sphere and cylinder go to rodlab.compact.active_set unchanged: the simulator
+    steps bit for bit as the ConstrainedSolver on the same rod, and nothing penetrates."""
+    from rodlab.compact.active_set import ConstrainedSolver, Cylinder as ASCylinder, Sphere as ASSphere
+    from rodlab.compact.sqp import CompactState, SolverOptions
+    from rodlab.world.obstacles import Cylinder, Sphere
+
+    for ob, ref in ((Sphere((0.1, 0.0, -0.2), 0.3), ASSphere((0.1, 0.0, -0.2), 0.3)),
+                    (Cylinder((0.0, 0.0, -0.1), (0, 3.0, 0), 0.2), ASCylinder((0.0, 0.0, -0.1), (0, 1.0, 0), 0.2))):
+        w = _falling_rod(ob, z=0.15)
+        sim = make_simulator(w, "compact", dt=0.01)
+        state = sim.initial_state()
+        sim.advance(state, 25)
+        md = compact_model_of(w, 0)
+        cs = ConstrainedSolver(md, SolverOptions(), obstacles=[ref], gravity=(0, 0, -9.81))
+        st = CompactState.at_rest(md)
+        for _ in range(25):
+            cs.step(st, 0.01)
+        assert np.array_equal(state.vertex_x, st.p)
+        assert np.array_equal(state.solver["q"], st.q)
+        assert float(np.min(ob.distance(state.vertex_x))) > 0.01 - 1e-9
+        assert sim.last_call.contacts >= 1
+
+
+def test_the_active_set_lives_in_the_state():
+    """A warm-up step on a copy changes nothing; a saved and loaded state steps on identically."""
+    w = _falling_rod(Plane((0, 0, 0.2), (0, 0, 1)), z=0.22)
+    a = make_simulator(w, "compact", dt=0.01)
+    sa = a.initial_state()
+    a.advance(sa, 5)
+    assert len(sa.solver["contact_active"]) > 0
+    sb = sa.copy()
+    a.advance(sa.copy(), 3)  # warm-up on a copy
+    a.advance(sa, 4)
+    b = make_simulator(w, "compact", dt=0.01)
+    b.advance(sb, 4)
+    assert np.array_equal(sa.vertex_x, sb.vertex_x)
+    assert np.array_equal(sa.solver["contact_active"], sb.solver["contact_active"])
+
+
+def test_static_solve_with_obstacles_is_refused():
+    w = _falling_rod(Plane((0, 0, 0.0), (0, 0, 1)))
+    sim = make_simulator(w, "compact")
+    with pytest.raises(UnsupportedFeature, match="no static solve with obstacles"):
+        sim.solve_static(sim.initial_state())
+
+
+def test_direct_preconditioner_matches_hybrid_on_rods_of_two_sizes():
+    """precond=direct factors one dense block per rod (rods of 8 and 12 vertices here)."""
+    b = WorldBuilder(gravity=(0, 0, -9.81))
+    for n, y in ((12, 0.0), (8, 0.5)):
+        r = b.add_rod(shapes.helix(n, 0.1, 0.05, 1.0, start=(0, y, 0)), E=1e6, G=4e5, rho=1e3, radius=0.005)
+        b.clamp(r, "start")
+    w = b.build()
+    out = []
+    for pc in ("hybrid", "direct"):
+        sim = make_simulator(w, "compact", dt=0.01, precond=pc, newton_iters=30, tol=1e-11, pcg_rtol=1e-13, pcg_atol=0.0)
+        st = sim.initial_state()
+        assert sim.advance(st, 3).success
+        out.append(st.vertex_x)
+    assert np.abs(out[0] - out[1]).max() < 1e-10
+    assert np.abs(out[0] - w.vertex_rest_x).max() > 1e-4
+
+
+def test_a_clamp_motion_of_the_wrong_shape_is_an_error_naming_the_rod():
+    sim = make_simulator(_driven_world(motion=lambda t: (np.eye(3), np.zeros(2))), "compact", dt=0.01)
+    with pytest.raises(ModelError, match=r"clamp motion of rod 0 must return a rotation \(3, 3\)"):
+        sim.advance(sim.initial_state(), 1)
+
+
+def test_fast_path_matches_the_checked_path_and_rechecks_replaced_arrays():
+    """``advance`` checks a state's arrays once and then trusts them while they are the same
+    objects: a state whose arrays were replaced is checked again, and the quick report equals the
+    dataclass's."""
+    from rodlab.solvers.base import StepReport
+    from rodlab.solvers.compact import step_report
+
+    assert step_report(3, True, "ok", 4, 5, 1e-7, 2e-6) == StepReport(3, True, "ok", 4, 5, 1e-7, 2e-6)
+    world = cantilever_world(12, copies=2)
+    sim = make_simulator(world, "compact")
+    state = sim.initial_state()
+    rep = sim.advance(state, 3)
+    assert rep.steps == 3 and rep.success and rep.newton_iters > 0 and rep.linear_iters > 0
+    again = sim.initial_state()
+    sim.advance(again, 1)
+    state_copy = again.copy()  # new arrays: the checked path, then the fast one; same numbers
+    sim.advance(again, 2)
+    sim.advance(state_copy, 1)
+    sim.advance(state_copy, 1)
+    assert np.array_equal(again.vertex_x, state.vertex_x) and np.array_equal(state_copy.vertex_x, state.vertex_x)
+    assert np.array_equal(state_copy.joint_ref_twist, state.joint_ref_twist)
+    state.solver["s"] = np.zeros((world.n_vertices - 1, 3))
+    with pytest.raises(ModelError, match=r"state.solver\['s'\] of a compact state must have shape"):
+        sim.advance(state, 1)
+    state.solver["s"] = np.array(again.solver["s"])
+    state.edge_ref_d1 = np.zeros((world.n_edges, 2))
+    with pytest.raises(ModelError, match="state.edge_ref_d1 must be a C-contiguous float64 array of shape"):
+        sim.advance(state, 1)

@@ -460,8 +460,8 @@ class CompactSolver:
 
     def step(self, state: CompactState, dt: float, *, static: bool = False) -> StepStats:
         """Advance ``state`` by ``dt`` [s] in place (``static``: minimise V + G only)."""
-        if not (math.isfinite(dt) and dt > 0):
-            raise ValueError(f"dt must be > 0 s (got {dt})")
+        if not (isinstance(dt, (int, float, np.integer, np.floating)) and math.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be a finite number > 0 s (got {dt!r})")
         md, o, ws = self.model, self.options, self.ws
         p_t = state.p.copy()
         q_t = state.q.copy()

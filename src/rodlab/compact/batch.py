@@ -1,0 +1,336 @@
+"""Compiled driver of the ``compact`` simulator (:mod:`rodlab.solvers.compact`): every rod of a
+world stepped by the SQP of Zhao et al., "Compact inextensible Cosserat rods" (Alg. 1), in one
+call that loops the steps and, in parallel, the rods, over two flat arenas; then the common frame
+fields of the state.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ..geometry.curves import PARALLEL_TRANSPORT_EPS
+from ..geometry.rotations import matrix_to_quat, quat_mul
+from .chain import recenter
+from .sqp import finish_step, predict_start, sqp_solve
+
+JIT = dict(cache=True, error_model="numpy")
+
+
+# ---------------------------------------------------------------------------------------------
+# compiled driver: steps x rods, over two flat arenas
+# ---------------------------------------------------------------------------------------------
+# The driver takes its constants and workspaces in two arenas (after der-implicit's ibuf / fbuf,
+# MuJoCo's mjModel / mjData): a call passes 15 arguments instead of ~75 (numba checks every
+# argument's type at each call, ~0.1 us apiece). ``ibuf``: sizes, the per-rod offsets, the
+# options of a step and of a static solve, then the offset of every float section; ``fbuf``:
+# scalars (inputs, then the call's outputs), then the sections below, each ``count(entity) x cols``.
+I_NROD, I_NV, I_NE, I_NJ, I_ND, I_NDENSE, I_VSTART, I_ESTART, I_JSTART, I_DRIVE, I_FAILED = range(11)
+I_IOPT, I_SIOPT = 11, 18  # 7 options each (see _advance_rods)
+I_SECTIONS = 25
+F_DT, F_A_IN, F_A_D, F_DECAY, F_RTOL, F_ATOL, F_SRTOL, F_SATOL = range(8)
+F_NEWTON, F_PCG, F_SOLVES, F_STALLED, F_RESIDUAL = range(8, 13)  # outputs: sums over rods, worst residual
+F_HEADER = 13
+_V3, _E3, _E4 = ("v", (3,)), ("e", (3,)), ("e", (4,))
+FSECTIONS = (  # (name, entity, cols): entity v(ertex), e(dge), j(oint), r(od), d(rive), o(ne)
+    ("tol", "r", ()), ("static_tol", "r", ()), ("lengths", "e", ()), ("masses", "v", ()), ("Jr", *_E3),
+    ("lbar", "j", ()), ("Kh", "j", (3,)), ("ubar", "j", (3,)), ("free", *_V3), ("gravity", "o", (3,)),
+    ("drive_x0", "d", (3,)), ("drive_c0", "d", (3,)), ("drive_q0", "d", (4,)),
+    ("p_t", *_V3), ("q_t", *_E4), ("p_pred", *_V3), ("th_pred", *_E3), ("s_bk", *_V3), ("qref_bk", *_E4),
+    ("q_bk", *_E4), ("p_bk", *_V3), ("v_bk", *_V3), ("om_bk", *_E3), ("wp", *_V3), ("wq", *_E4),
+    ("Dj", "e", (3, 3)), ("Qj", "e", (4, 3)), ("gp", *_V3), ("gq", *_E4), ("Hp", "v", ()), ("Hqd", "e", (4, 4)),
+    ("Hqo", "j", (4, 4)), ("b", *_V3), ("ds", *_V3), ("s_try", *_V3), ("diag", "v", (3, 3)), ("off", "e", (3, 3)),
+    ("sinv", "v", (3, 3)), ("W", "e", (3, 3)), ("suffix", "v", ()), ("Bd", "v", (3, 3)), ("Bo", "e", (3, 3)),
+    ("A", "r", ("n", "n")), ("L", "r", ("n", "n")), ("r", *_V3), ("zz", *_V3), ("d", *_V3), ("Ad", *_V3),
+    ("tv", *_V3), ("tp", *_V3), ("y", *_V3), ("G", "v", (3, 3)), ("comps", "r", (4,)), ("stats", "r", (8,)),
+    ("totals", "r", (4,)))
+(S_TOL, S_STATIC_TOL, S_LENGTHS, S_MASSES, S_JR, S_LBAR, S_KH, S_UBAR, S_FREE, S_GRAVITY, S_DRIVE_X0, S_DRIVE_C0,
+ S_DRIVE_Q0, S_P_T, S_Q_T, S_P_PRED, S_TH_PRED, S_S_BK, S_QREF_BK, S_Q_BK, S_P_BK, S_V_BK, S_OM_BK, S_WP, S_WQ,
+ S_DJ, S_QJ, S_GP, S_GQ, S_HP, S_HQD, S_HQO, S_B, S_DS, S_S_TRY, S_DIAG, S_OFF, S_SINV, S_W, S_SUFFIX, S_BD, S_BO,
+ S_A, S_L, S_R, S_ZZ, S_D, S_AD, S_TV, S_TP, S_Y, S_G, S_COMPS, S_STATS, S_TOTALS) = range(
+    I_SECTIONS, I_SECTIONS + len(FSECTIONS))
+
+
+@njit(inline="always", **JIT)
+def _f1(ib, fb, slot, n):
+    o = ib[slot]
+    return fb[o:o + n]
+
+
+@njit(inline="always", **JIT)
+def _f2(ib, fb, slot, n, c):
+    o = ib[slot]
+    return fb[o:o + n * c].reshape((n, c))
+
+
+@njit(inline="always", **JIT)
+def _f3(ib, fb, slot, n, a, c):
+    o = ib[slot]
+    return fb[o:o + n * a * c].reshape((n, a, c))
+
+
+def arenas(counts: dict, header: dict) -> tuple[np.ndarray, np.ndarray, dict]:
+    """``(ibuf, fbuf, views)`` for entity ``counts`` (v, e, j, r, d, o and n, the dense block size)
+    and the ``ibuf`` header values ``header`` (slot -> value); ``views``: every float section as a
+    numpy view of ``fbuf`` (rows per entity, cols), to fill and read from Python."""
+    ib = np.zeros(I_SECTIONS + len(FSECTIONS), dtype=np.int64)
+    for slot, value in header.items():
+        ib[slot] = value
+    shapes, size = [], F_HEADER
+    for k, (name, entity, cols) in enumerate(FSECTIONS):
+        shape = (counts[entity], *(counts[c] if isinstance(c, str) else c for c in cols))
+        ib[I_SECTIONS + k] = size
+        shapes.append(shape)
+        size += int(np.prod(shape))
+    fb = np.zeros(size)
+    views = {name: fb[ib[I_SECTIONS + k]:ib[I_SECTIONS + k] + int(np.prod(shape))].reshape(shape)
+             for k, ((name, _, _), shape) in enumerate(zip(FSECTIONS, shapes))}
+    return ib, fb, views
+
+
+@njit(**JIT)
+def _copy_rows(src, dst):
+    a = src.reshape(-1)
+    b = dst.reshape(-1)
+    for i in range(a.shape[0]):
+        b[i] = a[i]
+
+
+@njit(**JIT)
+def _drive_root(sr, qrefr, R, shift, x0, c0, q0):
+    """Dirichlet values of a moving root clamp turned by ``R`` about its rest edge midpoint ``c0``
+    and shifted by ``shift``: root position ``R (x0 - c0) + c0 + shift``, segment 0's frame
+    ``quat(R) q0`` (sign-aligned with the current one, so the Darboux vectors stay continuous)."""
+    for a in range(3):
+        acc = c0[a] + shift[a]
+        for b in range(3):
+            acc += R[a, b] * (x0[b] - c0[b])
+        sr[0, a] = acc
+        sr[1, a] = 0.0
+    target = quat_mul(matrix_to_quat(R), q0)
+    dot = 0.0
+    for c in range(4):
+        dot += target[c] * qrefr[0, c]
+    sign = -1.0 if dot < 0.0 else 1.0
+    for c in range(4):
+        qrefr[0, c] = sign * target[c]
+
+
+def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta, ref_twist, drive_R, drive_shift):
+    """``nsteps`` implicit-Euler steps (``static``: one static solve, inertia dropped) of every rod
+    (``advance_rods``: in parallel over rods; ``advance_rods_serial``, for one-rod worlds: without
+    the parallel region's cost), then the common frame fields of the state (:func:`write_frames`).
+
+    Per step and rod, in parallel over rods: back up the rod, start from the constant-velocity
+    prediction (:func:`rodlab.compact.sqp.predict_start`), solve the step by SQP
+    (:func:`rodlab.compact.sqp.sqp_solve`, Zhao et al., Alg. 1), then velocities and re-centering
+    (:func:`rodlab.compact.sqp.finish_step`) and the exponential damping factor ``decay``. The
+    state's arrays are flat over rods, rod ``k``'s rows at ``vstart`` (vertices), ``estart``
+    (edges), ``jstart`` (hinges); constants and workspaces are in the arenas ``ib``, ``fb``
+    (:func:`arenas`). Options (``ib[I_IOPT:]``, ``ib[I_SIOPT:]`` for a static solve) =
+    (preconditioner kind, max Newton iterations, PCG max iterations, line-search steps, tension
+    stiffness, re-center every iteration, warm start); ``fb``: PCG rtol and atol, Newton
+    tolerance per rod (``tol``, ``static_tol``). If any rod's step is not finite, every rod is put
+    back to the previous step and the number of steps done is returned (else ``nsteps``); ``failed``
+    (R,) marks the rods that failed. ``totals`` (R, 4) accumulates Newton iterations, PCG
+    iterations, linear solves and steps that stopped on a PCG or line-search failure, summed over
+    rods into ``fb[F_NEWTON:F_RESIDUAL]``; ``stats`` (R, 8) holds the last step's, its worst
+    residual in ``fb[F_RESIDUAL]``. Moving root clamps: ``ib[I_DRIVE]`` (R,) is -1 or the rod's row
+    ``d`` of ``drive_R`` (nsteps, D, 3, 3) and ``drive_shift`` (nsteps, D, 3), the clamp motion at
+    the end of step ``k``, applied to the rest root ``drive_x0`` (D, 3), edge midpoint
+    ``drive_c0`` (D, 3) and segment-0 quaternion ``drive_q0`` (D, 4) (:func:`_drive_root`). ``A``,
+    ``L`` (R, n, n): per-rod dense blocks of the ``direct`` preconditioner (n = 1 for the others).
+    """
+    nr, N, E, J, D, nd_max = ib[I_NROD], ib[I_NV], ib[I_NE], ib[I_NJ], ib[I_ND], ib[I_NDENSE]
+    vstart, estart, jstart = ib[ib[I_VSTART]:ib[I_VSTART] + nr + 1], ib[ib[I_ESTART]:ib[I_ESTART] + nr + 1], \
+        ib[ib[I_JSTART]:ib[I_JSTART] + nr + 1]
+    rod_drive, failed = ib[ib[I_DRIVE]:ib[I_DRIVE] + nr], ib[ib[I_FAILED]:ib[I_FAILED] + nr]
+    io = I_SIOPT if static else I_IOPT
+    kind = ib[io]
+    max_newton = ib[io + 1]
+    pcg_maxiter = ib[io + 2]
+    ls_steps = ib[io + 3]
+    use_g = ib[io + 4] != 0
+    recenter_each = ib[io + 5] != 0
+    warm = ib[io + 6] != 0
+    dt = fb[F_DT]
+    a_in = 0.0 if static else fb[F_A_IN]
+    a_d = 0.0 if static else fb[F_A_D]
+    decay = 1.0 if static else fb[F_DECAY]
+    pcg_rtol = fb[F_SRTOL] if static else fb[F_RTOL]
+    pcg_atol = fb[F_SATOL] if static else fb[F_ATOL]
+    tol = _f1(ib, fb, S_STATIC_TOL if static else S_TOL, nr)
+    lengths, masses, Jr = _f1(ib, fb, S_LENGTHS, E), _f1(ib, fb, S_MASSES, N), _f2(ib, fb, S_JR, E, 3)
+    lbar, Kh, ubar = _f1(ib, fb, S_LBAR, J), _f2(ib, fb, S_KH, J, 3), _f2(ib, fb, S_UBAR, J, 3)
+    free, gravity = _f2(ib, fb, S_FREE, N, 3), _f1(ib, fb, S_GRAVITY, 3)
+    drive_x0, drive_c0, drive_q0 = _f2(ib, fb, S_DRIVE_X0, D, 3), _f2(ib, fb, S_DRIVE_C0, D, 3), \
+        _f2(ib, fb, S_DRIVE_Q0, D, 4)
+    p_t, q_t, p_pred, th_pred = _f2(ib, fb, S_P_T, N, 3), _f2(ib, fb, S_Q_T, E, 4), _f2(ib, fb, S_P_PRED, N, 3), \
+        _f2(ib, fb, S_TH_PRED, E, 3)
+    s_bk, qref_bk, q_bk = _f2(ib, fb, S_S_BK, N, 3), _f2(ib, fb, S_QREF_BK, E, 4), _f2(ib, fb, S_Q_BK, E, 4)
+    p_bk, v_bk, om_bk = _f2(ib, fb, S_P_BK, N, 3), _f2(ib, fb, S_V_BK, N, 3), _f2(ib, fb, S_OM_BK, E, 3)
+    wp, wq, Dj, Qj = _f2(ib, fb, S_WP, N, 3), _f2(ib, fb, S_WQ, E, 4), _f3(ib, fb, S_DJ, E, 3, 3), \
+        _f3(ib, fb, S_QJ, E, 4, 3)
+    gp, gq, Hp = _f2(ib, fb, S_GP, N, 3), _f2(ib, fb, S_GQ, E, 4), _f1(ib, fb, S_HP, N)
+    Hqd, Hqo = _f3(ib, fb, S_HQD, E, 4, 4), _f3(ib, fb, S_HQO, J, 4, 4)
+    b, ds, s_try = _f2(ib, fb, S_B, N, 3), _f2(ib, fb, S_DS, N, 3), _f2(ib, fb, S_S_TRY, N, 3)
+    diag, off, sinv = _f3(ib, fb, S_DIAG, N, 3, 3), _f3(ib, fb, S_OFF, E, 3, 3), _f3(ib, fb, S_SINV, N, 3, 3)
+    W, suffix = _f3(ib, fb, S_W, E, 3, 3), _f1(ib, fb, S_SUFFIX, N)
+    Bd, Bo = _f3(ib, fb, S_BD, N, 3, 3), _f3(ib, fb, S_BO, E, 3, 3)
+    A, L = _f3(ib, fb, S_A, nr, nd_max, nd_max), _f3(ib, fb, S_L, nr, nd_max, nd_max)
+    r, zz, d, Ad = _f2(ib, fb, S_R, N, 3), _f2(ib, fb, S_ZZ, N, 3), _f2(ib, fb, S_D, N, 3), _f2(ib, fb, S_AD, N, 3)
+    tv, tp, y, G = _f2(ib, fb, S_TV, N, 3), _f2(ib, fb, S_TP, N, 3), _f2(ib, fb, S_Y, N, 3), \
+        _f3(ib, fb, S_G, N, 3, 3)
+    comps, stats, totals = _f2(ib, fb, S_COMPS, nr, 4), _f2(ib, fb, S_STATS, nr, 8), _f2(ib, fb, S_TOTALS, nr, 4)
+    totals[:, :] = 0.0
+    done = nsteps
+    for k in range(nsteps):
+        for ri in prange(nr):
+            v0, v1 = vstart[ri], vstart[ri + 1]
+            e0, e1 = estart[ri], estart[ri + 1]
+            h0, h1 = jstart[ri], jstart[ri + 1]
+            sr, qrefr, qr = s[v0:v1], qref[e0:e1], q[e0:e1]
+            pr, vr, omr = p[v0:v1], v[v0:v1], omega[e0:e1]
+            _copy_rows(sr, s_bk[v0:v1])
+            _copy_rows(qrefr, qref_bk[e0:e1])
+            _copy_rows(qr, q_bk[e0:e1])
+            _copy_rows(pr, p_bk[v0:v1])
+            _copy_rows(vr, v_bk[v0:v1])
+            _copy_rows(omr, om_bk[e0:e1])
+            ptr, qtr, ppr, thr = p_t[v0:v1], q_t[e0:e1], p_pred[v0:v1], th_pred[e0:e1]
+            _copy_rows(pr, ptr)
+            _copy_rows(qr, qtr)
+            for j in range(v1 - v0):
+                for c in range(3):
+                    ppr[j, c] = vr[j, c] * dt + ptr[j, c]
+            for i in range(e1 - e0):
+                for c in range(3):
+                    thr[i, c] = omr[i, c] * dt
+            fr = free[v0:v1]
+            if warm and not static:
+                predict_start(sr, qr, vr, omr, dt, fr)
+            dr = rod_drive[ri]
+            if dr >= 0:
+                _drive_root(sr, qrefr, drive_R[k, dr], drive_shift[k, dr], drive_x0[dr], drive_c0[dr], drive_q0[dr])
+            nd = 3 * (v1 - v0) if kind == 4 else 1
+            wpr, wqr = wp[v0:v1], wq[e0:e1]
+            sqp_solve(sr, lengths[e0:e1], qrefr, fr, ppr, ptr, qtr, thr, masses[v0:v1], Jr[e0:e1], lbar[h0:h1],
+                      Kh[h0:h1], ubar[h0:h1], gravity, a_in, a_d, kind, max_newton, tol[ri], pcg_rtol, pcg_atol,
+                      pcg_maxiter, ls_steps, G[v0:v1], use_g, recenter_each,
+                      wpr, wqr, Dj[e0:e1], Qj[e0:e1], gp[v0:v1], gq[e0:e1], Hp[v0:v1], Hqd[e0:e1], Hqo[h0:h1],
+                      b[v0:v1], ds[v0:v1], s_try[v0:v1], diag[v0:v1], off[e0:e1], sinv[v0:v1], W[e0:e1],
+                      suffix[v0:v1], Bd[v0:v1], Bo[e0:e1], A[ri, :nd, :nd], L[ri, :nd, :nd], r[v0:v1], zz[v0:v1],
+                      d[v0:v1], Ad[v0:v1], tv[v0:v1], tp[v0:v1], y[v0:v1], comps[ri], stats[ri])
+            finite = True
+            for j in range(v1 - v0):
+                for c in range(3):
+                    if not math.isfinite(wpr[j, c]):
+                        finite = False
+            failed[ri] = 0 if finite else 1
+            if not finite:
+                continue
+            _copy_rows(wpr, pr)
+            _copy_rows(wqr, qr)
+            if static:
+                vr[:, :] = 0.0
+                omr[:, :] = 0.0
+                recenter(qr, qrefr, sr)
+            else:
+                finish_step(sr, qrefr, pr, qr, ptr, qtr, vr, omr, dt)
+                if decay != 1.0:
+                    for j in range(v1 - v0):
+                        for c in range(3):
+                            vr[j, c] *= decay
+                    for i in range(e1 - e0):
+                        for c in range(3):
+                            omr[i, c] *= decay
+        bad = False
+        for ri in range(nr):
+            if failed[ri] != 0:
+                bad = True
+        if bad:
+            _copy_rows(s_bk, s)
+            _copy_rows(qref_bk, qref)
+            _copy_rows(q_bk, q)
+            _copy_rows(p_bk, p)
+            _copy_rows(v_bk, v)
+            _copy_rows(om_bk, omega)
+            done = k
+            break
+        for ri in range(nr):
+            totals[ri, 0] += stats[ri, 0]
+            totals[ri, 1] += stats[ri, 1]
+            totals[ri, 2] += stats[ri, 2]
+            if stats[ri, 6] != 0.0 or stats[ri, 7] != 0.0:
+                totals[ri, 3] += 1.0
+    for c in range(4):
+        acc = 0.0
+        for ri in range(nr):
+            acc += totals[ri, c]
+        fb[F_NEWTON + c] = acc
+    worst = -np.inf
+    for ri in range(nr):
+        worst = max(worst, stats[ri, 3])
+    fb[F_RESIDUAL] = worst
+    _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist)
+    return done
+
+
+advance_rods = njit(parallel=True, **JIT)(_advance_rods)
+advance_rods_serial = njit(**JIT)(_advance_rods)
+advance_rods.__doc__ = advance_rods_serial.__doc__ = _advance_rods.__doc__
+
+
+@njit(**JIT)
+def _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist):
+    """:func:`write_frames` on scalars (no array views: ~25 ns per edge), operation for operation
+    :func:`rodlab.geometry.curves.parallel_transport_into`, ``signed_angle`` and ``unwrap_near``."""
+    two_pi = 2.0 * math.pi
+    for ri in range(vstart.shape[0] - 1):
+        j = vstart[ri]
+        h = jstart[ri]
+        ux = uy = uz = tx = ty = tz = 0.0  # previous edge's d1 and tangent
+        for i in range(estart[ri], estart[ri + 1]):
+            w, x, yq, z = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+            nq = w * w + x * x + yq * yq + z * z
+            vx = (nq - 2.0 * (yq * yq + z * z)) / nq
+            vy = 2.0 * (x * yq + w * z) / nq
+            vz = 2.0 * (x * z - w * yq) / nq
+            ref_d1[i, 0], ref_d1[i, 1], ref_d1[i, 2] = vx, vy, vz
+            theta[i] = 0.0
+            e0 = p[j + 1, 0] - p[j, 0]
+            e1 = p[j + 1, 1] - p[j, 1]
+            e2 = p[j + 1, 2] - p[j, 2]
+            le = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+            sx, sy, sz = e0 / le, e1 / le, e2 / le
+            if i > estart[ri]:  # joint h between edges i - 1 and i: transport u along t -> s, angle to v about s
+                c = tx * sx + ty * sy + tz * sz
+                if not 1.0 + c > PARALLEL_TRANSPORT_EPS:
+                    raise ValueError("parallel transport between anti-parallel tangents is undefined")
+                b0 = ty * sz - tz * sy
+                b1 = tz * sx - tx * sz
+                b2 = tx * sy - ty * sx
+                bu = (b0 * ux + b1 * uy + b2 * uz) / (1.0 + c)
+                o0 = c * ux + (b1 * uz - b2 * uy) + b0 * bu
+                o1 = c * uy + (b2 * ux - b0 * uz) + b1 * bu
+                o2 = c * uz + (b0 * uy - b1 * ux) + b2 * bu
+                cx = o1 * vz - o2 * vy
+                cy = o2 * vx - o0 * vz
+                cz = o0 * vy - o1 * vx
+                angle = math.atan2(cx * sx + cy * sy + cz * sz, o0 * vx + o1 * vy + o2 * vz)
+                ref_twist[h] = angle + two_pi * math.floor((ref_twist[h] - angle) / two_pi + 0.5)
+                h += 1
+            ux, uy, uz, tx, ty, tz = vx, vy, vz, sx, sy, sz
+            j += 1
+
+
+@njit(**JIT)
+def write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist):
+    """Common frame fields of every open rod from its segment quaternions: ``ref_d1`` = first
+    director of ``q`` (m1), ``theta = 0``, ``ref_twist`` the reference twist of those frames
+    (Bergou et al. 2008, Sec. 6), unwrapped against its previous value."""
+    _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist)
+
+
+__all__ = ["I_NROD", "I_NV", "I_NE", "I_NJ", "I_ND", "I_NDENSE", "I_VSTART", "I_ESTART", "I_JSTART", "I_DRIVE", "I_FAILED", "I_IOPT", "I_SIOPT", "I_SECTIONS", "F_DT", "F_A_IN", "F_A_D", "F_DECAY", "F_RTOL", "F_ATOL", "F_SRTOL", "F_SATOL", "F_NEWTON", "F_PCG", "F_SOLVES", "F_STALLED", "F_RESIDUAL", "F_HEADER", "FSECTIONS", "arenas", "advance_rods", "advance_rods_serial", "write_frames"]
