@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..linalg.banded_lu import block_lu
-from ..model import ModelError, require
+from ..model import ModelError, check_steps, require
 from .boundary import Boundary, TipLoad, column_map, free_mask
 from .model import BACKWARD_EULER, Coefficients, GAlphaRod
 from .residual import NV, P_STATIC, inv_one_plus_skew, node_terms, old_terms, residual_blocks, tip_sensitivity
@@ -219,6 +219,10 @@ I_MAXIT, I_ADAPT, I_EXACT, I_NEEDF, I_COUPLED, I_KIND, I_CAY = range(7)
 F_TOL, F_RELAX, F_MINRELAX, F_REUSE = range(4)
 # return codes
 NEWTON_CONVERGED, NEWTON_CONVERGED_STEP, NEWTON_MAXIT, NEWTON_SINGULAR = range(4)
+# what the chord Newton's factors are (GAlphaSolver.bind_factors): valid (1/0), carry a Woodbury
+# term (1/0), the tip kind and the step parameters (_prm, 11 values) they were made with
+M_VALID, M_COUPLED, M_KIND, M_PRM = range(4)
+META_SIZE = M_PRM + 11
 
 
 @njit(**JIT)
@@ -439,6 +443,10 @@ def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, 
     return code
 
 
+_FACTOR_ATTRS = (("W", "_W"), ("piv", "_piv"), ("T", "_T"), ("tpiv", "_tpiv"), ("D", "_D"), ("Y", "_Y"),
+                 ("Sinv", "_Sinv"), ("meta", "_meta"))
+
+
 class GAlphaSolver:
     """Stepper for one rod: ``solver.step(state, dt) -> StepResult`` advances ``state`` in place
     (or leaves it unchanged and reports failure)."""
@@ -493,13 +501,32 @@ class GAlphaSolver:
         self._iopt[I_CAY] = 1 if o.orientation == "cayley" else 0
         self._fopt = np.array([o.tol, o.relaxation, o.min_relaxation, o.reuse_ratio])
         self._out = np.zeros(6)
-        self._fact_key = None
+        self._meta = np.zeros(META_SIZE)  # which factors W, piv, T, tpiv, D, Y, Sinv hold (bind_factors)
         self.factorizations = 0
         self.substeps = 0
         self.total_iterations = 0
         self.total_steps = 0
         self.solve_time = 0.0  # wall time inside step() [s]
         self.cpu_time = 0.0  # CPU time of this process inside step() [s] (time.process_time)
+
+    def factor_shapes(self) -> dict:
+        """Shapes and dtypes of the chord Newton's factors (:meth:`bind_factors`): ``W`` (N-1, 24,
+        30) and ``piv`` (N-1, 15) the block LU, ``T`` (15, 15), ``tpiv`` (15,) its last block,
+        ``D`` (6, 15 N), ``Y`` (15 N, 6), ``Sinv`` (6, 6) the Woodbury term of the end loads,
+        ``meta`` (14,) what they were made for (``M_*`` slots)."""
+        return {name: (getattr(self, attr).shape, getattr(self, attr).dtype) for name, attr in _FACTOR_ATTRS}
+
+    def bind_factors(self, W, piv, T, tpiv, D, Y, Sinv, meta) -> None:
+        """Keep the LU factors that the chord Newton reuses between steps (``reuse_jacobian``) in
+        the given arrays (shapes of :meth:`factor_shapes`; C-contiguous, written in place), e.g. a
+        simulator's state: a step's result then depends only on its inputs and these arrays, not
+        on what this solver did before. ``meta[M_VALID] = 0``: no factors yet."""
+        for (name, attr), a in zip(_FACTOR_ATTRS, (W, piv, T, tpiv, D, Y, Sinv, meta)):
+            ref = getattr(self, attr)
+            if a.shape != ref.shape or a.dtype != ref.dtype or not a.flags.c_contiguous:
+                raise ModelError(f"bind_factors: {name} must be a C-contiguous {ref.dtype} array of shape {ref.shape} "
+                                 f"(got {a.dtype} {a.shape})")
+        self._W, self._piv, self._T, self._tpiv, self._D, self._Y, self._Sinv, self._meta = W, piv, T, tpiv, D, Y, Sinv, meta
 
     # ------------------------------------------------------------------------------------------
     def _prm(self, dt: float, coeffs: Coefficients, static: bool, damping: float | None = None) -> np.ndarray:
@@ -571,10 +598,12 @@ class GAlphaSolver:
         they still contract the residual by at least a factor ``options.reuse_ratio`` per
         iteration (chord Newton), also across steps with the same parameters."""
         opts = self.options
-        key = (kind, tuple(prm))
+        meta, key = self._meta, prm.tolist()
         mask = self._masks[kind]
         iopt = self._iopt
-        iopt[I_NEEDF] = 0 if (opts.reuse_jacobian and self._fact_key == key) else 1
+        reuse = opts.reuse_jacobian and meta[M_VALID] == 1.0 and meta[M_KIND] == kind and meta[M_PRM:].tolist() == key
+        iopt[I_NEEDF] = 0 if reuse else 1
+        iopt[I_COUPLED] = 1 if meta[M_COUPLED] != 0.0 else 0
         iopt[I_KIND] = kind
         fopt = self._fopt
         fopt[F_TOL] = tol
@@ -587,10 +616,12 @@ class GAlphaSolver:
                              out, self._rootinfo)
         it, fn, mu, nfact = int(out[0]), float(out[1]), float(out[2]), int(out[3])
         self.factorizations += nfact
+        meta[M_COUPLED] = iopt[I_COUPLED]
         if out[4] == 0.0:
-            self._fact_key = None
+            meta[M_VALID] = 0.0
         elif nfact > 0:
-            self._fact_key = key
+            meta[M_VALID], meta[M_KIND] = 1.0, kind
+            meta[M_PRM:] = prm
         if code == NEWTON_CONVERGED:
             return StepResult(True, it, fn, "converged", mu)
         if code == NEWTON_CONVERGED_STEP:
@@ -673,6 +704,8 @@ class GAlphaSolver:
                  raise_on_failure: bool = True, robust: bool = False) -> dict:
         """Run ``n_steps`` steps; returns a trajectory dict (t, x, energy, kinetic, elastic,
         newton_iters, residual, frames = director matrices (F, N, 3, 3)) sampled every ``record_every`` steps (plus the initial state)."""
+        n_steps = check_steps(n_steps, "n_steps")
+        require(check_steps(record_every, "record_every") >= 1, f"record_every must be an integer >= 1 (got {record_every!r})")
         ts, xs, ek, ee, eg, its, rs, Rs = [], [], [], [], [], [], [], []
 
         def record(it, r):

@@ -1,14 +1,27 @@
-"""Scenes of the generalized-alpha Cosserat rod paper (GA paper, Sec. 5): the seven test cases,
-each with 100 segments by default and the paper's dt = 1/30 s and (alpha, beta, gamma) =
+"""Scenes of the generalized-alpha Cosserat rod paper (GA paper: the dynamic Cosserat rod as a
+two-point boundary value problem, generalized-alpha in time and space, Sec. 5): the seven test
+cases, each with 100 segments by default and the paper's dt = 1/30 s and (alpha, beta, gamma) =
 (0.3, 0, 0.7) unless the paper names other values. Parameters the paper does not give are chosen
-here and listed in docs/galpha.md. SI units."""
+here and listed in docs/galpha.md. SI units.
+
+Every scene is a :class:`rodlab.world.World` stepped by ``make_simulator(world, "galpha", ...)``
+through :func:`rodlab.experiment.record`. ``n`` is the number of vertices, which are galpha's
+nodes (segments + 1). A rod's rest shape is given to the world as the polyline
+:func:`rodlab.solvers.galpha.rest_polyline` makes from the scene's rest Darboux vector and root
+frame: galpha reads back exactly that Darboux vector at the interior nodes and that root frame,
+while the two end nodes take their neighbours' values (identical for the uniform helices and the
+straight rod; the sine and the buckling imperfection differ there by O(ds)). End loads are point
+forces and point torques on the last vertex (galpha's ``TipLoad``); end motions are clamps with a
+prescribed ``motion(t)`` (galpha's ``RootMotion`` / ``TipMotion``).
+"""
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
+from .. import metrics
+from ..experiment import record
 from .registry import Param, SceneResult, register
 
 PAPER = "generalized-alpha-cosserat.txt"
@@ -20,7 +33,7 @@ HANGING = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, -1.0]])  # d3 
 
 def _common(n=101, dt=1 / 30, t_end=2.0, alpha=0.3, beta=0.0, gamma=0.7):
     return [
-        Param("n", n, "number of nodes (segments + 1)", low=4, high=2001),
+        Param("n", n, "number of vertices = galpha nodes (segments + 1)", low=4, high=2001),
         Param("dt", dt, "time step [s]", low=0.0, low_open=True),
         Param("t_end", t_end, "simulated time [s]", low=0.0, low_open=True),
         Param("rho_inf", -1.0, "spectral radius at infinity (Chung-Hulbert); -1: use alpha, beta, gamma", low=-1.0, high=1.0),
@@ -31,11 +44,11 @@ def _common(n=101, dt=1 / 30, t_end=2.0, alpha=0.3, beta=0.0, gamma=0.7):
     ]
 
 
-def _coeffs(p):
-    from ..galpha import Coefficients
+def _coefficients(p) -> dict:
+    """The galpha simulator's time-scheme options from the scene parameters."""
     if p["rho_inf"] >= 0:
-        return Coefficients.from_rho_inf(p["rho_inf"])
-    return Coefficients(p["alpha"], p["beta"], p["gamma"])
+        return {"rho_inf": p["rho_inf"]}
+    return {"alpha": p["alpha"], "beta": p["beta"], "gamma": p["gamma"]}
 
 
 def _helix_root(k, tau, axis_world):
@@ -51,38 +64,132 @@ def _helix_root(k, tau, axis_world):
     return W @ L.T
 
 
-def _run(p, model, boundary, progress, *, options=None, extra_metrics=None, initial=None):
-    from ..galpha import GAlphaOptions, GAlphaSolver
-    opts = options or GAlphaOptions(time=_coeffs(p))
-    _warm_up()
-    solver = GAlphaSolver(model, boundary, opts)
-    state = solver.initial_state() if initial is None else initial
-    dt = p["dt"]
-    n_steps = max(1, int(math.ceil(p["t_end"] / dt - 1e-9)))
+def _helix_darboux(coil_radius: float, pitch: float) -> tuple[float, float]:
+    """Curvature and torsion [1/m] of a helix of ``coil_radius`` [m] rising ``pitch`` [m] per turn."""
+    c = pitch / (2 * math.pi)
+    return coil_radius / (coil_radius**2 + c * c), c / (coil_radius**2 + c * c)
+
+
+def _add_rod(b, n, length, kappa_hat, root_R, *, E, G, rho, radius, root_r=(0.0, 0.0, 0.0)) -> tuple[int, np.ndarray]:
+    """Add to builder ``b`` the rod of ``n`` vertices and ``length`` [m] whose galpha model has the
+    rest Darboux vector ``kappa_hat`` ((3,) or (n, 3), [1/m]) and root frame ``root_R``; returns
+    its index and rest vertices (n, 3) [m]."""
+    from ..solvers.galpha import rest_polyline
+
+    kh = np.asarray(kappa_hat, dtype=float)
+    kh = np.tile(kh, (n, 1)) if kh.shape == (3,) else kh
+    points, d1 = rest_polyline(kh, length / (n - 1), root_R, root_r)
+    return b.add_rod(points, E=E, G=G, rho=rho, radius=radius, rest_d1=d1), points
+
+
+def _smooth_step_integral(t: float, ramp: float) -> float:
+    """``int_0^t s(tau) dtau`` [s] of the smooth ramp ``s = x^2 (3 - 2x)``, ``x = min(1, tau / ramp)``."""
+    if t >= ramp:
+        return t - 0.5 * ramp
+    x = t / ramp
+    return ramp * (x**3 - 0.5 * x**4)
+
+
+def _step_count(p) -> int:
+    return max(1, int(math.ceil(p["t_end"] / p["dt"] - 1e-9)))
+
+
+class _Offset:
+    """Progress of one phase of a longer run."""
+
+    def __init__(self, progress, start, total):
+        self.progress, self.start, self.total = progress, start, total
+
+    def update(self, done, _total):
+        if self.progress is not None:
+            self.progress.update(self.start + done, self.total)
+
+
+def _record(schedule, state, every: int, progress) -> dict:
+    """Run ``schedule`` = [(simulator, steps), ...] one after the other on ``state`` with
+    :func:`rodlab.experiment.record`, keeping a frame every ``every`` steps of the whole run and at
+    its end (the first-wave driver's frames). Per frame: positions, galpha's energies
+    (``Simulator.energies``), node frames, the last step's Newton residual and iterations."""
+    total = sum(n for _, n in schedule)
+    probes = lambda sim: {  # noqa: E731
+        "energies": lambda s: [sim.energies(s)[k] for k in ("kinetic", "elastic", "gravity")],
+        "frames": lambda s: s.solver["R"].copy(),
+        "residual": lambda s: float(s.solver["last_residual"].max()),
+        "newton_iters": lambda s: int(s.solver["last_newton_iters"].max()),
+    }
+    keep = {"t": [state.t], "x": [state.vertex_x.copy()]}
+    for name, fn in probes(schedule[0][0]).items():
+        keep[name] = [fn(state)]
+    keep["residual"], keep["newton_iters"] = [0.0], [0]
+    done, wall, newton, warmed = 0, 0.0, 0, set()
+    for sim, n in schedule:
+        left = n
+        chunks = []
+        first = min(left, (-done) % every)  # up to the next frame of the whole run
+        if first:
+            chunks.append((first, 1))
+            left -= first
+        if left >= every:
+            chunks.append((left // every * every, left // every))
+            left -= left // every * every
+        if left:
+            chunks.append((left, 1))
+        for steps, frames in chunks:
+            run = record(sim, state, steps, frames=frames, probes=probes(sim), warmup=id(sim) not in warmed,
+                         progress=_Offset(progress, done, total))
+            warmed.add(id(sim))
+            wall, newton = wall + run.wall_s, newton + run.newton_iters
+            for f in range(1, len(run.t)):
+                done_f = done + f * (steps // frames) if f < len(run.t) - 1 else done + steps
+                if done_f % every == 0 or done_f == total:
+                    keep["t"].append(run.t[f])
+                    keep["x"].append(run.x[f])
+                    for name in run.probes:
+                        keep[name].append(run.probes[name][f])
+            done += run.steps
+    traj = {k: np.array(v) for k, v in keep.items()}
+    e = traj.pop("energies")
+    traj.update(kinetic=e[:, 0], elastic=e[:, 1], gravitational=e[:, 2], energy=e.sum(axis=1))
+    return {"trajectory": traj, "steps": done, "wall_s": wall, "newton_iters": newton}
+
+
+def _run(p, world, schedule, state, progress, *, extra_metrics=None) -> tuple[SceneResult, object]:
+    """Record ``schedule`` from ``state`` and report the scenes' metrics (first-wave keys, plus the
+    shared ones of :mod:`rodlab.metrics`)."""
+    sim = schedule[0][0]
+    n_steps = sum(n for _, n in schedule)
     every = max(1, n_steps // max(1, p["frames"] - 1))
-    solver.solve_time = 0.0
-    traj = solver.simulate(state, dt, n_steps, record_every=every, progress=progress, robust=True)
-    metrics = {"steps": n_steps, "segments": model.n_nodes - 1, "dt": dt,
-               "newton_iters": solver.total_iterations / max(1, solver.total_steps),
-               "residual": float(np.max(traj["residual"])),
-               "ms_per_step": solver.solve_time / n_steps * 1e3,
-               "substeps": solver.substeps, "energy_start": float(traj["energy"][0]),
-               "energy_end": float(traj["energy"][-1]), "kinetic_end": float(traj["kinetic"][-1]),
-               "tip_x": float(state.r[-1, 0]), "tip_y": float(state.r[-1, 1]), "tip_z": float(state.r[-1, 2]),
-               "position_drift": float(np.max(np.linalg.norm(state.r_vel - state.r, axis=1))),
-               "alpha": opts.time.alpha, "beta": opts.time.beta, "gamma": opts.time.gamma}
+    run = _record(schedule, state, every, progress)
+    traj = run["trajectory"]
+    co = sim.coefficients
+    x, r_vel = state.vertex_x, state.solver["r_vel"]
+    tip = metrics.tip(world, state)
+    m = {"steps": n_steps, "segments": world.n_vertices - world.n_rods, "dt": sim.dt,
+         "newton_iters": metrics.newton_iters_per_step(run["newton_iters"], run["steps"]),
+         "residual": float(np.max(traj["residual"])),
+         "ms_per_step": 1e-3 * metrics.us_per_step(run["wall_s"], run["steps"]),
+         "us_per_step": metrics.us_per_step(run["wall_s"], run["steps"]),
+         "us_per_vertex_step": metrics.us_per_vertex_step(run["wall_s"], run["steps"], world.n_vertices),
+         "substeps": int(state.solver["substeps"].sum()),
+         "energy_start": float(traj["energy"][0]), "energy_end": float(traj["energy"][-1]),
+         "kinetic_end": float(traj["kinetic"][-1]),
+         "tip_x": float(tip[0]), "tip_y": float(tip[1]), "tip_z": float(tip[2]),
+         "position_drift": float(np.max(np.linalg.norm(r_vel - x, axis=1))),
+         "inextensibility": metrics.inextensibility(world, state), "n_vertices": world.n_vertices,
+         "alpha": co.alpha, "beta": co.beta, "gamma": co.gamma}
     if extra_metrics:
-        metrics.update(extra_metrics(state, traj))
-    return SceneResult(metrics=metrics, trajectory=traj), solver, state
+        m.update(extra_metrics(state, traj))
+    return SceneResult(metrics=m, trajectory=traj), sim
 
 
-def _warm_up():
-    """Compile (or load from the numba cache) every kernel outside the timed stepping."""
-    from ..galpha import Boundary, GAlphaRod, GAlphaSolver, TipMotion
-    for tip in (None, TipMotion()):
-        m = GAlphaRod.from_material(4, 1.0, radius=0.01, E=1e7, G=1e7, rho=1e3, kappa_hat=(0.1, 0.2, 0.0))
-        s = GAlphaSolver(m, Boundary(tip=tip) if tip else None)
-        s.simulate(s.initial_state(), 1e-3, 2)
+def _single(p, world, progress, **kw):
+    """One simulator over the whole run, from the world's rest state."""
+    from ..solvers import make_simulator
+
+    sim = make_simulator(world, "galpha", dt=p["dt"], **_coefficients(p))
+    state = sim.initial_state()
+    res, _ = _run(p, world, [(sim, _step_count(p))], state, progress, **kw)
+    return res, state
 
 
 # ------------------------------------------------------------------------------------------ 1
@@ -95,14 +202,17 @@ def _warm_up():
               Param("waves", 2.0, "number of sine periods along the rod", low=0.0, high=20.0),
           ], paper=PAPER)
 def sinus(p, progress):
-    from ..galpha import Boundary, GAlphaRod
+    """Rest curvature ``k(s) = A 2 pi w / L cos(2 pi w s / L)`` about d2 (tangent angle ``A sin``)."""
+    from ..world import WorldBuilder
+
     n, L = p["n"], p["length"]
     s = np.linspace(0, L, n)
     k = p["amplitude"] * 2 * math.pi * p["waves"] / L * np.cos(2 * math.pi * p["waves"] * s / L)
-    kh = np.column_stack([np.zeros(n), k, np.zeros(n)])
-    model = GAlphaRod.from_material(n, L, radius=p["radius"], E=p["E"], G=p["E"] / 3, rho=1000.0, kappa_hat=kh,
-                                    gravity=(0, 0, -9.81), root_R=HORIZONTAL)
-    return _run(p, model, Boundary(), progress)[0]
+    b = WorldBuilder(gravity=(0, 0, -9.81))
+    _add_rod(b, n, L, np.column_stack([np.zeros(n), k, np.zeros(n)]), HORIZONTAL, E=p["E"], G=p["E"] / 3, rho=1000.0,
+             radius=p["radius"])
+    b.clamp(0, "start")
+    return _single(p, b.build(), progress)[0]
 
 
 # ------------------------------------------------------------------------------------------ 2
@@ -114,16 +224,17 @@ def sinus(p, progress):
               Param("frequency", 1.0, "frequency of the end force [Hz]", low=0.0),
           ], paper=PAPER)
 def helix_load(p, progress):
-    from ..galpha import Boundary, GAlphaRod, TipLoad
-    c = p["pitch"] / (2 * math.pi)
-    R = p["coil_radius"]
-    k, tau = R / (R * R + c * c), c / (R * R + c * c)
-    model = GAlphaRod.from_material(p["n"], 0.3, radius=0.001, E=1e8, G=1e8 / 3, rho=1100.0,
-                                    kappa_hat=(0.0, k, tau), gravity=(0, 0, -9.81), damping=1.0,
-                                    root_R=_helix_root(k, tau, (0, 0, -1)))
+    """End force ``F0 (sin(2 pi f t), 0, -(1 - cos(2 pi f t)) / 2)`` on the last vertex."""
+    from ..world import WorldBuilder
+
+    k, tau = _helix_darboux(p["coil_radius"], p["pitch"])
+    b = WorldBuilder(gravity=(0, 0, -9.81), damping=1.0)
+    _add_rod(b, p["n"], 0.3, (0.0, k, tau), _helix_root(k, tau, (0, 0, -1)), E=1e8, G=1e8 / 3, rho=1100.0, radius=0.001)
+    b.clamp(0, "start")
     F0, f = p["force"], p["frequency"]
-    tip = TipLoad(force=lambda t: np.array([F0 * math.sin(2 * math.pi * f * t), 0.0, -0.5 * F0 * (1 - math.cos(2 * math.pi * f * t))]))
-    return _run(p, model, Boundary(tip=tip), progress)[0]
+    b.add_point_force(0, -1, lambda t: np.array([F0 * math.sin(2 * math.pi * f * t), 0.0,
+                                                 -0.5 * F0 * (1 - math.cos(2 * math.pi * f * t))]))
+    return _single(p, b.build(), progress)[0]
 
 
 # ------------------------------------------------------------------------------------------ 3
@@ -133,13 +244,17 @@ def helix_load(p, progress):
               Param("frequency", 0.5, "frequency of the torque [Hz]", low=0.0),
           ], paper=PAPER)
 def torque(p, progress):
-    from ..galpha import Boundary, GAlphaRod, TipLoad
-    model = GAlphaRod.from_material(p["n"], 0.45, radius=0.002, E=1e7, G=1e7 / 3, rho=1000.0, root_R=HORIZONTAL)
+    """End torque ``T0 (1 - cos(2 pi f t)) / 2 (0.6, 0, 0.8)`` (world) on the last vertex: bending
+    about the vertical and twisting about the rod axis, ramped smoothly."""
+    from ..world import WorldBuilder
+
+    b = WorldBuilder()
+    _add_rod(b, p["n"], 0.45, (0.0, 0.0, 0.0), HORIZONTAL, E=1e7, G=1e7 / 3, rho=1000.0, radius=0.002)
+    b.clamp(0, "start")
     T0, f = p["torque"], p["frequency"]
-    # bending about the vertical and twisting about the rod axis, ramped smoothly
-    tip = TipLoad(torque=lambda t: T0 * 0.5 * (1 - math.cos(2 * math.pi * f * t)) * np.array([0.6, 0.0, 0.8]))
-    res, solver, state = _run(p, model, Boundary(tip=tip), progress)
-    res.metrics["twist_tip"] = float(state.x[-1, 8])
+    b.add_point_torque(0, -1, lambda t: T0 * 0.5 * (1 - math.cos(2 * math.pi * f * t)) * np.array([0.6, 0.0, 0.8]))
+    res, state = _single(p, b.build(), progress)
+    res.metrics["twist_tip"] = float(state.solver["x"][-1, 8])
     return res
 
 
@@ -151,21 +266,24 @@ def torque(p, progress):
               Param("turns", 5.0, "number of turns", low=0.5, high=50.0),
           ], paper=PAPER)
 def spring(p, progress):
-    from ..galpha import Boundary, GAlphaRod, TipLoad
+    """A point force ``(0, 0, -F)`` on the last vertex until ``release``, zero afterwards."""
+    from ..world import WorldBuilder
+
     R, pitch = 0.01, 0.004
-    c = pitch / (2 * math.pi)
-    k, tau = R / (R * R + c * c), c / (R * R + c * c)
-    L = p["turns"] * 2 * math.pi * math.hypot(R, c)
-    model = GAlphaRod.from_material(p["n"], L, radius=0.0005, E=2e11, G=8e10, rho=7850.0, kappa_hat=(0.0, k, tau),
-                                    damping=2.0, root_R=_helix_root(k, tau, (0, 0, -1)))
+    k, tau = _helix_darboux(R, pitch)
+    L = p["turns"] * 2 * math.pi * math.hypot(R, pitch / (2 * math.pi))
+    b = WorldBuilder(damping=2.0)
+    _add_rod(b, p["n"], L, (0.0, k, tau), _helix_root(k, tau, (0, 0, -1)), E=2e11, G=8e10, rho=7850.0, radius=0.0005)
+    b.clamp(0, "start")
     F, t1 = p["force"], p["release"]
-    tip = TipLoad(force=lambda t: np.array([0.0, 0.0, -F if t <= t1 else 0.0]))
+    b.add_point_force(0, -1, lambda t: np.array([0.0, 0.0, -F if t <= t1 else 0.0]))
 
     def extra(state, traj):
         z = traj["x"][:, -1, 2]
-        return {"tip_z_min": float(z.min()), "tip_z_max_after_release": float(z[traj["t"] > t1].max()) if np.any(traj["t"] > t1) else float(z[-1])}
+        return {"tip_z_min": float(z.min()),
+                "tip_z_max_after_release": float(z[traj["t"] > t1].max()) if np.any(traj["t"] > t1) else float(z[-1])}
 
-    return _run(p, model, Boundary(tip=tip), progress, extra_metrics=extra)[0]
+    return _single(p, b.build(), progress, extra_metrics=extra)[0]
 
 
 # ------------------------------------------------------------------------------------------ 5
@@ -176,38 +294,50 @@ def spring(p, progress):
               Param("imperfection", 0.3, "rest-curvature imperfection [1/m] (an inextensible straight rod cannot shorten)", low=0.0),
           ], paper=PAPER)
 def buckling(p, progress):
-    from ..galpha import Boundary, GAlphaRod, RootMotion, TipMotion
+    """Both ends clamped with prescribed motions, ramped in smoothly over 0.5 s: the root turns
+    about the rod axis (+x) through vertex 0 at up to ``twist_rate``, the tip translates along -x at
+    up to ``speed`` without turning."""
+    from ..geometry.rotations import exp_so3
+    from ..world import WorldBuilder
+
     n, L = p["n"], 1.0
     s = np.linspace(0, L, n)
     eps = p["imperfection"]
     kh = np.column_stack([eps * np.sin(math.pi * s / L), eps * np.cos(math.pi * s / L), np.zeros(n)])
-    model = GAlphaRod.from_material(n, L, radius=0.005, E=1e6, G=1e6 / 3, rho=1000.0, kappa_hat=kh, damping=1.0,
-                                    root_R=HORIZONTAL)
+    b = WorldBuilder(damping=1.0)
+    r, x0 = _add_rod(b, n, L, kh, HORIZONTAL, E=1e6, G=1e6 / 3, rho=1000.0, radius=0.005)
     ramp = 0.5  # [s] smooth start of both motions
-    sm = lambda t: min(1.0, t / ramp) ** 2 * (3 - 2 * min(1.0, t / ramp))
-    b = Boundary(root=RootMotion(angular_velocity=lambda t: np.array([p["twist_rate"] * sm(t), 0.0, 0.0])),
-                 tip=TipMotion(velocity=lambda t: np.array([-p["speed"] * sm(t), 0.0, 0.0])))
+    root_offset = x0[0] - 0.5 * (x0[0] + x0[1])  # the clamp turns about its edge's midpoint: shift to vertex 0
+
+    def root_motion(t):
+        R = np.asarray(exp_so3(np.array([p["twist_rate"] * _smooth_step_integral(t, ramp), 0.0, 0.0])))
+        return R, root_offset - R @ root_offset
+
+    b.clamp(r, "start", motion=root_motion)
+    b.clamp(r, "end", motion=lambda t: (np.eye(3), np.array([-p["speed"] * _smooth_step_integral(t, ramp), 0.0, 0.0])))
 
     def extra(state, traj):
         lateral = np.max(np.linalg.norm(traj["x"][:, :, 1:], axis=2), axis=1)
-        return {"lateral_max": float(lateral.max()), "end_distance": float(np.linalg.norm(state.r[-1] - state.r[0])),
-                "axial_force_tip": float(state.x[-1, 11])}
+        x = state.vertex_x
+        return {"lateral_max": float(lateral.max()), "end_distance": float(np.linalg.norm(x[-1] - x[0])),
+                "axial_force_tip": float(state.solver["x"][-1, 11])}
 
-    res, solver, state = _run(p, model, b, progress, extra_metrics=extra)
-    return res
+    return _single(p, b.build(), progress, extra_metrics=extra)[0]
 
 
 # ------------------------------------------------------------------------------------------ 6/7: hair tress
 HAIR = dict(E=3.89e9, G=0.89e9, rho=1300.0, radius=math.sqrt(1.5e-9 / math.pi))  # keratin, A = 1.5e-5 cm^2
 
 
-def _hair_guide(n, length=0.25, coil_radius=0.01, pitch=0.03, damping=0.0):
-    from ..galpha import GAlphaRod
-    c = pitch / (2 * math.pi)
-    k, tau = coil_radius / (coil_radius**2 + c * c), c / (coil_radius**2 + c * c)
-    return GAlphaRod.from_material(n, length, radius=HAIR["radius"], E=HAIR["E"], G=HAIR["G"], rho=HAIR["rho"],
-                                   kappa_hat=(0.0, k, tau), gravity=(0, 0, -9.81), damping=damping,
-                                   root_R=_helix_root(k, tau, (0, 0, -1)))
+def _hair_guide(b, n, length=0.25, coil_radius=0.01, pitch=0.03, motion=None) -> int:
+    """A curly keratin guide hanging from a clamped root (helix axis along -z); ``motion``: a
+    prescribed motion of a clamp of its last edge (none: free end)."""
+    k, tau = _helix_darboux(coil_radius, pitch)
+    r, _ = _add_rod(b, n, length, (0.0, k, tau), _helix_root(k, tau, (0, 0, -1)), **HAIR)
+    b.clamp(r, "start")
+    if motion is not None:
+        b.clamp(r, "end", motion=motion)
+    return r
 
 
 def fiber_offsets(count: int, tress_radius: float, seed: int = 0) -> np.ndarray:
@@ -230,26 +360,40 @@ def interpolate_fibers(r, R, offsets) -> np.ndarray:
               Param("fibers", 180, "interpolated fibers", low=0, high=10000),
           ], paper=PAPER)
 def tress(p, progress):
-    from ..galpha import Boundary, GAlphaSolver, TipLoad, line_constraint
-    model = _hair_guide(p["n"], damping=0.5)
-    # start from the static equilibrium under gravity (free end)
-    hanging, res0 = GAlphaSolver(model, Boundary()).solve_static()
-    if not res0.success:
-        raise RuntimeError(f"galpha-tress: static start failed: {res0.message}")
-    r0 = hanging.r
+    """Two worlds with the same guide, one state handed from the first to the second.
+
+    A world's boundary conditions hold for the whole run and a clamp cannot let go, so the pull
+    and the release are two worlds: ``pull``, whose end is clamped with the motion ``(I, -speed t
+    e_z)`` (galpha's line constraint, GA paper Sec. 5 item 6: the end moves along the vertical at
+    ``speed`` without turning), and ``free``. The guide starts from the static equilibrium of
+    ``free`` under gravity; ``pull``'s simulator takes the steps that end at or before
+    ``t_release``, ``free``'s the rest. galpha prescribes the clamp's velocities, so the pulled
+    end moves from where it hangs (not from the clamp's rest pose)."""
+    from ..solvers import make_simulator
+    from ..world import WorldBuilder
+
+    worlds = {}
+    for name, motion in (("free", None), ("pull", lambda t: (np.eye(3), np.array([0.0, 0.0, -p["speed"] * t])))):
+        b = WorldBuilder(gravity=(0, 0, -9.81), damping=0.5)
+        _hair_guide(b, p["n"], motion=motion)
+        worlds[name] = b.build()
+    sims = {name: make_simulator(w, "galpha", dt=p["dt"], **_coefficients(p)) for name, w in worlds.items()}
+    state = sims["free"].initial_state()
+    sims["free"].solve_static(state)  # raises SimulationError if the static start fails
+    r0 = state.vertex_x.copy()
     bbox = float(np.ptp(r0[:, 2]))
     t_release = p["extension"] * bbox / p["speed"]
-    pull = line_constraint((0, 0, -1), p["speed"])
-    free = TipLoad()
-    b = Boundary(tip=lambda t: pull if t <= t_release + 1e-12 else free)
-    offsets = fiber_offsets(p["fibers"], 0.005)
-    res, solver, state = _run(p, model, b, progress, initial=hanging)
+    n_steps = _step_count(p)
+    n_pull = min(n_steps, int(math.floor((t_release + 1e-12) / p["dt"])))  # steps ending at or before t_release
+    schedule = [(sims["pull"], n_pull), (sims["free"], n_steps - n_pull)]
+    res, _ = _run(p, worlds["free"], [s for s in schedule if s[1] > 0], state, progress)
+    tz, t = res.trajectory["x"][:, -1, 2], res.trajectory["t"]
     res.metrics.update({"bbox_length": bbox, "t_release": t_release, "fibers": p["fibers"],
-                        "tip_drop_max": float(r0[-1, 2] - res.trajectory["x"][:, -1, 2].min()),
-                        "tip_rebound": float(res.trajectory["x"][:, -1, 2][res.trajectory["t"] > t_release].max()
-                                             - res.trajectory["x"][:, -1, 2].min()) if t_release < res.trajectory["t"][-1] else 0.0})
+                        "tip_drop_max": float(r0[-1, 2] - tz.min()),
+                        "tip_rebound": float(tz[t > t_release].max() - tz.min()) if t_release < t[-1] else 0.0})
+    offsets = fiber_offsets(p["fibers"], 0.005)
     # fibers at the last frame (any frame: interpolate_fibers(x[f], frames[f], fiber_offsets))
-    res.trajectory["fibers_end"] = interpolate_fibers(state.r, state.R, offsets).astype(np.float32)
+    res.trajectory["fibers_end"] = interpolate_fibers(state.vertex_x, state.solver["R"], offsets).astype(np.float32)
     res.trajectory["fiber_offsets"] = offsets
 
     def plot(result, out_dir):
@@ -259,8 +403,6 @@ def tress(p, progress):
         return [path]
 
     res.plot = plot
-    res.metrics.update({"bbox_length": bbox, "t_release": t_release, "fibers": p["fibers"],
-                        "tip_drop_max": float(r0[-1, 2] - res.trajectory["x"][:, -1, 2].min())})
     return res
 
 
@@ -269,27 +411,35 @@ def tress(p, progress):
               Param("settings", "0.0:0.5,0.2:0.7,0.3:0.7,0.4:1.0", "alpha:gamma pairs (beta = 0)"),
           ], paper=PAPER)
 def tress_gravity(p, progress):
-    from ..galpha import Coefficients, GAlphaOptions
+    """One world (the guide released from its rest shape under gravity, undamped), one galpha
+    simulator per (alpha, gamma) setting; the scene's other metrics are those of the last setting."""
+    from .registry import SceneError
+    from ..solvers import make_simulator
+    from ..world import WorldBuilder
+
     pairs = []
     for item in p["settings"].split(","):
-        a, g = (float(v) for v in item.split(":"))
+        try:
+            a, g = (float(v) for v in item.split(":"))
+        except ValueError:
+            raise SceneError(f"parameter settings={p['settings']!r}: expected alpha:gamma pairs separated by commas, "
+                             f"e.g. 0.0:0.5,0.4:1.0") from None
         pairs.append((a, g))
-    series = {}
-    metrics = {}
-    res = None
+    b = WorldBuilder(gravity=(0, 0, -9.81))
+    _hair_guide(b, p["n"])
+    world = b.build()
+    series, extra, res = {}, {}, None
     for i, (a, g) in enumerate(pairs):
-        model = _hair_guide(p["n"])
-        opts = GAlphaOptions(time=Coefficients(a, 0.0, g))
-        res, solver, state = _run(p, model, _tress_free(), progress, options=opts)
+        sim = make_simulator(world, "galpha", dt=p["dt"], alpha=a, beta=0.0, gamma=g)
+        res, _ = _run(p, world, [(sim, _step_count(p))], sim.initial_state(), progress)
         series[f"kinetic_a{a:g}_g{g:g}"] = res.trajectory["kinetic"]
-        metrics[f"kinetic_end_a{a:g}_g{g:g}"] = float(res.trajectory["kinetic"][-1])
-        metrics[f"kinetic_max_a{a:g}_g{g:g}"] = float(res.trajectory["kinetic"].max())
-        metrics[f"newton_iters_a{a:g}_g{g:g}"] = res.metrics["newton_iters"]
+        extra[f"kinetic_end_a{a:g}_g{g:g}"] = float(res.trajectory["kinetic"][-1])
+        extra[f"kinetic_max_a{a:g}_g{g:g}"] = float(res.trajectory["kinetic"].max())
+        extra[f"newton_iters_a{a:g}_g{g:g}"] = res.metrics["newton_iters"]
         progress.update(i + 1, len(pairs))
-    out = res
-    out.trajectory.update(series)
-    out.metrics.update(metrics)
-    out.metrics["settings"] = p["settings"]
+    res.trajectory.update(series)
+    res.metrics.update(extra)
+    res.metrics["settings"] = p["settings"]
 
     def plot(result, out_dir):
         import matplotlib
@@ -307,8 +457,8 @@ def tress_gravity(p, progress):
         fig.tight_layout(); fig.savefig(path, dpi=120); plt.close(fig)
         return [path]
 
-    out.plot = plot
-    return out
+    res.plot = plot
+    return res
 
 
 def draw_tress(result, path, n_panels=3):
@@ -329,8 +479,3 @@ def draw_tress(result, path, n_panels=3):
         ax.plot(tr["x"][f][:, 0], tr["x"][f][:, 2], "k", lw=1.5)
         ax.set_aspect("equal"); ax.set_title(f"t = {t[f]:.2f} s"); ax.set_xlabel("x [m]"); ax.set_ylabel("z [m]")
     fig.tight_layout(); fig.savefig(path, dpi=110); plt.close(fig)
-
-
-def _tress_free():
-    from ..galpha import Boundary
-    return Boundary()

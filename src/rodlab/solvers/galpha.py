@@ -12,6 +12,20 @@ World -> galpha, per rod (refused otherwise, naming the requirement):
 - at the end: free (:class:`TipLoad`, with the world's point forces on the last vertex as its
   force), a clamp of the last edge (:class:`TipMotion` at rest) or a pin of the last vertex
   (:class:`TipPin`); clamps and pins elsewhere are refused;
+- a clamp's prescribed ``motion(t) -> (R, d)`` (world rotation and translation about the clamped
+  edge's rest midpoint ``c0``, :class:`rodlab.model.Clamp`) becomes the end's velocities: at the
+  root :class:`RootMotion`, at the tip :class:`TipMotion` (the GA paper's kinematic end, Sec.
+  3.4.1; a tip moved along a line without turning is its "line constraint", Sec. 5 item 6). The
+  end vertex ``p`` rides the clamp, ``p(t) = R(t) (p0 - c0) + c0 + d(t)``; its velocity ``p'(t)``
+  and the clamp's angular velocity ``w(t)`` (``[w]x = R' R^T``, world) are second-order central
+  differences of the pose with step ``h = 1e-4 dt`` (``w = log(R(t + h) R(t - h)^T) / 2h``, which
+  is ``w + O(h^2)`` by the Baker-Campbell-Hausdorff formula; one-sided
+  ``(4 log(R(t + h) R(t)^T) - log(R(t + 2h) R(t)^T)) / 2h`` for ``t < h``, so the motion is
+  never called before t = 0). galpha integrates the end pose from these velocities (midpoint
+  rule, O(dt^2) from the exact pose), so ``motion(0)`` must be the identity (a clamp starts
+  at its rest pose; refused otherwise);
+- point torques (world couples [N m]) on the last vertex: the tip torque of :class:`TipLoad`, or
+  the end couple of :class:`TipPin` on a pinned tip; elsewhere refused;
 - rest shape: the edge frames ``F_j = [m1, t x m1, t]`` of the rest polyline with ``rods[r].rest_d1``
   as m1. The rest Darboux vector at interior node ``j`` is the rotation from ``F_{j-1}`` to ``F_j``
   over ``ds`` (inverse of the solver's orientation map, Cayley by default), copied to the end
@@ -24,20 +38,30 @@ Node frames -> edges (the common ``State`` fields): edge ``j``'s frame is the no
 turned by half the rotation ``R_j^T R_{j+1}`` (the segment's mid frame); ``edge_ref_d1`` is its d1
 made orthogonal to the edge chord, ``edge_theta = 0``, ``joint_ref_twist`` from those frames;
 ``vertex_v`` = ``R_j u_j``. ``state.solver`` holds ``x``, ``xdot`` (N, 15) nodal unknowns and their
-rates, ``R`` (N, 3, 3) node frames, ``r_vel`` (N, 3) positions integrated from the velocities, and
-``step`` (R,) steps taken per rod (the first is backward Euler). ``vertex_x`` are the positions
+rates, ``R`` (N, 3, 3) node frames, ``r_vel`` (N, 3) positions integrated from the velocities,
+``step`` (R,) steps taken per rod (the first is backward Euler), and per rod the diagnostics of the
+last step, ``last_residual`` (R,) (row-scaled Newton residual) and ``last_newton_iters`` (R,), and
+``substeps`` (R,) (extra substeps taken so far by retried steps). ``vertex_x`` are the positions
 integrated along the frames (as the first-wave driver reports them); they differ from ``r_vel``
 (integrated in time from the velocities, which keeps a held tip exactly in place) by the scheme's
 O(ds^2) drift.
 
-The solver's chord-Newton reuse of LU factors (``reuse_jacobian``) is restarted at every
-``advance`` call, so a call's result depends only on the state (not on earlier calls); splitting
-a run into calls changes it at the Newton tolerance.
+The solver's chord Newton (``reuse_jacobian``) keeps its LU factors between steps, and they
+are part of the state: ``state.solver["lu_W"]`` (E, 24, 30), ``lu_piv`` (E, 15) (the block LU of
+every rod, stacked along the edges), ``lu_T`` (R, 15, 15), ``lu_tpiv`` (R, 15), ``lu_Sinv`` (R, 6,
+6), ``lu_D`` (N, 90) (rod ``r``'s rows read as (6, 15 n_r)), ``lu_Y`` (15 N, 6) (the Woodbury
+term of the end loads) and ``lu_meta`` (R, 14) (valid, Woodbury term, tip kind and the step
+parameters they were made for; :meth:`rodlab.galpha.GAlphaSolver.bind_factors`). A call's result
+therefore depends only on the state: ``advance(state, 1)`` K times is bitwise ``advance(state,
+K)``, a warm-up on a copy changes nothing and a fresh simulator continues a saved state bitwise.
+A state without them (an older file) gets empty ones (refactored at the first step).
 """
 from __future__ import annotations
 
 import math
+import operator
 import time
+from time import perf_counter
 
 import numpy as np
 from numba import njit
@@ -46,15 +70,19 @@ from ..galpha.boundary import Boundary, RootMotion, RootPin, TipLoad, TipMotion,
 from ..galpha.model import Coefficients, GAlphaRod
 from ..galpha.solver import GAlphaOptions, GAlphaSolver
 from ..galpha.state import GAlphaState, _cayley, _expm, energies
-from ..geometry.curves import reference_twist
-from ..geometry.rotations import matrix_to_quat, quat_to_matrix
+from ..geometry.curves import PARALLEL_TRANSPORT_EPS
+from ..geometry.rotations import log_so3, matrix_to_quat, quat_to_matrix
 from ..model import ModelError, require
 from ..world import State
 from .base import Simulator, StaticReport, StepReport, UnsupportedFeature
+from .compact import step_report
 
 JIT = dict(cache=True, error_model="numpy")
-FEATURES = frozenset({"pinned vertices", "point forces"})
+FEATURES = frozenset({"pinned vertices", "point forces", "point torques", "prescribed clamp motion"})
 _NV = 15
+_DIAGNOSTICS = {"last_residual": np.float64, "last_newton_iters": np.int64, "substeps": np.int64}
+_FACTOR_KEYS = ("lu_W", "lu_piv", "lu_T", "lu_tpiv", "lu_D", "lu_Y", "lu_Sinv", "lu_meta")
+_STATE_KEYS = ("x", "xdot", "R", "r_vel", "step", *_DIAGNOSTICS, *_FACTOR_KEYS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,34 +133,155 @@ def rest_geometry(points, d1, cayley: bool = True) -> tuple[float, np.ndarray, n
     return ds, kh, F[0] @ H.T
 
 
+def rest_polyline(kappa_hat, ds: float, root_R, root_r=(0.0, 0.0, 0.0), cayley: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of :func:`rest_geometry`: a rest polyline ``points`` (n, 3) [m] of equal edges
+    ``ds`` [m] and edge directors ``d1`` (n-1, 3) whose galpha rod has the Darboux vector
+    ``kappa_hat`` (n, 3) [1/m] at the interior nodes, root frame ``root_R`` (3, 3) and root
+    ``root_r`` (3,) [m], all to rounding. Edge frames: ``F_0 = root_R H_0`` (``H_0`` half the first
+    segment's rotation), ``F_j = F_{j-1} cay(kappa_hat_j ds)`` (``exp`` if not ``cayley``); edge ``j``
+    runs along ``F_j e3``. The end nodes read back as their neighbours' values (as
+    :func:`rest_geometry` reads any polyline), so a uniform ``kappa_hat`` round-trips exactly."""
+    kh = np.asarray(kappa_hat, dtype=float)
+    require(kh.ndim == 2 and kh.shape[1] == 3 and kh.shape[0] >= 3 and bool(np.all(np.isfinite(kh))),
+            f"kappa_hat must be a finite (n, 3) array with n >= 3 nodes (got shape {kh.shape})")
+    require(math.isfinite(ds) and ds > 0, f"ds must be > 0 m (got {ds})")
+    R0 = np.asarray(root_R, dtype=float)
+    require(R0.shape == (3, 3) and bool(np.allclose(R0.T @ R0, np.eye(3), atol=1e-9)) and np.linalg.det(R0) > 0,
+            "root_R must be a rotation matrix (3, 3)")
+    rotate = _cayley if cayley else _expm
+    m = kh.shape[0] - 1
+    F = np.empty((m, 3, 3))
+    E = np.empty((3, 3))
+    w0 = kh[1] * ds
+    rotate(w0[0], w0[1], w0[2], E)
+    F[0] = R0 @ np.asarray(quat_to_matrix(_half(_quat(E))))
+    for j in range(1, m):
+        w = kh[j] * ds
+        rotate(w[0], w[1], w[2], E)
+        F[j] = F[j - 1] @ E
+    points = np.empty((m + 1, 3))
+    points[0] = np.asarray(root_r, dtype=float)
+    points[1:] = points[0] + ds * np.cumsum(F[:, :, 2], axis=0)
+    return points, np.ascontiguousarray(F[:, :, 0])
+
+
+class ClampKinematics:
+    """Velocity [m/s] of the point ``point`` (3,) [m] carried by a clamp moved by ``motion(t) ->
+    (R, d)`` about ``centre`` (3,) [m], and the clamp's angular velocity [rad/s] (world), by
+    central differences of the pose with step ``h`` [s] (module docstring). ``what`` names the
+    clamp in error messages. The last time's result is kept (the motion is a function of t)."""
+
+    def __init__(self, motion, point, centre, h: float, what: str):
+        self.motion, self.h, self.what = motion, float(h), what
+        self.offset = np.asarray(point, dtype=float) - np.asarray(centre, dtype=float)
+        self.point = np.asarray(point, dtype=float)
+        self._t = None
+        self._value = None
+
+    def pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(R, d)`` of the motion at ``t``, checked: R a rotation, d a finite 3-vector."""
+        out = self.motion(t)
+        ok = isinstance(out, tuple) and len(out) == 2
+        R, d = (np.asarray(out[0], dtype=float), np.asarray(out[1], dtype=float).reshape(-1)) if ok else (None, None)
+        ok = ok and R.shape == (3, 3) and d.shape == (3,)
+        if ok:  # orthonormal (NaN fails every comparison), right-handed, finite translation
+            err = R.T @ R
+            err[0, 0] -= 1.0
+            err[1, 1] -= 1.0
+            err[2, 2] -= 1.0
+            det = (R[0, 0] * (R[1, 1] * R[2, 2] - R[1, 2] * R[2, 1]) - R[0, 1] * (R[1, 0] * R[2, 2] - R[1, 2] * R[2, 0])
+                   + R[0, 2] * (R[1, 0] * R[2, 1] - R[1, 1] * R[2, 0]))
+            ok = float(np.abs(err).max()) < 1e-9 and det > 0.0 and math.isfinite(float(d @ d))
+        if not ok:
+            raise ModelError(f"{self.what}: motion(t) must return (R, d), a rotation matrix (3, 3) and a finite "
+                             f"3-vector [m] (got {out!r} at t = {t:g} s)")
+        return R, d
+
+    def _position(self, R, d):
+        return R @ self.offset + (self.point - self.offset) + d
+
+    def _rates(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        if self._t == t:
+            return self._value
+        h = self.h
+        if t >= h:
+            Rm, dm = self.pose(t - h)
+            Rp, dp = self.pose(t + h)
+            w = np.asarray(log_so3(np.ascontiguousarray(Rp @ Rm.T))) / (2.0 * h)
+            v = (self._position(Rp, dp) - self._position(Rm, dm)) / (2.0 * h)
+        else:
+            R0, d0 = self.pose(t)
+            R1, d1 = self.pose(t + h)
+            R2, d2 = self.pose(t + 2.0 * h)
+            w = (4.0 * np.asarray(log_so3(np.ascontiguousarray(R1 @ R0.T)))
+                 - np.asarray(log_so3(np.ascontiguousarray(R2 @ R0.T)))) / (2.0 * h)
+            v = (4.0 * self._position(R1, d1) - 3.0 * self._position(R0, d0) - self._position(R2, d2)) / (2.0 * h)
+        self._t, self._value = t, (v, w)
+        return v, w
+
+    def velocity(self, t: float) -> np.ndarray:
+        return self._rates(t)[0]
+
+    def angular_velocity(self, t: float) -> np.ndarray:
+        return self._rates(t)[1]
+
+
+@njit(inline="always", **JIT)
+def _unit_quat(R):
+    """:func:`rodlab.geometry.rotations.matrix_to_quat` (Shepperd's method, w >= 0, normalized)
+    operation for operation, as four scalars (no allocation)."""
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    if tr >= R[0, 0] and tr >= R[1, 1] and tr >= R[2, 2]:
+        s = math.sqrt(1.0 + tr) * 2.0
+        w, x, y, z = 0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s
+    elif R[0, 0] >= R[1, 1] and R[0, 0] >= R[2, 2]:
+        s = math.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2]) * 2.0
+        w, x, y, z = (R[2, 1] - R[1, 2]) / s, 0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s
+    elif R[1, 1] >= R[2, 2]:
+        s = math.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2]) * 2.0
+        w, x, y, z = (R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s
+    else:
+        s = math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1]) * 2.0
+        w, x, y, z = (R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s
+    if w < 0.0:
+        w, x, y, z = -w, -x, -y, -z
+    n = math.sqrt(w ** 2 + x ** 2 + y ** 2 + z ** 2)
+    if not n > 1e-300:
+        raise ValueError("zero quaternion cannot be normalised")
+    return w / n, x / n, y / n, z / n
+
+
 @njit(**JIT)
 def edge_d1_from_nodes(R, x, out):
     """Edge directors (n-1, 3): d1 of the node frame ``R[j]`` turned by half of ``R[j]^T R[j+1]``,
     made orthogonal to the chord ``x[j+1] - x[j]`` and normalized."""
     Q = np.empty((3, 3))
     h = np.empty(4)
+    d = np.empty(3)
     for j in range(R.shape[0] - 1):
         for a in range(3):
             for b in range(3):
                 Q[a, b] = R[j, 0, a] * R[j + 1, 0, b] + R[j, 1, a] * R[j + 1, 1, b] + R[j, 2, a] * R[j + 1, 2, b]
-        q = matrix_to_quat(Q)
-        sgn = 1.0 if q[0] >= 0.0 else -1.0
-        h[0] = 1.0 + sgn * q[0]
-        h[1] = sgn * q[1]
-        h[2] = sgn * q[2]
-        h[3] = sgn * q[3]
+        q0, q1, q2, q3 = _unit_quat(Q)
+        sgn = 1.0 if q0 >= 0.0 else -1.0
+        h[0] = 1.0 + sgn * q0
+        h[1] = sgn * q1
+        h[2] = sgn * q2
+        h[3] = sgn * q3
         nh = math.sqrt(h[0] ** 2 + h[1] ** 2 + h[2] ** 2 + h[3] ** 2)
         for c in range(4):
             h[c] /= nh
-        H = quat_to_matrix(h)
+        # first column of quat_to_matrix(h), element for element
+        H0 = 1 - 2 * (h[2] * h[2] + h[3] * h[3])
+        H1 = 2 * (h[1] * h[2] + h[0] * h[3])
+        H2 = 2 * (h[1] * h[3] - h[0] * h[2])
         t0 = x[j + 1, 0] - x[j, 0]
         t1 = x[j + 1, 1] - x[j, 1]
         t2 = x[j + 1, 2] - x[j, 2]
         lt = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
         t0, t1, t2 = t0 / lt, t1 / lt, t2 / lt
-        d = np.empty(3)
         for a in range(3):
-            d[a] = R[j, a, 0] * H[0, 0] + R[j, a, 1] * H[1, 0] + R[j, a, 2] * H[2, 0]
+            d[a] = R[j, a, 0] * H0 + R[j, a, 1] * H1 + R[j, a, 2] * H2
         dt = d[0] * t0 + d[1] * t1 + d[2] * t2
         d[0] -= dt * t0
         d[1] -= dt * t1
@@ -142,9 +291,53 @@ def edge_d1_from_nodes(R, x, out):
             out[j, a] = d[a] / nd
 
 
-def galpha_rod_of(world, r: int, orientation: str = "cayley") -> tuple[GAlphaRod, Boundary]:
-    """Rod ``r`` of ``world`` as a :class:`GAlphaRod` and its :class:`Boundary` (module docstring);
-    raises :class:`UnsupportedFeature` naming what does not map."""
+@njit(**JIT)
+def write_common(vstart, estart, jstart, R, x, vertex_x, ref_d1, theta, ref_twist, vertex_v):
+    """The common fields of every rod from its node frames ``R`` and unknowns ``x`` (module
+    docstring): ``ref_d1`` (:func:`edge_d1_from_nodes`), ``theta = 0``, ``ref_twist`` of those
+    frames along the chords (:func:`rodlab.geometry.curves.reference_twist`, unwrapped against its
+    value), ``vertex_v = R u``."""
+    two_pi = 2.0 * math.pi
+    for r in range(vstart.shape[0] - 1):
+        v0, v1, e0, e1, h = vstart[r], vstart[r + 1], estart[r], estart[r + 1], jstart[r]
+        edge_d1_from_nodes(R[v0:v1], vertex_x[v0:v1], ref_d1[e0:e1])
+        ux = uy = uz = tx = ty = tz = 0.0  # previous edge's d1 and tangent
+        for e in range(e0, e1):
+            theta[e] = 0.0
+            j = v0 + e - e0
+            a0 = vertex_x[j + 1, 0] - vertex_x[j, 0]
+            a1 = vertex_x[j + 1, 1] - vertex_x[j, 1]
+            a2 = vertex_x[j + 1, 2] - vertex_x[j, 2]
+            ln = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+            sx, sy, sz = a0 / ln, a1 / ln, a2 / ln
+            vx, vy, vz = ref_d1[e, 0], ref_d1[e, 1], ref_d1[e, 2]
+            if e > e0:  # reference_twist's parallel_transport_into, signed_angle, unwrap_near on scalars
+                c = tx * sx + ty * sy + tz * sz
+                if not 1.0 + c > PARALLEL_TRANSPORT_EPS:
+                    raise ValueError("parallel transport between anti-parallel tangents is undefined")
+                b0 = ty * sz - tz * sy
+                b1 = tz * sx - tx * sz
+                b2 = tx * sy - ty * sx
+                bu = (b0 * ux + b1 * uy + b2 * uz) / (1.0 + c)
+                o0 = c * ux + (b1 * uz - b2 * uy) + b0 * bu
+                o1 = c * uy + (b2 * ux - b0 * uz) + b1 * bu
+                o2 = c * uz + (b0 * uy - b1 * ux) + b2 * bu
+                cx = o1 * vz - o2 * vy
+                cy = o2 * vx - o0 * vz
+                cz = o0 * vy - o1 * vx
+                angle = math.atan2(cx * sx + cy * sy + cz * sz, o0 * vx + o1 * vy + o2 * vz)
+                ref_twist[h] = angle + two_pi * math.floor((ref_twist[h] - angle) / two_pi + 0.5)
+                h += 1
+            ux, uy, uz, tx, ty, tz = vx, vy, vz, sx, sy, sz
+        for j in range(v0, v1):
+            for a in range(3):
+                vertex_v[j, a] = R[j, a, 0] * x[j, 0] + R[j, a, 1] * x[j, 1] + R[j, a, 2] * x[j, 2]
+
+
+def galpha_rod_of(world, r: int, orientation: str = "cayley", dt: float = 0.01) -> tuple[GAlphaRod, Boundary]:
+    """Rod ``r`` of ``world`` as a :class:`GAlphaRod` and its :class:`Boundary` (module docstring;
+    ``dt`` [s] sets the difference step of moving clamps); raises :class:`UnsupportedFeature`
+    naming what does not map."""
     rod, mat = world.rods[r], world.rod_material[r]
     nv = rod.n_vertices
     require(nv >= 3, f"method galpha needs rods of at least 3 vertices (rod {r} has {nv})")
@@ -164,8 +357,19 @@ def galpha_rod_of(world, r: int, orientation: str = "cayley") -> tuple[GAlphaRod
         if v not in (0, nv - 1):
             raise UnsupportedFeature(f"method galpha does not support a pin of vertex {v} of rod {r} "
                                      f"(only vertex 0: root pin, or the last vertex: tip pin)")
+    moving = {c.edge % rod.n_edges: c.motion for c in rod.boundary.clamps if c.motion is not None}
+    kin = {}
+    for e, motion in moving.items():
+        what = f"the moving clamp of edge {e} of rod {r}"
+        p = rod.rest_positions
+        k = ClampKinematics(motion, p[0] if e == 0 else p[-1], 0.5 * (p[e] + p[e + 1]), 1e-4 * dt, what)
+        R0, d0 = k.pose(0.0)
+        if np.abs(R0 - np.eye(3)).max() > 1e-9 or np.abs(d0).max() > 1e-9 * max(1.0, float(np.abs(p).max())):
+            raise UnsupportedFeature(f"method galpha needs {what} to start at its rest pose: motion(0) must be "
+                                     f"(identity, zero) (got R = {R0.tolist()}, d = {d0.tolist()})")
+        kin[e] = k
     if 0 in clamps:
-        root = RootMotion()
+        root = RootMotion(kin[0].velocity, kin[0].angular_velocity) if 0 in kin else RootMotion()
     elif 0 in pins:
         root = RootPin()
     else:
@@ -176,14 +380,23 @@ def galpha_rod_of(world, r: int, orientation: str = "cayley") -> tuple[GAlphaRod
         if pf.vertex % nv != nv - 1:
             raise UnsupportedFeature(f"method galpha does not support a point force on vertex {pf.vertex} of rod {r} "
                                      f"(only on the last vertex, as the tip load)")
+    torques = world.point_torques_of(r)
+    for pt in torques:
+        if pt.vertex % nv != nv - 1:
+            raise UnsupportedFeature(f"method galpha does not support a point torque on vertex {pt.vertex} of rod {r} "
+                                     f"(only on the last vertex, as the tip torque)")
+    force = (lambda t, fs=forces: np.sum([f.at(t) for f in fs], axis=0)) if forces else (0.0, 0.0, 0.0)
+    torque = (lambda t, ts=torques: np.sum([c.at(t) for c in ts], axis=0)) if torques else (0.0, 0.0, 0.0)
     if last in clamps:
-        tip = TipMotion()
+        tip = TipMotion(kin[last].velocity, kin[last].angular_velocity) if last in kin else TipMotion()
     elif nv - 1 in pins:
-        tip = TipPin()
+        tip = TipPin(torque=torque)
     else:
-        tip = TipLoad(force=(lambda t, fs=forces: np.sum([f.at(t) for f in fs], axis=0)) if forces else (0.0, 0.0, 0.0))
+        tip = TipLoad(force=force, torque=torque)
     if forces and not isinstance(tip, TipLoad):
         raise UnsupportedFeature(f"method galpha does not support a point force on the held tip of rod {r}")
+    if torques and isinstance(tip, TipMotion):
+        raise UnsupportedFeature(f"method galpha does not support a point torque on the clamped tip of rod {r}")
     ds, kh, root_R = rest_geometry(rod.rest_positions, rod.rest_d1, orientation == "cayley")
     model = GAlphaRod.from_material(nv, ds * (nv - 1), radius=mat.radius, E=mat.E, G=mat.G, rho=mat.rho,
                                     kappa_hat=kh, gravity=world.loads.gravity, damping=world.loads.damping,
@@ -197,8 +410,11 @@ def galpha_rod_of(world, r: int, orientation: str = "cayley") -> tuple[GAlphaRod
 class GAlphaSimulator(Simulator):
     """Generalized-alpha Cosserat rods on a world (module docstring).
 
-    Options: ``dt`` [s] (default 0.01); ``rho_inf`` (spectral radius at infinity of the time
-    scheme, Chung-Hulbert; 0.5) and ``rho_inf_space`` (1: the box scheme); ``tol`` (row-scaled
+    Options: ``dt`` [s] (default 0.01); the time scheme's coefficients (GA paper, Eq. 17-20), either
+    ``rho_inf`` (spectral radius at infinity, Chung-Hulbert family, second order; 0.5 when none of
+    these is given) or ``alpha`` and ``gamma`` with optional ``beta`` (0) directly (the paper's
+    Fig. 1 settings, e.g. alpha = 0.4, gamma = 1), not both; ``rho_inf_space`` (1: the box
+    scheme); ``tol`` (row-scaled
     Newton residual, 1e-8), ``max_iter`` (40), ``relaxation``, ``adaptive``, ``min_relaxation``,
     ``init`` (euler / paper), ``orientation`` (cayley / rodrigues), ``reuse_jacobian``,
     ``reuse_ratio``, ``exact_end_loads``, ``constraints_at_new_time`` (see
@@ -210,7 +426,7 @@ class GAlphaSimulator(Simulator):
 
     method = "galpha"
     supports = FEATURES
-    options = {"rho_inf": 0.5, "rho_inf_space": 1.0, "tol": 1e-8, "max_iter": 40, "relaxation": 1.0,
+    options = {"rho_inf": None, "alpha": None, "beta": None, "gamma": None, "rho_inf_space": 1.0, "tol": 1e-8, "max_iter": 40, "relaxation": 1.0,
                "adaptive": True, "min_relaxation": 1.0 / 64, "init": "euler", "orientation": "cayley",
                "reuse_jacobian": True, "reuse_ratio": 0.1, "exact_end_loads": True, "constraints_at_new_time": False,
                "substeps": 4, "static_load_steps": 8, "damping_scheme": "implicit"}
@@ -223,7 +439,7 @@ class GAlphaSimulator(Simulator):
         for name in ("substeps", "static_load_steps"):
             require(isinstance(o[name], (int, np.integer)) and not isinstance(o[name], bool) and o[name] >= (0 if name == "substeps" else 1),
                     f"{name} must be an integer >= {0 if name == 'substeps' else 1} (got {o[name]!r})")
-        gopts = GAlphaOptions(time=Coefficients.from_rho_inf(float(o["rho_inf"])),
+        gopts = GAlphaOptions(time=self._time_coefficients(),
                               space=Coefficients.from_rho_inf(float(o["rho_inf_space"])), tol=float(o["tol"]),
                               max_iter=int(o["max_iter"]), relaxation=float(o["relaxation"]), adaptive=bool(o["adaptive"]),
                               min_relaxation=float(o["min_relaxation"]), init=o["init"], orientation=o["orientation"],
@@ -231,8 +447,30 @@ class GAlphaSimulator(Simulator):
                               constraints_at_new_time=bool(o["constraints_at_new_time"]), reuse_ratio=float(o["reuse_ratio"]))
         self.solvers = []
         for r in range(w.n_rods):
-            model, boundary = galpha_rod_of(w, r, gopts.orientation)
+            model, boundary = galpha_rod_of(w, r, gopts.orientation, self._dt)
             self.solvers.append(GAlphaSolver(model, boundary, gopts))
+        self._shape_x = (w.n_vertices, 3)
+        self._bound = None  # (solver dict, vertex_x, its arrays, views) of the last state (_bound_views)
+
+    def _time_coefficients(self) -> Coefficients:
+        """The time scheme's (alpha, beta, gamma) from ``rho_inf`` or from ``alpha``, ``beta``, ``gamma``."""
+        o = self.opts
+        direct = {k: o[k] for k in ("alpha", "beta", "gamma") if o[k] is not None}
+        for name, value in [("rho_inf", o["rho_inf"]), *direct.items()]:
+            if value is not None:
+                require(isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+                        and math.isfinite(value), f"{name} must be a finite number (got {value!r})")
+        if not direct:
+            return Coefficients.from_rho_inf(float(0.5 if o["rho_inf"] is None else o["rho_inf"]))
+        require(o["rho_inf"] is None, "give either rho_inf or the coefficients alpha, beta, gamma of method galpha, not both")
+        require("alpha" in direct and "gamma" in direct,
+                f"method galpha needs both alpha and gamma when its coefficients are given directly (got {sorted(direct)})")
+        return Coefficients(float(direct["alpha"]), float(direct.get("beta", 0.0)), float(direct["gamma"]))
+
+    @property
+    def coefficients(self) -> Coefficients:
+        """The time scheme's generalized-alpha coefficients (alpha, beta, gamma)."""
+        return self.solvers[0].options.time
 
     # ---- state -------------------------------------------------------------------------------
     def initial_state(self) -> State:
@@ -240,7 +478,8 @@ class GAlphaSimulator(Simulator):
         state = State.zeros_for(w)
         N = w.n_vertices
         state.solver = {"x": np.zeros((N, _NV)), "xdot": np.zeros((N, _NV)), "R": np.zeros((N, 3, 3)),
-                        "r_vel": np.zeros((N, 3)), "step": np.zeros(w.n_rods, dtype=np.int64)}
+                        "r_vel": np.zeros((N, 3)), "step": np.zeros(w.n_rods, dtype=np.int64),
+                        **{k: np.zeros(w.n_rods, dtype=dt) for k, dt in _DIAGNOSTICS.items()}, **self._no_factors()}
         state.method = self.method
         for r, sol in enumerate(self.solvers):
             gs = sol.initial_state()
@@ -251,8 +490,22 @@ class GAlphaSimulator(Simulator):
         self._write_common(state)
         return state
 
-    def _views(self, state: State, r: int) -> GAlphaState:
+    def _no_factors(self) -> dict:
+        """The ``lu_*`` entries of a state without LU factors yet (module docstring): every rod's
+        arrays stacked along the edges (``W``, ``piv``), the rods (``T``, ``tpiv``, ``Sinv``,
+        ``meta``) or the vertices (``D`` as (N, 90), ``Y`` as (15 N, 6))."""
         w = self.world
+        shapes = self.solvers[0].factor_shapes()
+        rows = {"W": w.n_edges, "piv": w.n_edges, "D": w.n_vertices, "Y": _NV * w.n_vertices}
+        cols = {"D": (6 * _NV,), "Y": (6,)}
+        return {f"lu_{k}": np.zeros((rows.get(k, w.n_rods), *cols.get(k, shape[1:] if k in rows else shape)), dtype=dt)
+                for k, (shape, dt) in shapes.items()}
+
+    def _views(self, state: State, r: int) -> GAlphaState:
+        """Rod ``r``'s unknowns in ``state`` as a :class:`GAlphaState` of views, after checking the
+        state (its LU factors bound to rod ``r``'s solver, made where the state has none)."""
+        w = self.world
+        self._bound = None  # the solvers' factors are bound to this state now
         if state.method != self.method:
             raise ModelError(f"method galpha starts only from a galpha state (this one is {state.method or 'unset'!r}); "
                              f"use GAlphaSimulator.initial_state()")
@@ -262,55 +515,90 @@ class GAlphaSimulator(Simulator):
             if a is None or a.shape != shape:
                 raise ModelError(f"state.solver[{key!r}] of a galpha state must have shape {shape} "
                                  f"(got {None if a is None else a.shape})")
-        vs = w.rod_vertices(r)
+            if key != "step" and not (a.flags.c_contiguous and a.dtype == np.float64):
+                sv[key] = np.ascontiguousarray(a, dtype=np.float64)
+        for key, dtype in _DIAGNOSTICS.items():  # diagnostics: (re)made where a state lacks them
+            a = sv.get(key)
+            if a is None or a.shape != (w.n_rods,):
+                sv[key] = np.zeros(w.n_rods, dtype=dtype)
+        fresh = self._no_factors()
+        for key, a in fresh.items():  # LU factors: none where the state lacks them or has others' shapes
+            b = sv.get(key)
+            if b is None or b.shape != a.shape or b.dtype != a.dtype or not b.flags.c_contiguous:
+                sv[key] = a
+        vs, es = w.rod_vertices(r), w.rod_edges(r)
+        self.solvers[r].bind_factors(sv["lu_W"][es], sv["lu_piv"][es], sv["lu_T"][r], sv["lu_tpiv"][r],
+                                     sv["lu_D"][vs].reshape(6, -1), sv["lu_Y"][_NV * vs.start:_NV * vs.stop],
+                                     sv["lu_Sinv"][r], sv["lu_meta"][r])
         return GAlphaState(state.t, sv["x"][vs], sv["xdot"][vs], sv["R"][vs], state.vertex_x[vs], sv["r_vel"][vs],
                            int(sv["step"][r]))
 
+    def _bound_views(self, state: State) -> list[GAlphaState]:
+        """Every rod's :meth:`_views`; in about a microsecond when ``state`` holds the very arrays
+        of the last call (the views are kept; their time and step count are set from ``state``)."""
+        sv = state.solver
+        keys = tuple(map(sv.get, _STATE_KEYS))
+        c = self._bound
+        if (c is not None and c[0] is sv and c[1] is state.vertex_x and state.method == "galpha"
+                and all(map(operator.is_, keys, c[2]))):
+            views = c[3]
+            step = sv["step"]
+            for r, gs in enumerate(views):
+                gs.t, gs.step = state.t, int(step[r])
+            return views
+        views = [self._views(state, r) for r in range(self.world.n_rods)]
+        self._bound = (sv, state.vertex_x, tuple(map(sv.get, _STATE_KEYS)), views)
+        return views
+
     def _write_common(self, state: State) -> None:
         w, sv = self.world, state.solver
-        for r in range(w.n_rods):
-            vs, es, js = w.rod_vertices(r), w.rod_edges(r), w.rod_joints(r)
-            R, x = np.ascontiguousarray(sv["R"][vs]), np.ascontiguousarray(state.vertex_x[vs])
-            d1 = np.empty((es.stop - es.start, 3))
-            edge_d1_from_nodes(R, x, d1)
-            state.edge_ref_d1[es] = d1
-            state.edge_theta[es] = 0.0
-            e = np.diff(x, axis=0)
-            t = np.ascontiguousarray(e / np.linalg.norm(e, axis=1)[:, None])
-            tw = np.empty(js.stop - js.start)
-            reference_twist(t, d1, False, np.ascontiguousarray(state.joint_ref_twist[js]), tw)
-            state.joint_ref_twist[js] = tw
-            state.vertex_v[vs] = np.einsum("jab,jb->ja", R, sv["x"][vs, 0:3])
+        write_common(w.rod_vertex_start, w.rod_edge_start, w.rod_joint_start, sv["R"], sv["x"], state.vertex_x,
+                     state.edge_ref_d1, state.edge_theta, state.joint_ref_twist, state.vertex_v)
 
     # ---- stepping ----------------------------------------------------------------------------
     def advance(self, state: State, nsteps: int = 1) -> StepReport:
         """Advance ``state`` in place by ``nsteps`` generalized-alpha steps (GA paper, Algorithm 1),
         every rod in turn; a failed Newton solve is retried in substeps, then raises
-        :class:`rodlab.solvers.SimulationError` with the state as it was before the call."""
-        self._check_steps(state, nsteps)
-        self._check_layout(state)
+        :class:`rodlab.solvers.SimulationError` with the state as it was before the call (its LU
+        factors excepted: left valid for what ``lu_meta`` says they were made for)."""
+        if nsteps.__class__ is not int or nsteps < 0 or state.__class__ is not State:  # the checks' slow path
+            self._check_steps(state, nsteps)
+        if state.vertex_x.shape != self._shape_x:
+            self._check_layout(state)
         if nsteps == 0:
             return StepReport(0)
-        views = [self._views(state, r) for r in range(self.world.n_rods)]
-        snapshot = state.copy()
-        t0 = time.perf_counter()
+        views = self._bound_views(state)
+        sv = state.solver
+        # one step of one rod puts everything back itself on failure (GAlphaSolver.step_robust)
+        snapshot = None if (nsteps == 1 and len(views) == 1) else (
+            state.t, state.vertex_x.copy(), {k: sv[k].copy() for k in _STATE_KEYS[:8]})
+        t0 = perf_counter()
         newton, residual, t_end = 0, 0.0, state.t
-        for r, (sol, gs) in enumerate(zip(self.solvers, views)):
-            sol._fact_key = None  # no LU factors carried over from an earlier call (module docstring)
-            it0 = sol.total_iterations
+        dt, substeps = self._dt, self.opts["substeps"]
+        for r, gs in enumerate(views):
+            sol = self.solvers[r]
+            it0, sub0 = sol.total_iterations, sol.substeps
             for k in range(nsteps):
-                res = sol.step_robust(gs, self._dt, self.opts["substeps"])
+                res = sol.step_robust(gs, dt, substeps)
                 if not res.success:
                     report = StepReport(0, False, res.message, newton + sol.total_iterations - it0, 0, res.residual,
-                                        time.perf_counter() - t0)
-                    self._fail(state, snapshot, report, f"rod {r}, step {k + 1} of this call: {res.message}")
-                residual = max(residual, res.residual) if k == nsteps - 1 else residual
+                                        perf_counter() - t0)
+                    if snapshot is not None:
+                        state.t = snapshot[0]
+                        state.vertex_x[...] = snapshot[1]
+                        for key, a in snapshot[2].items():
+                            sv[key][...] = a
+                    self._fail(state, None, report, f"rod {r}, step {k + 1} of this call: {res.message}")
+            residual = max(residual, res.residual)
             newton += sol.total_iterations - it0
-            state.solver["step"][r] = gs.step
+            sv["step"][r] = gs.step
+            sv["last_residual"][r] = res.residual
+            sv["last_newton_iters"][r] = res.iterations
+            sv["substeps"][r] += sol.substeps - sub0
             t_end = gs.t
         state.t = t_end
         self._write_common(state)
-        return StepReport(nsteps, True, "ok", newton, 0, residual, time.perf_counter() - t0)
+        return step_report(nsteps, True, "ok", newton, 0, residual, perf_counter() - t0)
 
     def solve_static(self, state: State) -> StaticReport:
         """Static equilibrium under gravity and tip forces: the same residual with the inertia
@@ -339,9 +627,25 @@ class GAlphaSimulator(Simulator):
             state.solver["R"][vs] = new.R
             state.solver["r_vel"][vs] = new.r_vel
             state.solver["step"][r] = 0
+            state.solver["last_residual"][r] = res.residual
+            state.solver["last_newton_iters"][r] = res.iterations
             state.vertex_x[vs] = new.r
         self._write_common(state)
         return StaticReport(True, "converged", iters, residual, time.perf_counter() - t0)
+
+    def energies(self, state: State) -> dict:
+        """The Cosserat rod's ``kinetic`` (translational and rotational, ``1/2 int rhoA |u|^2 +
+        omega^T J omega ds``), ``elastic``, ``gravity`` (potential, zero at the origin) energies and
+        their ``total`` [J], trapezoid rule in s over every rod (:func:`rodlab.galpha.state.energies`).
+        End loads' work is not in ``total``."""
+        kinetic = elastic = gravity = 0.0
+        for r, sol in enumerate(self.solvers):
+            gs = self._views(state, r)
+            m = sol.model
+            k, e, g = energies(np.ascontiguousarray(gs.x), np.ascontiguousarray(gs.r), sol._khat, sol._K, sol._J,
+                               m.rhoA, np.ascontiguousarray(m.gravity), m.ds)
+            kinetic, elastic, gravity = kinetic + float(k), elastic + float(e), gravity + float(g)
+        return {"kinetic": kinetic, "elastic": elastic, "gravity": gravity, "total": kinetic + elastic + gravity}
 
     def elastic_energy(self, state: State) -> float:
         """Bending and twisting energy ``1/2 int (kappa - kappa_hat)^T K (kappa - kappa_hat) ds``
@@ -355,4 +659,4 @@ class GAlphaSimulator(Simulator):
         return total
 
 
-__all__ = ["GAlphaSimulator", "edge_d1_from_nodes", "galpha_rod_of", "rest_geometry"]
+__all__ = ["ClampKinematics", "GAlphaSimulator", "edge_d1_from_nodes", "galpha_rod_of", "rest_geometry", "rest_polyline"]

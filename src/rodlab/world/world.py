@@ -79,6 +79,27 @@ class RodPointForce:
     force: PointForce
 
 
+@dataclass(frozen=True)
+class RodPointTorque:
+    """A couple [N m], in world coordinates, on vertex ``vertex`` of rod ``rod``: a constant
+    3-vector or a function of time ``torque(t) -> (3,)``. A method that models the couple at a
+    rod's end (galpha: the end load of its boundary value problem) takes it there; methods without
+    it refuse the world's "point torques" feature."""
+
+    rod: int
+    vertex: int
+    torque: np.ndarray | Callable[[float], np.ndarray]
+
+    def at(self, t: float) -> np.ndarray:
+        """The couple [N m] at time ``t`` [s]; a function returning anything but a finite
+        3-vector is an error naming the rod and vertex."""
+        value = np.asarray(self.torque(t) if callable(self.torque) else self.torque, dtype=float)
+        if value.shape != (3,) or not np.all(np.isfinite(value)):
+            raise ModelError(f"point torque on vertex {self.vertex} of rod {self.rod} must be a finite 3-vector N m "
+                             f"(got {value!r} at t = {t:g} s)")
+        return value
+
+
 WindVelocity = Callable[[np.ndarray, float], np.ndarray]
 """``velocity(x, t) -> u``: air velocity [m/s] (N, 3) at positions ``x`` (N, 3) and time ``t``."""
 
@@ -99,12 +120,13 @@ class Wind:
 @dataclass(frozen=True)
 class WorldLoads:
     """Loads on every rod: ``gravity`` [m/s^2], viscous ``damping`` [1/s] (force ``-damping m v``),
-    optional ``wind``, and point forces on chosen vertices."""
+    optional ``wind``, point forces and point torques (couples) on chosen vertices."""
 
     gravity: tuple[float, float, float] = (0.0, 0.0, 0.0)
     damping: float = 0.0
     wind: Wind | None = None
     point_forces: tuple[RodPointForce, ...] = ()
+    point_torques: tuple[RodPointTorque, ...] = ()
 
     def __post_init__(self):
         g = tuple(float(c) for c in self.gravity)
@@ -153,6 +175,11 @@ class World:
             require(0 <= pf.rod < len(self.rods), f"point force rod index must be in [0, {len(self.rods) - 1}] (got {pf.rod})")
             nv = self.rods[pf.rod].n_vertices
             require(-nv <= pf.force.vertex < nv, f"point force vertex of rod {pf.rod} must be in [-{nv}, {nv - 1}] (got {pf.force.vertex})")
+        for pt in self.loads.point_torques:
+            require(isinstance(pt, RodPointTorque), f"point torques must be RodPointTorque records (got {type(pt).__name__})")
+            require(0 <= pt.rod < len(self.rods), f"point torque rod index must be in [0, {len(self.rods) - 1}] (got {pt.rod})")
+            nv = self.rods[pt.rod].n_vertices
+            require(-nv <= pt.vertex < nv, f"point torque vertex of rod {pt.rod} must be in [-{nv}, {nv - 1}] (got {pt.vertex})")
         counts = np.array([[rod.n_vertices, rod.n_edges, rod.n_joints] for rod in self.rods], dtype=np.int64)
         starts = np.zeros((len(self.rods) + 1, 3), dtype=np.int64)
         np.cumsum(counts, axis=0, out=starts[1:])
@@ -248,12 +275,18 @@ class World:
             used.add("wind")
         if self.loads.point_forces:
             used.add("point forces")
+        if self.loads.point_torques:
+            used.add("point torques")
         if any(m is None for m in self.rod_material):
             used.add("rods given by stiffness")
         return used
 
     def point_forces_of(self, r: int) -> tuple[PointForce, ...]:
         return tuple(pf.force for pf in self.loads.point_forces if pf.rod == r)
+
+    def point_torques_of(self, r: int) -> tuple[RodPointTorque, ...]:
+        """The point torques on rod ``r``."""
+        return tuple(pt for pt in self.loads.point_torques if pt.rod == r)
 
     def total_mass(self) -> float:
         return float(self.vertex_mass.sum()) + sum(b.mass for b in self.bodies)
@@ -263,4 +296,4 @@ def rod_material_of(material: Material, radius: float) -> RodMaterial:
     return RodMaterial(float(material.E), float(material.G), float(material.rho), float(radius))
 
 
-__all__ = ["Body", "ModelError", "RodMaterial", "RodPointForce", "Weld", "Wind", "World", "WorldLoads"]
+__all__ = ["Body", "ModelError", "RodMaterial", "RodPointForce", "RodPointTorque", "Weld", "Wind", "World", "WorldLoads"]
