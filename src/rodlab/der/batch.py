@@ -148,10 +148,9 @@ class Packed(NamedTuple):
     layout: np.ndarray
 
 
-def pack(model: BatchModel, work: BatchWork) -> tuple[Packed, BatchModel, BatchWork]:
-    """Pack both groups; returns the buffers and the groups as views into them."""
-    arrays = list(model) + list(work)
-    kinds = _MODEL_KINDS + _WORK_KINDS
+def pack_arrays(arrays, kinds) -> tuple[Packed, list]:
+    """Pack ``arrays`` (kinds ``(buffer, ndim)``: buffer 0 float64, 1 int64, 2 bool) into three
+    flat buffers plus a layout table; returns the buffers and the arrays as views into them."""
     dtypes = (np.float64, np.int64, np.bool_)
     sizes = [0, 0, 0]
     layout = np.zeros((len(arrays), 3), dtype=np.int64)
@@ -170,8 +169,14 @@ def pack(model: BatchModel, work: BatchWork) -> tuple[Packed, BatchModel, BatchW
             view = view.reshape(n // w if w else 0, w)
         view[...] = np.asarray(a, dtype=dtypes[buf]).reshape(view.shape)
         views.append(view)
+    return Packed(bufs[0], bufs[1], bufs[2], layout), views
+
+
+def pack(model: BatchModel, work: BatchWork) -> tuple[Packed, BatchModel, BatchWork]:
+    """Pack both groups; returns the buffers and the groups as views into them."""
+    packed, views = pack_arrays(list(model) + list(work), _MODEL_KINDS + _WORK_KINDS)
     nm = len(_MODEL_KINDS)
-    return Packed(bufs[0], bufs[1], bufs[2], layout), BatchModel(*views[:nm]), BatchWork(*views[nm:])
+    return packed, BatchModel(*views[:nm]), BatchWork(*views[nm:])
 
 
 @njit(inline="always", **JIT)

@@ -10,6 +10,7 @@ SCENE_MODULES = (
     "rodlab.scenes.sagfree_scenes",
     "rodlab.scenes.coupling_scenes",
     "rodlab.scenes.world_scenes",
+    "rodlab.scenes.tree",
 )
 
 for _name in SCENE_MODULES:

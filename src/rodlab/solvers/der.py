@@ -17,10 +17,17 @@ per vertex (``drag / (rho A)`` where the linear density is uniform), stepped by 
 discrete velocity relaxes to the continuous steady state: for the implicit scheme
 ``v_k - u = (v_0 - u) (1 + h drag / (rho A))^-k`` for a free rod in a uniform wind.
 
-Rigid bodies (Bergou 2008, Sec. 8): a world with bodies must have exactly one rod, every body
-welded to one of its end edges; it steps through :class:`rodlab.coupling.CoupledDERStepper` with
-the bodies in ``State.body_x/q/v/w`` (quaternion w, x, y, z body -> world; angular velocity in
-body coordinates). The world's damping acts on the bodies too.
+Rigid bodies (Bergou 2008, Sec. 8): any number of bodies, each welded to end edges of any
+number of rods, step inside the same compiled call (:mod:`rodlab.der.bodies`): rods without a
+weld step on their own, the welded rods and the bodies step together, per step forces and weld
+wrenches (with the explicit twist torque of Sec. 8.2), symplectic Euler of the bodies, the rods'
+update with welded vertices placed from their body, fast projection in the generalized mass
+metric of Sec. 8.1 (iterated over rods and bodies), velocities, frames and twist. Point forces,
+wind, damping (bodies too), moving clamps and the energy check (bodies included) all apply. The
+bodies live in ``State.body_x/q/v/w`` (quaternion w, x, y, z body -> world; angular velocity in
+body coordinates). Welded vertices' lumped masses are not part of the dynamics: the body stands
+for everything rigidly attached to it (:meth:`DERSimulator.energies` and
+:meth:`DERSimulator.momentum` count them that way).
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ import time
 import numpy as np
 
 from ..der import batch as B
+from ..der import bodies as BD
 from ..der.static import solve_static as der_solve_static
 from ..der.stepper import DEROptions, DERStepper, suggested_time_step
 from ..model import Loads, ModelError
@@ -52,21 +60,18 @@ class DERSimulator(Simulator):
     (``implicit`` or ``exponential``, docs/damping.md), ``energy_check`` (refuse a call in which an
     undriven rod gains more than half its energy scale, default true; rods with a moving clamp, a
     time-dependent force or wind are driven), ``twist_solver`` (``auto``, ``newton``,
-    ``uniform``), ``projection_tol``, ``body_projection`` (rigid bodies only: ``fast``, the
-    paper's fast projection, which dissipates energy to first order in dt, or ``shake``, which
-    keeps it; :class:`rodlab.coupling.CoupledDERStepper`).
+    ``uniform``), ``projection_tol`` (largest ``|e.e - ebar^2| / ebar^2`` after fast projection,
+    rigid bodies included; the paper's fast projection dissipates energy to first order in dt).
     """
 
     method = "der"
     supports = FEATURES
     options = {"inextensible": True, "damping_scheme": "implicit", "energy_check": True, "twist_solver": "auto",
-               "projection_tol": 1e-12, "body_projection": "fast"}
+               "projection_tol": 1e-12}
 
     # ---- setup ---------------------------------------------------------------------------------
     def _setup(self, dt):
         w = self.world
-        if self.opts["body_projection"] not in ("fast", "shake"):
-            raise ModelError(f"body_projection must be one of fast, shake (got {self.opts['body_projection']!r})")
         self._dt = float(dt) if dt is not None else min(suggested_time_step(rod) for rod in w.rods)
         o = self.opts
         self._options = DEROptions(dt=self._dt, inextensible=bool(o["inextensible"]), damping_scheme=o["damping_scheme"],
@@ -77,36 +82,87 @@ class DERSimulator(Simulator):
                          for r, rod in enumerate(w.rods)]
         # each rod's initial state fixes its clamps' reference pose (motion acts on it)
         self._rod_initial = [st.initial_state() for st in self.steppers]
-        self._coupled = self._setup_bodies() if w.bodies else None
-        if self._coupled is None:
-            self._setup_batch()
+        self._welds_by_rod = {}
+        for x in w.welds:
+            self._welds_by_rod.setdefault(x.rod, []).append(x)
+        if w.bodies:
+            self._check_bodies()
+        self._setup_batch()
+        if w.bodies:
+            self._setup_bodies()
 
-    def _setup_bodies(self):
-        from ..coupling import CoupledDERStepper, RigidBody, Weld as CWeld
-
+    def _check_bodies(self) -> None:
         w = self.world
-        if w.n_rods > 1:
-            raise UnsupportedFeature("method der does not support rigid bodies welded to more than one rod "
-                                     f"(this world has {w.n_rods} rods and {w.n_bodies} bodies)")
-        welded = sorted(x.body for x in w.welds)
-        if welded != list(range(w.n_bodies)):
-            raise UnsupportedFeature("method der needs every rigid body welded to exactly one rod end "
-                                     f"(bodies welded: {welded} of {w.n_bodies})")
-        other = sorted(w.features() & {"point forces", "wind", "closed rods", "prescribed clamp motion", "swivel clamps",
-                                       "sliding clamps"})
-        if other:
-            raise UnsupportedFeature(f"method der does not support {', '.join(other)} together with rigid bodies")
         if not self._options.inextensible:
             raise UnsupportedFeature("method der models rigid bodies on inextensible rods only (inextensible=True)")
-        rate = float(B.kernel_rates(w.loads.damping, self._dt, self._options.damping_scheme))
-        loads = Loads(w.loads.gravity, rate, ())
-        bodies = [RigidBody(b.mass, b.inertia) for b in w.bodies]
-        welds = [CWeld(x.body, x.edge) for x in sorted(w.welds, key=lambda x: x.body)]
-        coupled = CoupledDERStepper(w.rods[0], bodies, welds, loads, self._options, body_damping=rate,
-                                    projection=self.opts["body_projection"])
-        self._coupled_initial = coupled.initial_state(centers=[b.position for b in w.bodies],
-                                                      orientations=[b.orientation for b in w.bodies])
-        return coupled
+        for r in self._welds_by_rod:
+            rod = w.rods[r]
+            if rod.n_edges < 3:
+                raise ModelError(f"rod {r} is welded to a body: a welded rod needs at least 3 edges (got {rod.n_edges})")
+            if any(c.slide_axis is not None for c in rod.boundary.clamps):
+                raise UnsupportedFeature(f"method der does not support sliding clamps on a rod welded to a body (rod {r})")
+
+    def _setup_bodies(self) -> None:
+        """The body group (:class:`rodlab.der.bodies.BodyModel`): welds in rod order, their
+        body-frame offsets and directors from each rod's initial state and the bodies' poses."""
+        from ..coupling.kernels import quat_matrix_into
+
+        w, h, opt = self.world, self._dt, self._options
+        welds = sorted(w.welds, key=lambda x: (x.rod, x.edge % w.rods[x.rod].n_edges))
+        nb, nw, R = w.n_bodies, len(welds), w.n_rods
+        rod_weld_start = np.zeros(R + 1, dtype=np.int64)
+        for x in welds:
+            rod_weld_start[x.rod + 1] += 1
+        np.cumsum(rod_weld_start, out=rod_weld_start)
+        weld_body = np.array([x.body for x in welds], dtype=np.int64)
+        weld_edge = np.array([x.edge % w.rods[x.rod].n_edges for x in welds], dtype=np.int64)
+        body_weld = np.argsort(weld_body, kind="stable").astype(np.int64)
+        counts = np.bincount(weld_body, minlength=nb)
+        body_weld_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        weld_p = np.zeros((nw, 6))
+        weld_m1 = np.zeros((nw, 3))
+        weld_drag = np.zeros((nw, 2))
+        vertex_body = np.full(w.n_vertices, -1, dtype=np.int64)
+        wind = w.loads.wind
+        Rm = np.empty((3, 3))
+        frames = {}
+        for k, x in enumerate(welds):
+            body = w.bodies[x.body]
+            quat_matrix_into(np.ascontiguousarray(body.orientation), Rm)
+            rs = self._rod_initial[x.rod]
+            if x.rod not in frames:
+                frames[x.rod] = self.steppers[x.rod].material_frames(rs)[0]
+            j = weld_edge[k]
+            weld_p[k] = ((rs.x[[j, j + 1]] - body.position) @ Rm).reshape(6)
+            weld_m1[k] = Rm.T @ frames[x.rod][j]
+            v0 = int(w.rod_vertex_start[x.rod])
+            vertex_body[v0 + j:v0 + j + 2] = x.body
+            if wind is not None:
+                weld_drag[k] = wind.drag * _voronoi_lengths(w.rods[x.rod])[[j, j + 1]]
+        inertia = np.array([b.inertia for b in w.bodies]).reshape(3 * nb, 3)
+        inv_inertia = np.array([np.linalg.inv(b.inertia) for b in w.bodies]).reshape(3 * nb, 3)
+        g = float(np.linalg.norm(w.loads.gravity))
+        lengths = np.zeros(nb)
+        for x in welds:
+            lengths[x.body] += w.rods[x.rod].total_length
+        coupled = np.zeros(R, dtype=np.int64)
+        coupled[list(self._welds_by_rod)] = 1
+        driven = any(r in self._moving or any(rr == r for rr, _ in self._timed) for r in self._welds_by_rod)
+        passive = int(opt.energy_check and not driven and wind is None)
+        body_damp = float(B.velocity_factors(np.array([w.loads.damping]), h, opt.damping_scheme)[0])
+        inv_mass = self.model.vertex_inv_mass
+        _check_free_vertices(w, coupled, vertex_body, inv_mass)
+        lay = _projection_layout(w, welds, rod_weld_start, weld_body, weld_edge, coupled)
+        model = BD.BodyModel(
+            np.array([b.mass for b in w.bodies]), inertia, inv_inertia, body_weld_start, body_weld,
+            np.array([b.mass for b in w.bodies]) * g * lengths, rod_weld_start, coupled, weld_body, weld_edge, weld_p,
+            weld_m1, weld_drag, vertex_body, np.where(vertex_body >= 0, 0.0, self.model.vertex_mass),
+            np.array([body_damp]), np.array([passive], dtype=np.int64), *lay["model"])
+        work = BD.BodyWork(np.zeros((nw, 6)), np.zeros((nb, 7)), np.zeros((nb, 13)), np.zeros(w.n_edges, dtype=bool),
+                           np.zeros(4), np.zeros((nw, 6)), np.zeros(lay["n_z"]), np.zeros(lay["n_cap"] + lay["n_pattern"]),
+                           np.zeros(lay["n_cap"]), np.zeros(lay["n_sq"]), np.zeros(R),
+                           np.zeros(lay["n_comp"], dtype=np.int64), np.zeros(lay["n_comp"]))
+        self._body_packed, self.body_model, self.body_work = BD.pack_bodies(model, work)
 
     def _setup_batch(self) -> None:
         w, opt, h = self.world, self._options, self._dt
@@ -123,8 +179,9 @@ class DERSimulator(Simulator):
             rod = st.rod
             moving = any(c.motion is not None for c in st.clamps.values())
             timed = [pf for pf in st.loads.point_forces if callable(pf.force)]
-            flags[r] = (rod.closed, st.uniform_twist, st.twist_free,
-                        opt.energy_check and not moving and not timed and wind is None, moving, bool(timed))
+            welded = r in self._welds_by_rod  # its energy check is the body group's
+            flags[r] = (rod.closed, st.uniform_twist, st.twist_free and not welded,
+                        opt.energy_check and not moving and not timed and wind is None and not welded, moving, bool(timed))
             counts[r] = (st.prescribed_vertices.size, st.clamp_edges.size, st._sliders[2].size, len(timed))
             parts["presc"].append(st.prescribed_vertices)
             parts["cedge"].append(st.clamp_edges)
@@ -145,6 +202,14 @@ class DERSimulator(Simulator):
             parts["force"].append(force)
         starts = np.zeros((R + 1, 4), dtype=np.int64)
         np.cumsum(counts, axis=0, out=starts[1:])
+        # welded vertices move with their body, welded edges' angles follow it
+        inv_mass = [st.inv_mass.copy() for st in self.steppers]
+        free_theta = [st.free_theta.copy() for st in self.steppers]
+        for r, welds in self._welds_by_rod.items():
+            for x in welds:
+                j = x.edge % w.rods[r].n_edges
+                inv_mass[r][[j, j + 1]] = 0.0
+                free_theta[r][j] = False
         mass = np.concatenate([st.masses for st in self.steppers])
         rate = np.full(w.n_vertices, float(w.loads.damping))
         self._wind_gain = np.zeros(w.n_vertices)
@@ -159,9 +224,9 @@ class DERSimulator(Simulator):
         model = B.BatchModel(
             w.rod_vertex_start, w.rod_edge_start, w.rod_joint_start, starts[:, 0], starts[:, 1], starts[:, 2], starts[:, 3],
             flags, np.array(parts["tol"]), np.array(parts["load"]),
-            cat([st.inv_mass for st in self.steppers]), mass, B.velocity_factors(rate, h, scheme), cat(parts["force"]),
+            cat(inv_mass), mass, B.velocity_factors(rate, h, scheme), cat(parts["force"]),
             cat([st.rest_lengths for st in self.steppers]), cat([st.bend_k for st in self.steppers]),
-            cat([st.stretch_k for st in self.steppers]), cat([st.free_theta for st in self.steppers]),
+            cat([st.stretch_k for st in self.steppers]), cat(free_theta),
             cat([st.lbar for st in self.steppers]), cat([st.omega_bar for st in self.steppers]).reshape(-1, 4),
             cat([st.twist_bar for st in self.steppers]), cat([st.twist_k for st in self.steppers]),
             cat(parts["presc"]).astype(np.int64), cat(parts["cedge"]).astype(np.int64), cat(parts["cm1"]).reshape(-1, 3),
@@ -175,7 +240,7 @@ class DERSimulator(Simulator):
                            np.zeros((J, 3)), np.zeros((J, 4)), np.zeros(J), np.zeros((P, 3)), np.zeros((R, 6)),
                            np.zeros((R, 3)), np.zeros(R, dtype=np.int64))
         self._packed, self.model, self.work = B.pack(model, work)
-        self._driver = B.advance_rods if R > 1 else B.advance_rods_serial
+        self._driver = B.advance_rods if R > 1 else B.advance_rods_serial  # replaced with bodies
         self._no_input = np.zeros((1, 0, 3))
         self._driven = bool(self._moving or self._timed)
 
@@ -183,21 +248,13 @@ class DERSimulator(Simulator):
     def _rod_state(self, state: State, r: int) -> RodState:
         return RodState(state.t, state.rod_x(r), state.rod_v(r), state.rod_theta(r), state.rod_ref_d1(r), state.rod_ref_twist(r))
 
-    def _coupled_state(self, state: State):
-        from ..coupling import CoupledState
-
-        return CoupledState(self._rod_state(state, 0), state.body_x, state.body_q, state.body_v, state.body_w)
-
     def initial_state(self) -> State:
+        """Every rod at rest in its rest shape, twist solved; bodies at their world poses, at rest."""
         state = State.zeros_for(self.world)
-        initial = [self._coupled_initial.rod] if self._coupled is not None else self._rod_initial
-        for r, rs in enumerate(initial):
+        for r, rs in enumerate(self._rod_initial):
             view = self._rod_state(state, r)
             for name in ("x", "v", "theta", "ref_d1", "ref_twist"):
                 getattr(view, name)[...] = getattr(rs, name)
-        if self._coupled is not None:
-            c = self._coupled_initial
-            state.body_x[...], state.body_q[...], state.body_v[...], state.body_w[...] = c.r, c.q, c.V, c.w
         state.method = self.method
         return state
 
@@ -205,8 +262,6 @@ class DERSimulator(Simulator):
     def advance(self, state: State, nsteps: int = 1) -> StepReport:
         self._check_steps(state, nsteps)
         self._check_layout(state)
-        if self._coupled is not None:
-            return self._advance_coupled(state, nsteps)
         t0 = time.perf_counter()
         if nsteps:
             if self.world.loads.wind is not None:
@@ -217,8 +272,15 @@ class DERSimulator(Simulator):
             if self._driven:
                 presc, m1, timed = self._call_inputs(state, nsteps)
             p = self._packed
-            code = self._driver(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v,
-                                state.edge_theta, state.edge_ref_d1, state.joint_ref_twist, presc, m1, timed)
+            if self.world.bodies:
+                q = self._body_packed
+                code = BD.advance_world(p.f, p.i, p.b, p.layout, q.f, q.i, q.b, q.layout, nsteps, self._dt,
+                                        state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
+                                        state.joint_ref_twist, state.body_x, state.body_q, state.body_v, state.body_w,
+                                        presc, m1, timed)
+            else:
+                code = self._driver(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v,
+                                    state.edge_theta, state.edge_ref_d1, state.joint_ref_twist, presc, m1, timed)
             if code:
                 self._check_code(state, code, nsteps, t0)
             state.t += nsteps * self._dt
@@ -260,6 +322,12 @@ class DERSimulator(Simulator):
             return
         failed = np.flatnonzero(w.rod_status)
         msgs = []
+        if self.world.bodies and self.body_work.group_energy[3] != 0.0:
+            e = self.body_work.group_energy
+            msgs.append(f"rods {', '.join(str(r) for r in sorted(self._welds_by_rod))} and the bodies welded to them: "
+                        f"DER step unstable: they gained {e[0]:.3g} J of mechanical energy in {nsteps} steps "
+                        f"(energy scale {e[1]:.3g} J; try a smaller dt or heavier bodies)")
+            failed = np.array([r for r in failed if r not in self._welds_by_rod], dtype=np.int64)
         for r in failed[:3]:
             status = int(w.rod_status[r])
             if status == B.ROD_ENERGY:
@@ -274,25 +342,12 @@ class DERSimulator(Simulator):
         report = StepReport(0, False, "; ".join(msgs), wall_s=time.perf_counter() - t0)
         self._fail(state, None, report, "; ".join(msgs) + "; every rod is restored to the call's start")
 
-    def _advance_coupled(self, state: State, nsteps: int) -> StepReport:
-        from ..der.stepper import SimulationError as DERFailure
-
-        t0 = time.perf_counter()
-        cs = self._coupled_state(state)
-        try:
-            self._coupled.advance(cs, nsteps)
-        except DERFailure as exc:  # the coupled stepper restored the state to the call's start
-            report = StepReport(0, False, str(exc), wall_s=time.perf_counter() - t0)
-            self._fail(state, None, report, str(exc))
-        state.t += nsteps * self._dt
-        return StepReport(nsteps, wall_s=time.perf_counter() - t0)
-
     # ---- statics and energies ------------------------------------------------------------------
     def solve_static(self, state: State) -> StaticReport:
         """Each rod's equilibrium under gravity and its point forces (``rodlab.der.static``); wind
         acts as the constant force ``drag l_i u(x_i, t)`` sampled at the state's positions."""
         self._check_layout(state)
-        if self._coupled is not None:
+        if self.world.bodies:
             raise UnsupportedFeature("method der has no static solve for rigid bodies (step with damping instead)")
         t0 = time.perf_counter()
         wind = self.world.loads.wind
@@ -320,8 +375,6 @@ class DERSimulator(Simulator):
     def rod_elastic_energies(self, state: State) -> np.ndarray:
         """Elastic energy of each rod (R,) [J] (bending + twisting + stretching); state untouched."""
         self._check_layout(state)
-        if self._coupled is not None:
-            return np.array([self._coupled.der.elastic_energy(self._rod_state(state.copy(), 0))])
         out = np.empty(self.world.n_rods)
         p = self._packed
         B.rods_elastic_energy(p.f, p.i, p.b, p.layout, state.vertex_x, state.edge_theta, state.edge_ref_d1,
@@ -331,23 +384,164 @@ class DERSimulator(Simulator):
     def elastic_energy(self, state: State) -> float:
         return float(self.rod_elastic_energies(state).sum())
 
+    def _dynamic_vertex_mass(self) -> np.ndarray:
+        """Lumped vertex masses as the dynamics sees them: welded vertices' are 0 (their body
+        stands for them)."""
+        if self.world.bodies:
+            return np.asarray(self.body_model.vertex_free_mass)
+        return self.world.vertex_mass
+
     def energies(self, state: State) -> dict:
         """``kinetic``, ``elastic``, ``gravity`` (potential, zero at the origin) and their
-        ``total`` [J]. With rigid bodies the welded vertices' lumped masses belong to their bodies
-        (as in the coupled dynamics) and the bodies' energies are included. Constant point forces'
-        potential is not in ``total``."""
+        ``total`` [J]; with rigid bodies also ``kinetic_rods`` and ``kinetic_bodies``
+        (translational + rotational). Welded vertices' lumped masses belong to their bodies
+        (as in the dynamics). Constant point forces' potential is not in ``total``."""
+        self._check_layout(state)
+        w = self.world
+        mass = self._dynamic_vertex_mass()
+        g = np.asarray(w.loads.gravity, dtype=float)
+        k_rods = 0.5 * float(np.sum(mass[:, None] * state.vertex_v**2))
+        k_bodies = 0.0
+        gravity = -float(np.sum(mass * (state.vertex_x @ g)))
+        for b, body in enumerate(w.bodies):
+            k_bodies += 0.5 * body.mass * float(state.body_v[b] @ state.body_v[b])
+            k_bodies += 0.5 * float(state.body_w[b] @ body.inertia @ state.body_w[b])
+            gravity -= body.mass * float(state.body_x[b] @ g)
+        kinetic = k_rods + k_bodies
+        elastic = self.elastic_energy(state)
+        out = {"kinetic": kinetic, "elastic": elastic, "gravity": gravity, "total": kinetic + elastic + gravity}
+        if w.bodies:
+            out["kinetic_rods"] = k_rods
+            out["kinetic_bodies"] = k_bodies
+        return out
+
+    def momentum(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+        """Linear momentum [kg m/s] and angular momentum about the origin [kg m^2/s] of every rod
+        and body (world frame), with the masses the dynamics uses (:meth:`energies`)."""
         from .. import metrics
 
-        if self._coupled is not None:
-            cs = self._coupled_state(state.copy())
-            body = self._coupled.body_energies(cs)
-            rk, re, rg = self._coupled.rod_energies(cs)
-            kinetic, elastic, gravity = rk + float(body[:, :2].sum()), re, rg + float(body[:, 2].sum())
-        else:
-            kinetic = metrics.kinetic_energy(self.world, state)
-            elastic = self.elastic_energy(state)
-            gravity = metrics.gravity_potential(self.world, state)
-        return {"kinetic": kinetic, "elastic": elastic, "gravity": gravity, "total": kinetic + elastic + gravity}
+        mass = self._dynamic_vertex_mass()
+        p = np.sum(mass[:, None] * state.vertex_v, axis=0)
+        L = np.sum(mass[:, None] * np.cross(state.vertex_x, state.vertex_v), axis=0)
+        for b, body in enumerate(self.world.bodies):
+            p = p + body.mass * state.body_v[b]
+            R = metrics.body_rotation(state, b)
+            L = L + body.mass * np.cross(state.body_x[b], state.body_v[b]) + R @ (body.inertia @ state.body_w[b])
+        return p, L
+
+    def weld_error(self, state: State) -> float:
+        """``max |x_k - (r_b + R(q_b) p_k)|`` over every welded vertex [m] (0 without bodies)."""
+        from .. import metrics
+
+        if not self.world.bodies:
+            return 0.0
+        bm = self.body_model
+        err = 0.0
+        for r in range(self.world.n_rods):
+            x = state.rod_x(r)
+            for wd in range(bm.rod_weld_start[r], bm.rod_weld_start[r + 1]):
+                b = int(bm.weld_body[wd])
+                R = metrics.body_rotation(state, b)
+                j = int(bm.weld_edge[wd])
+                for sl in range(2):
+                    target = state.body_x[b] + R @ bm.weld_p[wd, 3 * sl:3 * sl + 3]
+                    err = max(err, float(np.linalg.norm(x[j + sl] - target)))
+        return err
+
+
+def _check_free_vertices(world, coupled, vertex_body, inv_mass) -> None:
+    """Refuse a welded rod with an active edge between two vertices that cannot move on their
+    own (welded to two bodies, or welded and held): the projection's rod blocks ``T`` need a
+    free vertex on every such edge (:mod:`rodlab.der.bodies`)."""
+    for r in np.flatnonzero(coupled):
+        v0 = int(world.rod_vertex_start[r])
+        for j in range(world.rods[r].n_edges):
+            a, b = v0 + j, v0 + j + 1
+            ba, bb = vertex_body[a], vertex_body[b]
+            fixed_a, fixed_b = ba >= 0 or inv_mass[a] == 0.0, bb >= 0 or inv_mass[b] == 0.0
+            if fixed_a and fixed_b and (ba >= 0 or bb >= 0) and not (ba >= 0 and ba == bb):
+                raise ModelError(f"rod {r}: edge {j} joins a welded vertex to another welded or held vertex; a rod welded "
+                                 f"to a body needs a free vertex between its weld and any other weld or clamp (give it "
+                                 f"more vertices)")
+
+
+def _projection_layout(world, welds, rod_weld_start, weld_body, weld_edge, coupled) -> dict:
+    """Constant data of the exact coupled projection (:mod:`rodlab.der.bodies`): each weld's
+    contact row, welded vertex and sign; connected groups; the capacitance unknowns (welds of
+    bodies with two or more welds), their elimination order (greedy minimum degree on the graph
+    "two welds share a body or a rod") and the fill pattern of the sparse Cholesky factor; rods
+    in parallel chunks balanced by vertex count."""
+    import numba
+
+    nb, R, nw = world.n_bodies, world.n_rods, len(welds)
+    n_edges = np.array([rod.n_edges for rod in world.rods])
+    weld_row = np.where(weld_edge == 0, 1, weld_edge - 1).astype(np.int64)
+    weld_vertex = np.where(weld_edge == 0, 1, weld_edge).astype(np.int64)
+    weld_sign = np.where(weld_edge == 0, -1.0, 1.0)
+    rod_of = np.array([x.rod for x in welds], dtype=np.int64)
+    weld_z_start = np.concatenate([[0], np.cumsum(n_edges[rod_of])]).astype(np.int64)
+    # groups: union-find over bodies joined by a rod
+    parent = list(range(nb))
+
+    def root(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for r in range(R):
+        bs = sorted(set(weld_body[rod_weld_start[r]:rod_weld_start[r + 1]].tolist()))
+        for a in bs:
+            for c in bs:
+                parent[root(a)] = root(c)
+    roots = sorted({root(a) for a in range(nb)})
+    body_comp = np.array([roots.index(root(a)) for a in range(nb)], dtype=np.int64)
+    rod_comp = np.full(R, -1, dtype=np.int64)
+    for r in np.flatnonzero(coupled):
+        rod_comp[r] = body_comp[weld_body[rod_weld_start[r]]]
+    # capacitance unknowns: the welds of bodies with two or more welds; their graph joins welds
+    # sharing a body or a rod; elimination order (greedy minimum degree) and fill pattern
+    n_welds = np.bincount(weld_body, minlength=nb)
+    body_multi = (n_welds >= 2).astype(np.int64)
+    multi = [k for k in range(nw) if body_multi[weld_body[k]]]
+    graph = {k: set() for k in multi}
+    for k in multi:
+        for l in multi:
+            if l != k and (weld_body[k] == weld_body[l] or rod_of[k] == rod_of[l]):
+                graph[k].add(l)
+    order, pattern = [], []
+    while graph:
+        k = min(graph, key=lambda a: (len(graph[a]), a))
+        nbrs = graph.pop(k)
+        order.append(k)
+        pattern.append(nbrs)
+        for a in nbrs:
+            graph[a] |= nbrs - {a}
+            graph[a].discard(k)
+    weld_cap = np.full(nw, -1, dtype=np.int64)
+    weld_cap[order] = np.arange(len(order))
+    pattern_pos = [sorted(int(weld_cap[a]) for a in pat) for pat in pattern]
+    cap_pattern_start = np.concatenate([[0], np.cumsum([len(p) for p in pattern_pos])]).astype(np.int64)
+    cap_pattern = np.array([i for p in pattern_pos for i in p], dtype=np.int64)
+    body_sq_start = np.concatenate([[0], np.cumsum(n_welds * n_welds * body_multi)]).astype(np.int64)
+    # parallel chunks: largest rods first onto the lightest chunk
+    rods = [int(r) for r in np.flatnonzero(coupled)]
+    n_chunks = max(1, min(len(rods), int(numba.config.NUMBA_NUM_THREADS)))
+    load = [0] * n_chunks
+    members = [[] for _ in range(n_chunks)]
+    for r in sorted(rods, key=lambda r: -world.rods[r].n_vertices):
+        c = int(np.argmin(load))
+        load[c] += world.rods[r].n_vertices
+        members[c].append(r)
+    chunk_start = np.concatenate([[0], np.cumsum([len(c) for c in members])]).astype(np.int64)
+    chunk_rod = np.array([r for c in members for r in sorted(c)], dtype=np.int64)
+    free_rod = np.flatnonzero(coupled == 0).astype(np.int64)
+    i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
+    model = (weld_row, weld_vertex, weld_sign, weld_z_start, rod_comp, body_comp, body_multi, weld_cap, i64(order),
+             cap_pattern_start, cap_pattern, body_sq_start, chunk_start, chunk_rod, free_rod)
+    return {"model": model, "n_z": int(weld_z_start[-1]), "n_cap": len(order), "n_pattern": int(cap_pattern.size),
+            "n_comp": len(roots), "n_sq": int(body_sq_start[-1])}
+
 
 
 def _voronoi_lengths(rod) -> np.ndarray:
