@@ -29,9 +29,10 @@ import numpy as np
 from numba import get_parallel_chunksize, njit, prange, set_parallel_chunksize
 
 from .energies import BANDWIDTH, _transport, der_elastic, edge_geometry, update_frames
-from .stepper import BENDING_2D_AVERAGE, BENDING_4D, DERImplicitModel, newton_minimize
+from .slerp_bending import slerp_elastic
+from .stepper import BENDING_2D_AVERAGE, BENDING_2D_SLERP, BENDING_4D, DERImplicitModel, newton_minimize
 
-JIT = dict(cache=True, error_model="numpy")
+from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
 PARALLEL_CHUNK = 4
 """Rods per chunk of the parallel loop, chunks handed out dynamically (``numba.set_parallel_chunksize``):
 a thread whose core is busy with another process then does not hold the others up (the default
@@ -39,8 +40,8 @@ static split waits for the slowest half: measured 16.8 ms per step against 7.3 m
 vertices on 2 shared cores). Set from Python around the call: inside a kernel it would stop caching."""
 
 # ---- ibuf header: sizes and options, then the offsets of its sections -------------------------
-I_NROD, I_NDRIVE, I_BENDING, I_LSMAX, I_NEWTON, I_ROD, I_FIXED, I_DRIVE, I_FAILED = range(9)
-I_HEADER = 9
+I_NROD, I_NDRIVE, I_BENDING, I_LSMAX, I_NEWTON, I_ROD, I_FIXED, I_DRIVE, I_FAILED, I_BRANCH, I_EXACT = range(11)
+I_HEADER = 11  # I_BENDING: BENDING_*; I_BRANCH, I_EXACT: the slerped model's options (2d-slerp only)
 ROD_COLS = 6  # rod table columns: vertex, edge, joint, dof, fixed, drive starts (R + 1 rows)
 DRIVE_COLS = 3  # driven clamp table: rod, edge (local), holds theta (0/1)
 
@@ -62,13 +63,14 @@ FSECTIONS = (
     ("rod_newton_iters", 1, "rod"), ("rod_line_search_failures", 1, "rod"), ("rod_residual", 1, "rod"),
     ("rod_failed_step", 1, "rod"), ("rod_stats", 3, "rod"),
     ("drive_target", 9, "drive"),
+    ("vertex_wbar2", 2, "vertex"),  # rest 2D curvature of the slerped bending model (2d-slerp only)
 )
 # header slot of each section's offset (a numba kernel reads module constants, not a dict)
 (S_DOF_MASS, S_DOF_FEXT, S_DOF_Q, S_DOF_V, S_DOF_Q0, S_DOF_QHAT, S_DOF_G, S_DOF_PIVOT, S_DOF_DQ, S_DOF_QT,
  S_DOF_BAND, S_EDGE_KS, S_EDGE_LBAR, S_EDGE_LEN, S_EDGE_TAN_BASE, S_EDGE_A1_BASE, S_EDGE_TAN, S_EDGE_A1,
  S_VERTEX_KBEND, S_VERTEX_KTWIST, S_VERTEX_MBAR, S_VERTEX_LVOR, S_VERTEX_WBAR, S_JOINT_MREF_BASE,
  S_JOINT_MREF, S_ROD_DAMPING, S_ROD_DECAY, S_ROD_FAIL_GTOL, S_ROD_NEWTON_ITERS, S_ROD_LINE_SEARCH_FAILURES,
- S_ROD_RESIDUAL, S_ROD_FAILED_STEP, S_ROD_STATS, S_DRIVE_TARGET) = range(F_HEADER, F_HEADER + len(FSECTIONS))
+ S_ROD_RESIDUAL, S_ROD_FAILED_STEP, S_ROD_STATS, S_DRIVE_TARGET, S_VERTEX_WBAR2) = range(F_HEADER, F_HEADER + len(FSECTIONS))
 FS = {name: F_HEADER + k for k, (name, _, _) in enumerate(FSECTIONS)}
 F_FIRST = F_HEADER + len(FSECTIONS)
 
@@ -121,7 +123,7 @@ def _impose_drives(r, ib, fb, q, tan_base, a1_base):
 
 
 @njit(**JIT)
-def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps, wbar2):
+def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps):
     """``nsteps`` implicit-Euler steps of rod ``r`` on its own slices of the work buffers (the step
     of :func:`.stepper.implicit_euler_steps`, with preallocated work arrays). Reads the rod's state
     from the flat state arrays; leaves the result in its work buffers (``dof_q``, ``dof_v``,
@@ -160,6 +162,7 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     mbar = _fsec(fb, S_VERTEX_MBAR, vs, nv)
     lvor = _fsec(fb, S_VERTEX_LVOR, vs, nv)
     wbar = _fsec2(fb, S_VERTEX_WBAR, vs, nv, 4)
+    wbar2 = _fsec2(fb, S_VERTEX_WBAR2, vs, nv, 2)
     mref = _fsec(fb, S_JOINT_MREF_BASE, js, nj)
     mrefw = _fsec(fb, S_JOINT_MREF, js, nj)
     h = fb[F_H]
@@ -211,9 +214,15 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
         if has_drive:
             _impose_drives(r, ib, fb, q, tanr, a1)
         lsf = stats[1]
+        # the base frames belong to q (see newton_minimize) unless a clamp moved or the state was changed
+        # from outside since the last call (then one full transport re-orthonormalises them): so the
+        # result does not depend on how the steps are split into calls
+        fresh = (s > 0 or not moved) and not has_drive
         its = newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref,
-                              ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, 0, 0, newton_iters,
-                              fb[F_GTOL], ls_max, False, tan, elen, a1w, mrefw, g, band, D, dq, qt, stats)
+                              ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, ib[I_BRANCH], ib[I_EXACT],
+                              newton_iters,
+                              fb[F_GTOL], ls_max, False, tan, elen, a1w, mrefw, g, band, D, dq, qt, stats,
+                              fresh)
         if stats[1] > lsf and its == 1 and stats[2] > fail_gtol:
             return step
         if ls_max == 0 or stats[1] > lsf:
@@ -241,14 +250,13 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
 
 
 @njit(**JIT)
-def _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps,
-                       wbar2):
+def _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps):
     """:func:`_rod_steps`, with an exception of the kernels (a degenerate geometry: zero-length or
     reversed edges, or NaN coordinates) turned into a failure of the step it happened in (an
     exception must not leave a parallel region)."""
     try:
         return _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
-                          nsteps, wbar2)
+                          nsteps)
     except Exception:
         return max(1, int(_fsec(fb, S_ROD_FAILED_STEP, r, 1)[0]))
 
@@ -307,10 +315,9 @@ def advance_parallel(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_
     failed; the state arrays are then unchanged."""
     nrod = ib[I_NROD]
     failed = ib[ib[I_FAILED]:ib[I_FAILED] + nrod]
-    wbar2 = fb[0:0].reshape((0, 2))  # no slerped bending
     for r in prange(nrod):
         failed[r] = _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                       joint_ref_twist, nsteps, wbar2)
+                                       joint_ref_twist, nsteps)
     first = _collect(ib, fb, failed)
     if first > 0:
         return first
@@ -324,10 +331,9 @@ def advance_serial(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_re
     """:func:`advance_parallel` on one thread (a single rod: no parallel launch to pay)."""
     nrod = ib[I_NROD]
     failed = ib[ib[I_FAILED]:ib[I_FAILED] + nrod]
-    wbar2 = fb[0:0].reshape((0, 2))  # no slerped bending
     for r in range(nrod):
         failed[r] = _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                       joint_ref_twist, nsteps, wbar2)
+                                       joint_ref_twist, nsteps)
     first = _collect(ib, fb, failed)
     if first > 0:
         return first
@@ -370,10 +376,15 @@ def elastic_energies(ib, fb, vertex_x, edge_theta, edge_ref_d1, joint_ref_twist,
         edge_geometry(q, tanr, elen)
         _fsec(fb, S_DOF_Q, ds, 1)[0] = np.nan  # the base tangents now belong to this state: re-derive next step
         update_frames(q, tanr, a1, mref, tan, elen, a1w, mrefw)
-        out[r] = der_elastic(q, tan, elen, a1w, mrefw, _fsec(fb, S_EDGE_KS, es, ne), _fsec(fb, S_EDGE_LBAR, es, ne),
-                             _fsec(fb, S_VERTEX_KBEND, vs, nv), _fsec2(fb, S_VERTEX_WBAR, vs, nv, 4),
-                             _fsec(fb, S_VERTEX_KTWIST, vs, nv), _fsec(fb, S_VERTEX_MBAR, vs, nv),
-                             _fsec(fb, S_VERTEX_LVOR, vs, nv), ib[I_BENDING] == BENDING_2D_AVERAGE, 0, g, band)
+        ks, lbar = _fsec(fb, S_EDGE_KS, es, ne), _fsec(fb, S_EDGE_LBAR, es, ne)
+        kbend, ktwist = _fsec(fb, S_VERTEX_KBEND, vs, nv), _fsec(fb, S_VERTEX_KTWIST, vs, nv)
+        mbar, lvor = _fsec(fb, S_VERTEX_MBAR, vs, nv), _fsec(fb, S_VERTEX_LVOR, vs, nv)
+        if ib[I_BENDING] == BENDING_2D_SLERP:
+            out[r] = slerp_elastic(q, tan, elen, a1w, mrefw, ks, lbar, kbend, _fsec2(fb, S_VERTEX_WBAR2, vs, nv, 2),
+                                   ktwist, mbar, lvor, ib[I_BRANCH], ib[I_EXACT], 0, g, band)
+        else:
+            out[r] = der_elastic(q, tan, elen, a1w, mrefw, ks, lbar, kbend, _fsec2(fb, S_VERTEX_WBAR, vs, nv, 4), ktwist,
+                                 mbar, lvor, ib[I_BENDING] == BENDING_2D_AVERAGE, 0, g, band)
 
 
 class RodBatch:
@@ -381,7 +392,10 @@ class RodBatch:
 
     ``models``: one :class:`.stepper.DERImplicitModel` per rod (open rods, ``n >= 3`` vertices each);
     ``drives``: driven clamps as ``(rod, edge, holds_theta)``; ``h`` [s] step; ``newton_iters``,
-    ``gtol`` [N], ``line_search`` (max halvings), ``curv2d`` (averaged 2D bending instead of 4D).
+    ``gtol`` [N], ``line_search`` (max halvings), ``curv2d`` (averaged 2D bending instead of 4D);
+    ``slerp``: the slerped-frame 2D bending (:mod:`.slerp_bending`) instead, given as ``(wbar2,
+    branch, exact)``: one rest 2D curvature (n_r, 2) per rod, ``branch`` 0 (twist) / 1 (shortest),
+    ``exact`` 1 (exact gradient) / 0 (frame held constant).
     Named views (writes reach the kernels): ``dof_fext`` (D,) [N] external forces, ``rod_damping``
     (R,) [1/s] the damping rate inside each rod's solve, ``rod_decay`` (R,) the velocity factor after
     each step, ``rod_fail_gtol`` (R,) [N], ``drive_target`` (K, 9) the driven clamps' vertex targets
@@ -390,7 +404,7 @@ class RodBatch:
     """
 
     def __init__(self, models: list[DERImplicitModel], *, h: float, newton_iters: int, gtol: float, line_search: int,
-                 curv2d: bool = False, drives: tuple = ()):
+                 curv2d: bool = False, drives: tuple = (), slerp: tuple | None = None):
         nrod = len(models)
         nv = np.array([m.nv for m in models], dtype=np.int64)
         counts = {"vertex": nv, "edge": nv - 1, "joint": nv - 2, "dof": 4 * nv - 1,
@@ -411,6 +425,14 @@ class RodBatch:
         ib = np.zeros(I_HEADER + rod_table.size + fixed_idx.size + drive_table.size + nrod, dtype=np.int64)
         ib[I_NROD], ib[I_NDRIVE] = nrod, totals["drive"]
         ib[I_BENDING] = BENDING_2D_AVERAGE if curv2d else BENDING_4D
+        if slerp is not None:
+            wbar2s, branch, exact = slerp
+            if curv2d or len(wbar2s) != nrod or branch not in (0, 1) or exact not in (0, 1):
+                raise ValueError("slerp needs one wbar2 per rod, branch and exact in {0, 1}, and curv2d False")
+            for r, w2 in enumerate(wbar2s):
+                if np.shape(w2) != (int(nv[r]), 2) or not np.all(np.isfinite(w2)):
+                    raise ValueError(f"wbar2 of rod {r} must be a finite ({int(nv[r])}, 2) array (got {np.shape(w2)})")
+            ib[I_BENDING], ib[I_BRANCH], ib[I_EXACT] = BENDING_2D_SLERP, int(branch), int(exact)
         ib[I_LSMAX], ib[I_NEWTON] = int(line_search), int(newton_iters)
         o = I_HEADER
         for slot, arr in ((I_ROD, rod_table), (I_FIXED, fixed_idx), (I_DRIVE, drive_table), (I_FAILED, failed)):
@@ -441,6 +463,8 @@ class RodBatch:
             self.vertex_mbar[v], self.vertex_lvor[v] = m.mbar, m.lvor
             self.vertex_wbar[v] = m.wbar
             self.rod_damping[r] = m.damping
+            if slerp is not None:
+                self.vertex_wbar2[v] = slerp[0][r]
         self.rod_decay[:] = 1.0
         self.dof_q[:] = np.nan  # no positions stepped yet (see _rod_steps)
 

@@ -52,7 +52,7 @@ from .energies import (BANDWIDTH, _C, _RES, _W, _WS, _add_gn_hessian_rows, _tran
 if TYPE_CHECKING:
     from .stepper import DERImplicitModel, DERImplicitState
 
-JIT = dict(cache=True, error_model="numpy")
+from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
 
 GRADIENTS = ("approx", "exact")
 BRANCHES = ("twist", "shortest")

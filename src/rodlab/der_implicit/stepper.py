@@ -24,12 +24,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit
 
-from ..model import check_damping_scheme
+from ..model import check_damping_scheme, check_steps
 from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
-from .energies import BANDWIDTH, der_elastic, update_frames
+from .energies import BANDWIDTH, der_elastic, edge_geometry, update_frames
 from .slerp_bending import BRANCHES, GRADIENTS, _frames_at, slerp_elastic
 
-JIT = dict(cache=True, error_model="numpy")
+from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
 
 
 @dataclass(frozen=True, eq=False)
@@ -166,18 +166,26 @@ def _phi(q, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a
 @njit(**JIT)
 def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b, mref_b,
                     ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, branch, exact, max_iters, gtol, ls_max,
-                    rebase, tan, elen, a1, mref, g, band, D, dq, qt, stats):
+                    rebase, tan, elen, a1, mref, g, band, D, dq, qt, stats, fresh=False):
     """Minimize ``Phi`` (module docstring) from ``q`` in place. ``a_in = 1/h^2``, ``a_dmp = c/h``
     (both 0 for statics). ``rebase``: after each accepted iterate, the current frames become the
     base of the next transport (statics); otherwise frames are always transported from the step's
     start (``tan_b``, ``a1_b``, ``mref_b``). ``stats`` (3,) accumulates iterations, line-search
     failures, and receives the last free-gradient max-norm. Returns the number of iterations.
     ``bending``: ``BENDING_*`` (``wbar2``, ``branch``, ``exact``: the slerped model's rest curvature
-    and options, see slerp_bending.py). ``ls_max = 0`` takes full Newton steps (no line search)."""
+    and options, see slerp_bending.py). ``ls_max = 0`` takes full Newton steps (no line search).
+    ``fresh``: the base frames belong to ``q`` itself (``tan_b`` are ``q``'s tangents: a time step
+    that starts where the last one ended, no clamp moved in between), so the first iteration's
+    frames are the base frames and only the edge lengths are computed (saves one transport)."""
     n = q.shape[0]
     its = 0
     for it in range(max_iters):
-        update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
+        if it == 0 and fresh:
+            edge_geometry(q, tan, elen)
+            a1[:, :] = a1_b
+            mref[:] = mref_b
+        else:
+            update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
         g[:] = 0.0
         band[:, :] = 0.0
         E = _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch, exact,
@@ -259,10 +267,11 @@ def implicit_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, 
             qhat[r] = q[r] + h * v[r]
         for t in range(fixed_idx.shape[0]):
             qhat[fixed_idx[t]] = q[fixed_idx[t]]
+        fresh = s > 0
         newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref,
                         ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, branch, exact, newton_iters, gtol,
                         ls_max, False,
-                        tan, elen, a1w, mrefw, g, band, D, dq, qt, stats)
+                        tan, elen, a1w, mrefw, g, band, D, dq, qt, stats, fresh)
         update_frames(q, tanr, a1, mref, tan, elen, a1w, mrefw)
         tanr[:, :] = tan
         a1[:, :] = a1w
@@ -327,10 +336,11 @@ class DERImplicitStepper:
 
     def advance_frames(self, state: DERImplicitState, nframes: int) -> StepStats:
         """Advance by ``nframes`` frames of ``substeps`` steps each (see :meth:`from_frame_rate`)."""
-        return self.advance(state, int(nframes) * getattr(self, "substeps", 1))
+        return self.advance(state, check_steps(nframes, "nframes") * getattr(self, "substeps", 1))
 
     def advance(self, state: DERImplicitState, nsteps: int) -> StepStats:
         """Advance ``state`` in place by ``nsteps`` steps (one compiled call)."""
+        nsteps = check_steps(nsteps)
         m = self.model
         stats = np.zeros(3)
         t0 = time.perf_counter()

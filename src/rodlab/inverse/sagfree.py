@@ -27,9 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..der_implicit.energies import unpack_dofs
-from ..der_implicit.stepper import DERImplicitModel, DERImplicitState, DERImplicitStepper, build_rod, with_params
+from ..der_implicit.stepper import DERImplicitModel, DERImplicitState, build_rod, with_params
+from ..model import require
 from . import kernels as K
-from .mprgp import PC_NAMES
+from .qp import PC_NAMES
 
 SCHEMES = ("alm", "penalty", "rest")
 QP_SOLVERS = {"mprgp": K.QP_MPRGP, "pgs": K.QP_PGS, "ipm": K.QP_IPM, "penalty-box": K.QP_PENALTY}
@@ -46,9 +47,9 @@ class SagFreeOptions:
     ``penalty-box``; ``precond`` (MPRGP): ``none`` | ``diag`` | ``wj`` | ``ssor`` | ``ic`` | ``mic`` | ``asc``
     (the paper's active-set Cholesky: the once-per-Newton-step LDL^T applied by filtered substitution) |
     ``asc-schur`` (default, our extension: the same factor applied exactly on the current face through a
-    Schur-complement correction over the active bounds, see :mod:`.mprgp`; 2.3x faster than ``asc`` on
+    Schur-complement correction over the active bounds, see :mod:`.qp`; 2.3x faster than ``asc`` on
     the horizontal strand, the same where no bound is active, see docs/sagfree.md). ASC, IC, MIC and
-    ASC-Schur run the compiled fast path :func:`.mprgp.mprgp_fast_solve` with the paper's fixed-length
+    ASC-Schur run the compiled fast path :func:`.qp.mprgp_fast_solve` with the paper's fixed-length
     expansion.
     """
 
@@ -343,22 +344,79 @@ def optimize_strand(problem: SagFreeProblem, options: SagFreeOptions = SagFreeOp
                          float(np.abs(rest).max(initial=0.0)), bounds_ok, int(stats[5]), cpu)
 
 
+def strand_world(problem: SagFreeProblem, model: DERImplicitModel):
+    """The strand of ``problem`` with the parameters of ``model`` (:func:`model_from_params`, or the
+    naive ``problem.model``) as a :class:`rodlab.World`, for the ``der-implicit`` simulator.
+
+    Returns ``(world, x, theta)``: the world and the groomed positions (n, 3) [m] and material angles
+    (n - 1,) [rad] to start from. The world's rod: rest polyline along the groomed edges with the
+    model's rest lengths; root edge clamped; per-edge stretching stiffness, per-joint bending and
+    twisting stiffness (``joint_bending``, ``joint_twisting``), rest curvature and rest twist; the
+    groomed reference directors as ``rest_d1``. The model keeps its Voronoi weights from the groomed
+    edge lengths; the world's come from its rest lengths, so the joint stiffness is scaled by their
+    ratio (the energies are equal). Linear density per edge ``rho A l0 / lbar`` keeps the groomed
+    masses, gravity is read from the model's external force. Same energies, masses and loads as
+    ``model`` to round-off."""
+    from ..world import WorldBuilder
+
+    x, theta = unpack_dofs(problem.state.q)
+    nv = x.shape[0]
+    l0, lbar = problem.l0, np.asarray(model.lbar, dtype=float)
+    vm = model.mass[0::4]
+    rho_a = 2.0 * float(vm[0]) / float(l0[0])
+    lumped = np.zeros(nv)
+    lumped[:-1] += 0.5 * rho_a * l0
+    lumped[1:] += 0.5 * rho_a * l0
+    radius = math.sqrt(2.0 * float(model.mass[3]) / (rho_a * float(l0[0])))
+    g = model.fext[0:3] / float(vm[0])
+    fext = np.zeros_like(model.fext)
+    for c in range(3):
+        fext[c::4] = vm * g[c]
+    require(bool(np.allclose(vm, lumped, rtol=1e-12, atol=0.0) and np.allclose(model.mass[3::4], rho_a * 0.5 * radius**2 * l0,
+                                                                          rtol=1e-12, atol=0.0)),
+            "model must have the masses of the problem's uniform strand (model_from_params or problem.model)")
+    require(bool(np.allclose(model.fext, fext, rtol=1e-12, atol=1e-300)), "model's external force must be gravity only")
+    clamp = np.zeros(model.fixed.shape, dtype=bool)
+    clamp[0:7] = True
+    require(bool(np.array_equal(model.fixed, clamp)), "model must hold the root edge only (x_0, x_1, theta_0)")
+    require(bool(np.allclose(model.lvor, problem.model.lvor, rtol=1e-14, atol=0.0)),
+            "model must keep the problem's Voronoi weights lvor")
+    t = np.diff(x, axis=0)
+    t /= np.linalg.norm(t, axis=1)[:, None]
+    xr = np.vstack([x[:1], x[0] + np.cumsum(t * lbar[:, None], axis=0)])
+    lvor = lbar[:-1] + lbar[1:]
+    scale = lvor / model.lvor[1:-1]
+    b = WorldBuilder(gravity=tuple(g), damping=float(model.damping))
+    r = b.add_rod(xr, joint_bending=model.kbend[1:-1] * scale, joint_twisting=model.ktwist[1:-1] * scale,
+                  linear_density=rho_a * l0 / lbar, stretching=np.asarray(model.ks, dtype=float), radius=radius,
+                  rest_d1=problem.state.a1, rest_curvature=model.wbar[1:-1], rest_twist=model.mbar[1:-1])
+    b.clamp(r, "start")
+    return b.build(), x, theta
+
+
 def forward_drift(problem: SagFreeProblem, model: DERImplicitModel, t_end: float, *, fps: float = 60.0, substeps: int = 4,
                   newton_iters: int = 1, record: int = 0):
     """Simulate from the groomed state with ``model`` (the paper's setting: 60 fps, 4 substeps, one Newton
-    iteration); returns ``(max vertex displacement over time / strand length, frames (t, x))``."""
-    state = problem.state.copy()
-    x0 = unpack_dofs(state.q)[0]
-    st = DERImplicitStepper.from_frame_rate(model, fps=fps, substeps=substeps, newton_iters=newton_iters)
+    iteration) through the ``der-implicit`` simulator on :func:`strand_world` and
+    :func:`rodlab.experiment.record` (one chunk of ``substeps`` steps per frame); returns ``(max vertex
+    displacement over the frames / strand length, frames (t, x))``, about ``record`` frames kept
+    besides the first (0: the first only)."""
+    from ..experiment import record as record_frames
+    from ..solvers import make_simulator
+
+    require(math.isfinite(fps) and fps > 0, f"fps must be > 0 (got {fps})")
+    require(isinstance(substeps, (int, np.integer)) and substeps >= 1, f"substeps must be an integer >= 1 (got {substeps})")
+    world, x0, theta = strand_world(problem, model)
+    sim = make_simulator(world, "der-implicit", dt=1.0 / (fps * substeps), newton_iters=int(newton_iters),
+                         bending="2d-average" if model.curv2d else "4d", line_search_failures="count")
+    state = sim.initial_state()
+    state.vertex_x[...] = x0
+    state.edge_theta[...] = theta
     nframes = int(round(t_end * fps))
-    drift = 0.0
-    ts = [0.0]
-    xs = [x0]
-    for k in range(nframes):
-        st.advance_frames(state, 1)
-        x = unpack_dofs(state.q)[0]
-        drift = max(drift, float(np.linalg.norm(x - x0, axis=1).max()))
-        if record and (k % max(nframes // record, 1) == 0 or k == nframes - 1):
-            ts.append(state.t)
-            xs.append(x)
-    return drift / problem.strand_length, (np.asarray(ts), np.asarray(xs))
+    rec = record_frames(sim, state, nframes * int(substeps), frames=max(nframes, 1))
+    drift = float(np.linalg.norm(rec.x[1:] - x0, axis=2).max()) if nframes > 0 else 0.0
+    keep = [0]
+    if record:
+        every = max(nframes // record, 1)
+        keep += [k + 1 for k in range(nframes) if k % every == 0 or k == nframes - 1]
+    return drift / problem.strand_length, (rec.t[keep], rec.x[keep])

@@ -144,6 +144,45 @@ def _energy_metrics(E, tipz):
     return dict(growth=growth, growth_rel=growth / rng, osc=float(np.ptp(half)), stable=growth <= 1e-3 * rng)
 
 
+class _StopOnFailure:
+    """A simulator seen by :func:`rodlab.experiment.record` that ends the recording at a failed step
+    (a non-finite state or a line search that found no descent) instead of raising: ``failed`` is
+    set, the call reports 0 steps and the state holds the last good step."""
+
+    def __init__(self, sim):
+        self.sim, self.failed = sim, False
+
+    def advance(self, state, nsteps):
+        from ..model import SimulationError
+        from ..solvers.base import StepReport
+
+        try:
+            return self.sim.advance(state, nsteps)
+        except SimulationError:
+            self.failed = True
+            return StepReport(0, False, "step failed")
+
+
+def flipped_world(params, theta):
+    """The world of ``flipped-frames``: the straight strand along +x (``n`` vertices), root edge
+    clamped, gravity -9.81 m/s^2 along z, damping 1/s; its rest curvature and rest twist those of the
+    rest shape (:func:`_flip_rest`) with the material angles ``theta``; reference directors: the
+    strand's Bishop frame seeded with +z. Returns ``(world, rest polyline)``; a run starts from the
+    world's rest positions with ``edge_theta = theta``."""
+    from ..der_implicit.stepper import bishop_reference, build_rod
+    from ..world import WorldBuilder
+
+    n, L, E = params["n"], params["length"], params["E"]
+    x, xr = _flip_rest(n, L, params["rest_curvature"])
+    u0 = np.array([0.0, 0.0, 1.0])
+    rmodel, _ = build_rod(xr, radius=params["radius"], E=E, G=E / 3.0, rho=1000.0, theta=theta, u0=u0)
+    b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=1.0)
+    r = b.add_rod(x, E=E, G=E / 3.0, rho=1000.0, radius=params["radius"], rest_d1=bishop_reference(x, u0)[0],
+                  rest_curvature=rmodel.wbar[1:-1], rest_twist=rmodel.mbar[1:-1])
+    b.clamp(r, "start")
+    return b.build(), xr
+
+
 @register("flipped-frames", "bending with 4D vs 2D curvature (averaged or slerped frames), material frames flipped "
           "(Takahashi and Batty Figs. 2-3)", FLIP_PARAMS, paper="sag-free-der-active-set-cholesky")
 def run_flipped(params, progress):
@@ -157,19 +196,20 @@ def run_flipped(params, progress):
       shape the slerped energy equals the 4D one and the approximation is exact; ``rest_curvature`` > 0
       exposes the approximation.
 
-    Metrics per run: tip height, bending force of a prescribed bend (quarter-circle arc), energy growth,
-    tip oscillation, stability; unprefixed ``stable``, ``energy_growth_max``, ``tip_oscillation`` belong to
-    the chosen model. Trajectories are recorded every frame (60 fps; 4 steps of 1/240 s per frame)."""
-    from ..der_implicit.energies import der_elastic, pack_dofs, unpack_dofs, update_frames
-    from ..der_implicit.slerp_bending import (der_elastic_energy, rest_curvature2, slerp_elastic, slerp_frames_all,
-                                              total_energy)
-    from ..der_implicit.stepper import SlerpStepper
-    from ..der_implicit.stepper import DERImplicitStepper, build_rod, with_params
+    Each run is the ``der-implicit`` simulator (option ``bending``) on :func:`flipped_world`, recorded
+    by :func:`rodlab.experiment.record`. Metrics per run: tip height, bending force of a prescribed
+    bend (quarter-circle arc), energy growth, tip oscillation, stability, ``us_per_step``; unprefixed
+    ``stable``, ``energy_growth_max``, ``tip_oscillation`` belong to the chosen model. Trajectories
+    are recorded every frame (60 fps; 4 steps of 1/240 s per frame)."""
+    from ..der_implicit.energies import der_elastic, pack_dofs, update_frames
+    from ..der_implicit.slerp_bending import slerp_elastic, slerp_frames_all
+    from ..experiment import record
+    from ..solvers import make_simulator
 
     n = params["n"]
     L = params["length"]
-    x, xr = _flip_rest(n, L, params["rest_curvature"])
     theta = np.array([math.pi * (j % 2) for j in range(n - 1)]) if params["flipped"] else np.zeros(n - 1)
+    world, xr = flipped_world(params, theta)
     choice = params["model"]
     runs = [("4d", "4d")]
     if choice == "2d-average":
@@ -179,27 +219,32 @@ def run_flipped(params, progress):
     out = {}
     trajs = {}
     energies = {}
-    kw = dict(radius=params["radius"], E=params["E"], G=params["E"] / 3.0, rho=1000.0, theta=theta, damping=1.0,
-              u0=np.array([0.0, 0.0, 1.0]))
     ne = n - 1
+    nframes = int(round(params["t_end"] * 60))
     for k, (label, kind) in enumerate(runs):
-        model, state = build_rod(x, **kw)
-        rmodel, rstate = build_rod(xr, **kw)
-        model = with_params(model, wbar=rmodel.wbar, mbar=rmodel.mbar, curv2d=(kind == "2d-average"))
-        wbar2 = rest_curvature2(rmodel, rstate)
+        opts = dict(bending=kind, line_search_failures="count")  # as the sag-free paper's stepper
+        if kind == "2d-slerp":
+            opts.update(gradient=params["gradient"], line_search=12 if params["line_search"] else 0)
+        sim = make_simulator(world, "der-implicit", dt=1.0 / 240.0, **opts)
+        model = sim.models[0]
+        state = sim.initial_state()
+        state.edge_theta[...] = theta
+        x = np.array(state.vertex_x)
+        tan0 = np.diff(x, axis=0) / np.linalg.norm(np.diff(x, axis=0), axis=1)[:, None]
+        a10, mref0 = np.array(state.edge_ref_d1), np.array(state.joint_ref_twist)
         # bending force of a prescribed bend (quarter-circle arc), per unit bending stiffness
         s = np.linspace(0.0, L, n)
         R = 2 * L / math.pi
         xb = np.stack([R * np.sin(s / R), np.zeros(n), R * (np.cos(s / R) - 1.0)], axis=1)
         qb = pack_dofs(xb, theta)
         tan, elen, a1, mref = np.empty((ne, 3)), np.empty(ne), np.empty((ne, 3)), np.empty(ne - 1)
-        update_frames(qb, state.tan, state.a1, state.mref, tan, elen, a1, mref)
+        update_frames(qb, tan0, a10, mref0, tan, elen, a1, mref)
         gvec = np.zeros(qb.size)
         band = np.zeros((qb.size, 11))
         z = np.zeros(ne)
         if kind == "2d-slerp":
-            slerp_elastic(qb, tan, elen, a1, mref, z, model.lbar, model.kbend, wbar2, np.zeros(n), model.mbar,
-                          model.lvor, 0, int(params["gradient"] == "exact"), 1, gvec, band)
+            slerp_elastic(qb, tan, elen, a1, mref, z, model.lbar, model.kbend, sim.rod_rest_curvature2[0], np.zeros(n),
+                          model.mbar, model.lvor, 0, int(params["gradient"] == "exact"), 1, gvec, band)
         else:
             der_elastic(qb, tan, elen, a1, mref, z, model.lbar, model.kbend, model.wbar, np.zeros(n), model.mbar,
                         model.lvor, kind == "2d-average", 1, gvec, band)
@@ -208,32 +253,19 @@ def run_flipped(params, progress):
         if k == 0:
             # frame norms at t = 0: averaged frames (m1^{i-1} + m1^i) / 2 and slerped vertex frames
             q0 = pack_dofs(x, theta)
-            update_frames(q0, state.tan, state.a1, state.mref, tan, elen, a1, mref)  # state: not yet stepped
-            th = theta
-            m1 = np.cos(th)[:, None] * a1 + np.sin(th)[:, None] * np.cross(tan, a1)
+            update_frames(q0, tan0, a10, mref0, tan, elen, a1, mref)
+            m1 = np.cos(theta)[:, None] * a1 + np.sin(theta)[:, None] * np.cross(tan, a1)
             out["average_frame_norm_min"] = float(np.linalg.norm(0.5 * (m1[:-1] + m1[1:]), axis=1).min())
             wv, Mv = np.zeros((n, 2)), np.zeros((n, 2, 3))
             slerp_frames_all(q0, tan, elen, a1, mref, 0, wv, Mv)
             out["slerp_frame_norm_error_max"] = float(np.abs(np.linalg.norm(Mv[1:-1], axis=2) - 1.0).max())
-        if kind == "2d-slerp":
-            st = SlerpStepper(model, wbar2, gradient=params["gradient"], h=1.0 / 240.0,
-                              line_search=12 if params["line_search"] else 0)
-            energy = st.elastic_energy
-        else:
-            st = DERImplicitStepper(model, h=1.0 / 240.0)
-            energy = lambda state, m=model: der_elastic_energy(m, state)  # noqa: E731
-        nframes = int(round(params["t_end"] * 60))
-        xs = [unpack_dofs(state.q)[0]]
-        Es = [total_energy(model, state, energy(state))]
-        lsf = 0
-        for f in range(nframes):
-            r = st.advance(state, 4)
-            lsf += r.line_search_failures
-            if not r.success:
-                break
-            xs.append(unpack_dofs(state.q)[0])
-            Es.append(total_energy(model, state, energy(state)))
-        xs = np.asarray(xs)
+        runner = _StopOnFailure(sim)
+        rec = record(runner, state, 4 * nframes, frames=max(nframes, 1), stop=lambda st, rn=runner: rn.failed,
+                     probes={"energy": lambda st: sim.energies(st)["total"],
+                             "line_search_failures": lambda st: float(sim.batch.rod_line_search_failures.sum())})
+        keep = slice(0, rec.x.shape[0] - (1 if runner.failed else 0))
+        xs = rec.x[keep]
+        Es = rec.probes["energy"][keep]
         trajs[label] = xs
         energies[label] = np.asarray(Es)
         em = _energy_metrics(Es, xs[:, -1, 2])
@@ -242,7 +274,9 @@ def run_flipped(params, progress):
         out[f"energy_growth_rel_{label}"] = em["growth_rel"]
         out[f"tip_osc_{label}"] = em["osc"]
         out[f"stable_{label}"] = bool(em["stable"] and len(xs) == nframes + 1)
-        out[f"line_search_failures_{label}"] = int(lsf)
+        per_call = rec.probes["line_search_failures"][1:]  # per advance call (a failed call's is stale)
+        out[f"line_search_failures_{label}"] = int(per_call[:-1].sum() if runner.failed else per_call.sum())
+        out[f"us_per_step_{label}"] = rec.summary(world.n_vertices)["us_per_step"]
         progress.update(k + 1, len(runs))
     metrics = dict(out)
     last = runs[-1][0]

@@ -31,6 +31,13 @@ From the world (one :class:`rodlab.der_implicit.stepper.DERImplicitModel` per ro
   v)`` (``l`` the vertex's Voronoi length): the ``drag l u`` part is a force, the ``-drag l v`` part
   the extra damping rate ``drag / linear_density`` of that rod (needs a uniform linear density),
   which, like all damping of this method, also damps the edge angles.
+
+Bending models (option ``bending``): ``4d`` (the sag-free paper's 4D curvature), ``2d-average`` (2D
+curvature on averaged material frames, Takahashi and Batty Fig. 2) and ``2d-slerp`` (2D curvature on
+slerped vertex frames, Gornowicz and Borac 2015, Takahashi and Batty Fig. 3;
+:mod:`rodlab.der_implicit.slerp_bending`, with its ``gradient`` and ``branch`` options). The slerped
+model's rest 2D curvature comes from the rod's 4D rest curvature and rest twist
+(:func:`slerp_rest_curvature`).
 """
 from __future__ import annotations
 
@@ -42,6 +49,7 @@ import numpy as np
 
 from ..der_implicit.batch import F_NEWTON_MAX, F_RESIDUAL_MAX, RodBatch, advance_serial
 from ..der_implicit.energies import material_curvature_all, pack_dofs, update_frames
+from ..der_implicit.slerp_bending import BRANCHES, GRADIENTS
 from ..der_implicit.stepper import DERImplicitModel, DERImplicitState, solve_static, with_params
 from ..model import Rod, check_damping_scheme, require
 from ..world import State
@@ -49,7 +57,7 @@ from .base import Simulator, StaticReport, StepReport
 
 FEATURES = frozenset({"prescribed clamp motion", "swivel clamps", "pinned vertices", "rest curvature overrides",
                       "point forces", "rods given by stiffness", "wind"})
-BENDING_MODELS = ("4d", "2d-average")
+BENDING_MODELS = ("4d", "2d-average", "2d-slerp")
 DEFAULT_DT = 1.0 / 240.0
 
 
@@ -121,6 +129,26 @@ def rod_model(rod: Rod, *, gravity=(0.0, 0.0, 0.0), damping: float = 0.0, point_
     return model, DERImplicitState(q, np.zeros_like(q), a1c, tan2, mrefc, 0.0)
 
 
+def slerp_rest_curvature(model: DERImplicitModel, branch: str = "twist") -> np.ndarray:
+    """Rest 2D curvature (n, 2) of the slerped-frame bending model of a rod at rest: at interior
+    vertex ``i``, ``Rot(phi / 2) wbar_i[0:2]`` with ``wbar_i[0:2]`` the first half of the 4D rest
+    curvature (edge ``i - 1``'s material frame), ``phi`` the rest twist ``mbar_i`` (``branch``
+    ``"twist"``) or it wrapped into ``(-pi, pi]`` (``"shortest"``) and ``Rot(u) = [[cos u, sin u],
+    [-sin u, cos u]]`` (the identity of :mod:`rodlab.der_implicit.slerp_bending`: the slerped frame is
+    edge ``i - 1``'s frame turned by half the twist). Ends are 0."""
+    require(branch in BRANCHES, f"branch must be one of {', '.join(BRANCHES)} (got {branch!r})")
+    phi = np.array(model.mbar[1:-1], dtype=float)
+    if branch == "shortest":
+        phi = phi - 2.0 * math.pi * np.floor((phi + math.pi) / (2.0 * math.pi))
+        phi[phi <= -math.pi] += 2.0 * math.pi
+    c, s = np.cos(0.5 * phi), np.sin(0.5 * phi)
+    w0, w1 = model.wbar[1:-1, 0], model.wbar[1:-1, 1]
+    out = np.zeros((model.nv, 2))
+    out[1:-1, 0] = c * w0 + s * w1
+    out[1:-1, 1] = -s * w0 + c * w1
+    return out
+
+
 class DERImplicitSimulator(Simulator):
     """Implicit DER over every rod of a world, batched (module docstring).
 
@@ -128,13 +156,21 @@ class DERImplicitSimulator(Simulator):
     paper's), ``gtol`` [N] free-force max-norm that ends a step's Newton loop early (default 0: always
     ``newton_iters``), ``line_search`` max halvings of the Armijo search (0: full Newton steps),
     ``damping_scheme`` (``implicit``: in the step's solve; ``exponential``: velocities scaled by
-    ``exp(-c dt)`` after it; docs/damping.md), ``bending`` (``4d``, the paper's; ``2d-average``).
+    ``exp(-c dt)`` after it; docs/damping.md), ``bending`` (``4d``, the paper's; ``2d-average``;
+    ``2d-slerp``), and for ``2d-slerp`` only: ``gradient`` (``approx``, the slerped frame held constant
+    when differentiating, or ``exact``) and ``branch`` (``twist`` or ``shortest``) of
+    :class:`rodlab.der_implicit.stepper.SlerpStepper`. ``line_search_failures``: ``fail`` (default: a
+    step whose line search finds no descent while the free force is above round-off fails, and
+    :meth:`advance` raises :class:`SimulationError`) or ``count`` (that Newton iteration keeps its
+    start, as :class:`rodlab.der_implicit.stepper.DERImplicitStepper` does; the failures of the last
+    call are in ``batch.rod_line_search_failures``; a non-finite state still fails).
     Rods run in parallel over numba's threads (``numba.set_num_threads``) when there are several.
     """
 
     method = "der-implicit"
     supports = FEATURES
-    options = {"newton_iters": 1, "gtol": 0.0, "line_search": 12, "damping_scheme": "implicit", "bending": "4d"}
+    options = {"newton_iters": 1, "gtol": 0.0, "line_search": 12, "damping_scheme": "implicit", "bending": "4d",
+               "gradient": "approx", "branch": "twist", "line_search_failures": "fail"}
 
     def _setup(self, dt):
         o = self.opts
@@ -145,8 +181,15 @@ class DERImplicitSimulator(Simulator):
         require(isinstance(o["gtol"], (int, float)) and math.isfinite(o["gtol"]) and o["gtol"] >= 0,
                 f"gtol must be >= 0 N (got {o['gtol']!r})")
         check_damping_scheme(o["damping_scheme"])
+        require(o["line_search_failures"] in ("fail", "count"),
+                f"line_search_failures must be one of fail, count (got {o['line_search_failures']!r})")
         require(o["bending"] in BENDING_MODELS,
                 f"bending must be one of {', '.join(BENDING_MODELS)} (got {o['bending']!r})")
+        require(o["gradient"] in GRADIENTS, f"gradient must be one of {', '.join(GRADIENTS)} (got {o['gradient']!r})")
+        require(o["branch"] in BRANCHES, f"branch must be one of {', '.join(BRANCHES)} (got {o['branch']!r})")
+        slerp = o["bending"] == "2d-slerp"
+        require(slerp or (o["gradient"], o["branch"]) == ("approx", "twist"),
+                f"gradient and branch are options of bending='2d-slerp' only (bending is {o['bending']!r})")
         self._dt = DEFAULT_DT if dt is None else float(dt)
         w = self.world
         loads = w.loads
@@ -161,8 +204,11 @@ class DERImplicitSimulator(Simulator):
             for c in rod.boundary.clamps:
                 if c.motion is not None:
                     drives.append((r, c.edge % rod.n_edges, not c.free_rotation))
+        self.rod_rest_curvature2 = [slerp_rest_curvature(m, o["branch"]) for m in self.models] if slerp else []
         self.batch = RodBatch(self.models, h=self._dt, newton_iters=int(o["newton_iters"]), gtol=float(o["gtol"]),
-                              line_search=int(o["line_search"]), curv2d=o["bending"] == "2d-average", drives=drives)
+                              line_search=int(o["line_search"]), curv2d=o["bending"] == "2d-average", drives=drives,
+                              slerp=(self.rod_rest_curvature2, BRANCHES.index(o["branch"]),
+                                     int(o["gradient"] == "exact")) if slerp else None)
         b = self.batch
         # damping per rod: the world's rate plus the wind's drag / linear density
         rate = np.full(w.n_rods, loads.damping)
@@ -182,12 +228,17 @@ class DERImplicitSimulator(Simulator):
         for r, m in enumerate(self.models):
             scale = max(float(np.abs(m.fext).max()), float(m.kbend.max()) / float(m.lbar.sum()) ** 2)
             b.rod_fail_gtol[r] = max(float(o["gtol"]), 1e-8 * scale)
+        if o["line_search_failures"] == "count":
+            b.rod_fail_gtol[:] = np.inf
         self._fext_constant = np.array(b.dof_fext)
         # vertex coordinate -> its row of the interleaved unknowns
         vstart, dstart = b.starts["vertex"], b.starts["dof"]
         rod_of_vertex = np.repeat(np.arange(w.n_rods), np.diff(vstart))
         local = np.arange(w.n_vertices) - vstart[rod_of_vertex]
         self._vertex_dof = (dstart[rod_of_vertex] + 4 * local)[:, None] + np.arange(3)[None, :]
+        estart = b.starts["edge"]
+        rod_of_edge = np.repeat(np.arange(w.n_rods), np.diff(estart))
+        self._theta_dof = dstart[rod_of_edge] + 4 * (np.arange(w.n_edges) - estart[rod_of_edge]) + 3
         self._timed_forces = [(int(w.rod_vertex_start[pf.rod]) + pf.force.vertex % w.rods[pf.rod].n_vertices,
                                pf.force) for pf in loads.point_forces if callable(pf.force.force)]
         if loads.wind is not None:
@@ -356,3 +407,18 @@ class DERImplicitSimulator(Simulator):
         self._check_layout(state)
         return float(self.batch.elastic_energies(state.vertex_x, state.edge_theta, state.edge_ref_d1,
                                                  state.joint_ref_twist).sum())
+
+    def energies(self, state: State) -> dict:
+        """``kinetic`` (vertices' translation and the edge angles' rotation, ``1/2 sum m v^2`` over
+        every unknown, the angle rates from ``state.solver["edge_theta_v"]``), ``elastic`` (of the
+        chosen bending model), ``gravity`` (potential, zero at the origin) and their ``total`` [J].
+        Point forces' and wind's work is not in ``total``."""
+        self._check_layout(state)
+        w = self.world
+        tv = self._theta_velocity(state)
+        m_theta = self.batch.dof_mass[self._theta_dof]
+        kinetic = 0.5 * float(np.sum(w.vertex_mass[:, None] * state.vertex_v**2)) + 0.5 * float(np.sum(m_theta * tv**2))
+        g = np.asarray(w.loads.gravity, dtype=float)
+        gravity = -float(np.sum(w.vertex_mass * (state.vertex_x @ g)))
+        elastic = self.elastic_energy(state)
+        return {"kinetic": kinetic, "elastic": elastic, "gravity": gravity, "total": kinetic + elastic + gravity}

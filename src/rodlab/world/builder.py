@@ -18,7 +18,7 @@ import numpy as np
 
 from ..model import BoundaryConditions, Clamp, CrossSection, Material, PointForce, Rod, require
 from .obstacles import Capsule, Cylinder, Obstacle, Plane, Sphere, TriangleMesh
-from .world import Body, RodMaterial, RodPointForce, Weld, Wind, World, WorldLoads
+from .world import Body, RodMaterial, RodPointForce, RodPointTorque, Weld, Wind, World, WorldLoads
 
 ENDS = ("start", "end")
 
@@ -32,6 +32,42 @@ def _end_edge(end, n_edges: int, what: str) -> int:
     return int(end) % n_edges
 
 
+def _per_edge(value, ne: int, name: str, unit: str, *, positive: bool = True, pair: bool = False) -> np.ndarray:
+    """``value`` as per-edge values: a number (every edge), or an array (ne,) (one per edge); with
+    ``pair`` (bending) also two numbers (an anisotropic section, every edge) or (ne, 2). Returns (ne,)
+    or, with ``pair``, (ne, 2)."""
+    a = np.asarray(value, dtype=float)
+    if pair and a.shape == (2,):
+        a = np.tile(a, (ne, 1))
+    elif a.ndim == 0:
+        a = np.full((ne, 2) if pair else ne, float(a))
+    elif pair and a.shape == (ne,):
+        a = np.stack([a, a], axis=1)
+    shapes = "a number, two numbers, (n_edges,) or (n_edges, 2)" if pair else "a number or (n_edges,)"
+    require(a.shape == ((ne, 2) if pair else (ne,)), f"{name} must be {shapes} with n_edges = {ne} (got shape {a.shape})")
+    ok = np.all(a > 0) if positive else np.all(a >= 0)
+    require(bool(np.all(np.isfinite(a)) and ok), f"{name} must be {'> 0' if positive else '>= 0'} {unit} and finite")
+    return a
+
+
+def edge_values_from_joints(joint_values, n_edges: int, name: str = "joint values") -> np.ndarray:
+    """Per-edge values (n_edges,) whose joint means ``(e_{i-1} + e_i) / 2`` are ``joint_values``
+    (n_edges - 1,) of an open rod (how the der-implicit method derives a joint's stiffness from its two
+    edges, exact for a uniform rod). Of the one-parameter family of solutions, the one whose smallest
+    value is largest; :class:`rodlab.model.ModelError` when no solution is positive everywhere."""
+    k = np.asarray(joint_values, dtype=float)
+    require(n_edges >= 2 and k.shape == (n_edges - 1,) and bool(np.all(np.isfinite(k)) and np.all(k > 0)),
+            f"{name} must be finite and > 0 with shape ({n_edges - 1},) (one per joint; got shape {k.shape})")
+    s = np.zeros(n_edges)  # particular solution with e_0 = 0; every solution is s_j + (-1)^j c
+    for j in range(1, n_edges):
+        s[j] = 2.0 * k[j - 1] - s[j - 1]
+    c = 0.5 * (s[1::2].min() - s[0::2].min())
+    e = s + c * (1.0 - 2.0 * (np.arange(n_edges) % 2))
+    require(bool(np.all(e > 0)), f"{name} vary too fast from joint to joint to be the means of positive per-edge "
+                                 f"values (smallest possible edge value {e.min():.3g})")
+    return e
+
+
 class WorldBuilder:
     """Collects a world's parts; :meth:`build` validates and freezes them (module docstring)."""
 
@@ -41,6 +77,7 @@ class WorldBuilder:
         self._welds: list[Weld] = []
         self._obstacles: list[Obstacle] = []
         self._point_forces: list[RodPointForce] = []
+        self._point_torques: list[RodPointTorque] = []
         self._wind: Wind | None = None
         self.gravity = gravity
         self.damping = damping
@@ -50,7 +87,8 @@ class WorldBuilder:
                 radius: float | None = None, section: CrossSection | None = None,
                 bending: float | tuple[float, float] | None = None, twisting: float | None = None,
                 linear_density: float | None = None, stretching: float = 0.0,
-                closed: bool = False, rest_d1=None, rest_curvature=None, rest_twist=None) -> int:
+                closed: bool = False, rest_d1=None, rest_curvature=None, rest_twist=None,
+                joint_bending=None, joint_twisting=None) -> int:
         """Add a rod at rest along ``points`` (n, 3) [m]; returns its index.
 
         Either a material (``E``, ``G`` [Pa], ``rho`` [kg/m^3]) with a circular ``radius`` [m] or an
@@ -59,6 +97,13 @@ class WorldBuilder:
         ``stretching`` [N], ``radius`` for drawing and contact). ``rest_d1`` (n_edges, 3): rest
         material director m1 (default: the rest polyline's Bishop frame); ``rest_curvature``
         (n_joints, 4) and ``rest_twist`` (n_joints,) override those of the rest shape.
+
+        A rod given by stiffness may vary along its length: ``bending`` (n_edges,) or (n_edges, 2),
+        ``twisting``, ``stretching`` and ``linear_density`` (n_edges,) take one value per edge; an
+        open rod may instead give its bending and twisting stiffness per joint, ``joint_bending`` and
+        ``joint_twisting`` (n_joints,) [N m^2] (isotropic; then ``bending`` / ``twisting`` are
+        omitted), stored as the per-edge values whose joint means they are
+        (:func:`edge_values_from_joints`; the der-implicit method takes them back exactly).
         """
         pts = np.asarray(points, dtype=float)
         nmin = 3 if closed else 2
@@ -68,6 +113,15 @@ class WorldBuilder:
         seg = np.linalg.norm(np.diff(np.vstack([pts, pts[:1]]) if closed else pts, axis=0), axis=1)
         require(bool(np.all(seg > 0)), f"points has a zero-length edge (edge {int(np.argmin(seg))}): edge lengths must be > 0 m")
         by_material = any(v is not None for v in (E, G, rho))
+        require((joint_bending is None and joint_twisting is None) or not closed,
+                "joint_bending and joint_twisting are for open rods only")
+        require(joint_bending is None or bending is None, "give bending or joint_bending, not both")
+        require(joint_twisting is None or twisting is None, "give twisting or joint_twisting, not both")
+        ne_rod = pts.shape[0] if closed else pts.shape[0] - 1
+        if joint_bending is not None:
+            bending = edge_values_from_joints(joint_bending, ne_rod, "joint_bending")
+        if joint_twisting is not None:
+            twisting = edge_values_from_joints(joint_twisting, ne_rod, "joint_twisting")
         by_stiffness = any(v is not None for v in (bending, twisting, linear_density))
         require(by_material != by_stiffness,
                 "add_rod needs either a material (E, G, rho with radius or section) or stiffness values "
@@ -81,10 +135,18 @@ class WorldBuilder:
             circular = sec.a1 == sec.a2
             material = RodMaterial(float(E), float(G), float(rho), float(sec.a1)) if circular else None
         else:
-            require(None not in (bending, twisting, linear_density), "add_rod by stiffness needs bending, twisting and linear_density")
-            rod = Rod.from_stiffness(points, bending=bending, twisting=float(twisting), linear_density=float(linear_density),
-                                     stretching=float(stretching), radius=0.01 if radius is None else float(radius),
-                                     closed=closed, rest_d1=rest_d1, rest_curvature=rest_curvature, rest_twist=rest_twist)
+            require(all(v is not None for v in (bending, twisting, linear_density)),
+                    "add_rod by stiffness needs bending, twisting and linear_density")
+            arrays = {"bending_stiffness": _per_edge(bending, ne_rod, "bending stiffness", "N m^2", pair=True),
+                      "twisting_stiffness": _per_edge(twisting, ne_rod, "twisting stiffness", "N m^2"),
+                      "linear_density": _per_edge(linear_density, ne_rod, "linear density", "kg/m"),
+                      "stretching_stiffness": _per_edge(stretching, ne_rod, "stretching stiffness", "N", positive=False)}
+            rod = Rod.from_stiffness(points, bending=1.0, twisting=1.0, linear_density=1.0, stretching=0.0,
+                                     radius=0.01 if radius is None else float(radius), closed=closed, rest_d1=rest_d1,
+                                     rest_curvature=rest_curvature, rest_twist=rest_twist)
+            from dataclasses import replace
+
+            rod = replace(rod, **arrays)
             material = None
         self._rods.append({"rod": rod, "material": material, "clamps": [], "pins": []})
         return len(self._rods) - 1
@@ -153,6 +215,22 @@ class WorldBuilder:
             require(bool(np.all(np.isfinite(force))), f"point force must be finite (got {force})")
         self._point_forces.append(RodPointForce(int(r), PointForce(int(vertex) % nv, force)))
 
+    def add_point_torque(self, r: int, vertex: int, torque) -> None:
+        """A couple [N m] in world coordinates on vertex ``vertex`` of rod ``r`` (negative counts
+        from the end): a 3-vector or a function of time ``torque(t) -> (3,)``. Uses the world
+        feature "point torques" (galpha takes it on a rod's last vertex as its end torque)."""
+        entry = self._rod(r)
+        nv = entry["rod"].n_vertices
+        require(isinstance(vertex, (int, np.integer)) and not isinstance(vertex, bool) and -nv <= vertex < nv,
+                f"point torque vertex of rod {r} must be in [-{nv}, {nv - 1}] (got {vertex!r})")
+        if not callable(torque):
+            value = np.asarray(torque, dtype=float)
+            require(value.shape in ((3,), (1, 3), (3, 1)) and bool(np.all(np.isfinite(value))),
+                    f"point torque must be a finite 3-vector N m or a function of time (got {torque!r})")
+            torque = value.reshape(3)
+            torque.setflags(write=False)
+        self._point_torques.append(RodPointTorque(int(r), int(vertex) % nv, torque))
+
     # ---- freeze -----------------------------------------------------------------------------
     def build(self) -> World:
         require(len(self._rods) >= 1, "a world needs at least one rod (WorldBuilder.add_rod)")
@@ -166,6 +244,6 @@ class WorldBuilder:
                 rod = replace(rod, boundary=BoundaryConditions(tuple(entry["clamps"]), tuple(sorted(set(entry["pins"])))))
             rods.append(rod)
         loads = WorldLoads(tuple(float(c) for c in np.asarray(self.gravity, dtype=float).reshape(3)), float(self.damping),
-                           self._wind, tuple(self._point_forces))
+                           self._wind, tuple(self._point_forces), point_torques=tuple(self._point_torques))
         return World(tuple(rods), tuple(e["material"] for e in self._rods), tuple(self._bodies), tuple(self._welds),
                      tuple(self._obstacles), loads)
