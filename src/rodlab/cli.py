@@ -1,4 +1,4 @@
-"""Command-line interface: ``rodlab scenes | run | demo | validate``.
+"""Command-line interface: ``rodlab scenes | run | export | demo | validate``.
 
 All quantities are SI: metres, seconds, kilograms, pascals, newtons, radians.
 Exit status 2 on bad input (unknown scene or parameter, value out of range).
@@ -70,9 +70,42 @@ def cmd_run(args) -> int:
     if args.scene.lower().endswith(".toml"):  # a scene file (docs/scene-files.md)
         from .scenefile.runner import cli_run
 
-        return cli_run(args.scene, args.set, args.out, plot=not args.no_plot)
+        status = cli_run(args.scene, args.set, args.out, plot=not args.no_plot)
+        out = Path(args.out) if args.out else Path("rodlab-out") / Path(args.scene).stem
+        return status or _export_after_run(out, args.export)
     out = Path(args.out or Path("rodlab-out") / args.scene)
     run_and_write(args.scene, _parse_sets(args.set or []), out, plot=not args.no_plot)
+    return _export_after_run(out, args.export)
+
+
+def _export_after_run(out: Path, formats) -> int:
+    """``rodlab run ... --export FMT``: export the run folder ``out`` into ``out/export``."""
+    from .io.exports import export_run, load_run
+
+    if not formats:
+        return 0
+    run = load_run(out)
+    for fmt in dict.fromkeys(formats):
+        files = export_run(run, fmt, out / "export")
+        print(f"exported {fmt}: {_files_summary(files)}")
+    for note in run.notes:
+        print(f"  note: {note}")
+    return 0
+
+
+def _files_summary(files) -> str:
+    return str(files[0]) + (f" (+ {len(files) - 1} frame files)" if len(files) > 1 else "")
+
+
+def cmd_export(args) -> int:
+    from .io.exports import export_run, load_run
+
+    run = load_run(args.run_dir, radius=args.radius)
+    out = Path(args.out) if args.out else Path(args.run_dir) / "export"
+    files = export_run(run, args.format, out, frame=args.frame)
+    print(f"exported {args.format}: {_files_summary(files)}")
+    for note in run.notes:
+        print(f"  note: {note}")
     return 0
 
 
@@ -95,6 +128,8 @@ def cmd_validate(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .io.exports import FORMATS as EXPORT_FORMATS
+
     parser = argparse.ArgumentParser(prog="rodlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="log solver diagnostics")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -108,7 +143,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a parameter (SI units); repeatable")
     p.add_argument("--out", help="output folder (default rodlab-out/SCENE)")
     p.add_argument("--no-plot", action="store_true", help="skip the pictures")
+    p.add_argument("--export", action="append", choices=EXPORT_FORMATS, metavar="FORMAT",
+                   help=f"after the run, export it into OUT/export ({', '.join(EXPORT_FORMATS)}; docs/exports.md); repeatable")
     p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("export", help="export a run folder to VTK (.vtp + .pvd), USD, PLY or hair files (docs/exports.md)")
+    p.add_argument("run_dir", help="a folder written by rodlab run --out (trajectory.npz, metrics.json)")
+    p.add_argument("--format", required=True, choices=EXPORT_FORMATS,
+                   help="vtk: .vtp per frame + .pvd; usd: BasisCurves (needs usd-core); ply: one frame's vertices + edges; "
+                        "hair / data: one frame's strands")
+    p.add_argument("--out", help="output folder (default RUN_DIR/export), or a file name for usd, ply, hair, data")
+    p.add_argument("--frame", type=int, help="frame index, negative from the end (ply, hair, data: default the last; "
+                                             "vtk, usd: default every frame)")
+    p.add_argument("--radius", type=float, help="rod radius [m] to write instead of the run's (default: the run's, else 0.001)")
+    p.set_defaults(fn=cmd_export)
     p = sub.add_parser("demo", help="run a demo scene and write pictures and metrics")
     p.add_argument("--out", default="rodlab-demo", help="output folder (default rodlab-demo)")
     p.set_defaults(fn=cmd_demo)
