@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..geometry.curves import PARALLEL_TRANSPORT_EPS
+from ..geometry.curves import reference_twist3
 from ..geometry.rotations import matrix_to_quat, quat_mul
 from .chain import recenter
 from .sqp import finish_step, predict_start, sqp_solve
@@ -284,9 +284,8 @@ advance_rods.__doc__ = advance_rods_serial.__doc__ = _advance_rods.__doc__
 
 @njit(**JIT)
 def _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist):
-    """:func:`write_frames` on scalars (no array views: ~25 ns per edge), operation for operation
-    :func:`rodlab.geometry.curves.parallel_transport_into`, ``signed_angle`` and ``unwrap_near``."""
-    two_pi = 2.0 * math.pi
+    """:func:`write_frames` on scalars (no array views: ~25 ns per edge); each joint's reference
+    twist by :func:`rodlab.geometry.curves.reference_twist3`, the one scalar copy of the transport."""
     for ri in range(vstart.shape[0] - 1):
         j = vstart[ri]
         h = jstart[ri]
@@ -305,21 +304,7 @@ def _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist):
             le = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
             sx, sy, sz = e0 / le, e1 / le, e2 / le
             if i > estart[ri]:  # joint h between edges i - 1 and i: transport u along t -> s, angle to v about s
-                c = tx * sx + ty * sy + tz * sz
-                if not 1.0 + c > PARALLEL_TRANSPORT_EPS:
-                    raise ValueError("parallel transport between anti-parallel tangents is undefined")
-                b0 = ty * sz - tz * sy
-                b1 = tz * sx - tx * sz
-                b2 = tx * sy - ty * sx
-                bu = (b0 * ux + b1 * uy + b2 * uz) / (1.0 + c)
-                o0 = c * ux + (b1 * uz - b2 * uy) + b0 * bu
-                o1 = c * uy + (b2 * ux - b0 * uz) + b1 * bu
-                o2 = c * uz + (b0 * uy - b1 * ux) + b2 * bu
-                cx = o1 * vz - o2 * vy
-                cy = o2 * vx - o0 * vz
-                cz = o0 * vy - o1 * vx
-                angle = math.atan2(cx * sx + cy * sy + cz * sz, o0 * vx + o1 * vy + o2 * vz)
-                ref_twist[h] = angle + two_pi * math.floor((ref_twist[h] - angle) / two_pi + 0.5)
+                ref_twist[h] = reference_twist3(tx, ty, tz, sx, sy, sz, ux, uy, uz, vx, vy, vz, ref_twist[h])
                 h += 1
             ux, uy, uz, tx, ty, tz = vx, vy, vz, sx, sy, sz
             j += 1

@@ -49,6 +49,7 @@ from numba import njit
 
 
 from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
+from ..geometry.curves import reference_twist3, transport3  # noqa: E402
 
 BANDWIDTH = 10
 
@@ -105,19 +106,7 @@ def edge_geometry(q, tan, elen):
         tan[j, 2] = e2 / ln
 
 
-@njit(inline="always", **JIT)
-def _transport(t1x, t1y, t1z, t2x, t2y, t2z, ux, uy, uz):
-    """Parallel transport of ``u`` from unit ``t1`` to unit ``t2`` (rotation about ``t1 x t2``)."""
-    c = t1x * t2x + t1y * t2y + t1z * t2z
-    if not 1.0 + c > 1e-12:
-        raise ValueError("parallel transport between anti-parallel tangents is undefined")
-    bx = t1y * t2z - t1z * t2y
-    by = t1z * t2x - t1x * t2z
-    bz = t1x * t2y - t1y * t2x
-    bu = (bx * ux + by * uy + bz * uz) / (1.0 + c)
-    return (c * ux + (by * uz - bz * uy) + bx * bu,
-            c * uy + (bz * ux - bx * uz) + by * bu,
-            c * uz + (bx * uy - by * ux) + bz * bu)
+_transport = transport3  # parallel transport on scalars (rodlab.geometry.curves: the one copy)
 
 
 @njit(**JIT)
@@ -143,17 +132,9 @@ def update_frames(q, tan_old, a1_old, mref_old, tan, elen, a1, mref):
         a1[j, 0] = ux / nrm
         a1[j, 1] = uy / nrm
         a1[j, 2] = uz / nrm
-    two_pi = 2.0 * math.pi
     for k in range(mref.shape[0]):
-        fx, fy, fz = tan[k + 1, 0], tan[k + 1, 1], tan[k + 1, 2]
-        ux, uy, uz = _transport(tan[k, 0], tan[k, 1], tan[k, 2], fx, fy, fz, a1[k, 0], a1[k, 1], a1[k, 2])
-        vx, vy, vz = a1[k + 1, 0], a1[k + 1, 1], a1[k + 1, 2]
-        cx = uy * vz - uz * vy
-        cy = uz * vx - ux * vz
-        cz = ux * vy - uy * vx
-        ang = math.atan2(cx * fx + cy * fy + cz * fz, ux * vx + uy * vy + uz * vz)
-        ref = mref_old[k]
-        mref[k] = ang + two_pi * math.floor((ref - ang) / two_pi + 0.5)
+        mref[k] = reference_twist3(tan[k, 0], tan[k, 1], tan[k, 2], tan[k + 1, 0], tan[k + 1, 1], tan[k + 1, 2],
+                                   a1[k, 0], a1[k, 1], a1[k, 2], a1[k + 1, 0], a1[k + 1, 1], a1[k + 1, 2], mref_old[k])
 
 
 @njit(**JIT)
@@ -207,15 +188,10 @@ def vertex_jacobians(q, tan, elen, m1, m2, mref, i, w, Jw, gm):
 
 
 @njit(inline="always", **JIT)
-def _vertex_rows(q, tan, elen, m1, m2, mref, i, R):
-    """Compact Jacobian rows of interior vertex ``i``: ``R[8r : 8r + 8]`` (r < 5) = ``[u (3), t0, v (3), t1]``
-    standing for the full row ``[-u, t0, u - v, t1, v]`` over the 11 local unknowns
-    ``(x_{i-1}, theta_{i-1}, x_i, theta_i, x_{i+1})`` (positions enter only through the edges,
-    ``u = d/de^{i-1}``, ``v = d/de^i``). Rows 0-3: the 4D curvature ``w``, row 4: the twist
-    ``m_i``; ``w`` into ``R[_W:_W + 4]``. The formulas of the module docstring, not expanded to 11
-    columns (:func:`vertex_jacobians` expands them). Returns ``m_i`` (without the rest twist)."""
-    a = i - 1
-    b = i
+def _curvature_binormal(tan, elen, a, b):
+    """Edges ``e0 = l0 t_a``, ``e1 = l1 t_b`` of a joint, ``1 / D`` with ``D = |e0||e1| + e0.e1``
+    and the curvature binormal ``kb = 2 e0 x e1 / D`` (module docstring); anti-parallel edges raise.
+    Returns ``(l0, l1, e0 (3), e1 (3), 1/D, kb (3))`` as scalars."""
     l0 = elen[a]
     l1 = elen[b]
     ex0 = tan[a, 0] * l0
@@ -231,6 +207,20 @@ def _vertex_rows(q, tan, elen, m1, m2, mref, i, R):
     kx = 2.0 * (ey0 * ez1 - ez0 * ey1) * invD
     ky = 2.0 * (ez0 * ex1 - ex0 * ez1) * invD
     kz = 2.0 * (ex0 * ey1 - ey0 * ex1) * invD
+    return l0, l1, ex0, ey0, ez0, ex1, ey1, ez1, invD, kx, ky, kz
+
+
+@njit(inline="always", **JIT)
+def _vertex_rows(q, tan, elen, m1, m2, mref, i, R):
+    """Compact Jacobian rows of interior vertex ``i``: ``R[8r : 8r + 8]`` (r < 5) = ``[u (3), t0, v (3), t1]``
+    standing for the full row ``[-u, t0, u - v, t1, v]`` over the 11 local unknowns
+    ``(x_{i-1}, theta_{i-1}, x_i, theta_i, x_{i+1})`` (positions enter only through the edges,
+    ``u = d/de^{i-1}``, ``v = d/de^i``). Rows 0-3: the 4D curvature ``w``, row 4: the twist
+    ``m_i``; ``w`` into ``R[_W:_W + 4]``. The formulas of the module docstring, not expanded to 11
+    columns (:func:`vertex_jacobians` expands them). Returns ``m_i`` (without the rest twist)."""
+    a = i - 1
+    b = i
+    l0, l1, ex0, ey0, ez0, ex1, ey1, ez1, invD, kx, ky, kz = _curvature_binormal(tan, elen, a, b)
     px = l1 * tan[a, 0] + ex1
     py = l1 * tan[a, 1] + ey1
     pz = l1 * tan[a, 2] + ez1
@@ -323,21 +313,7 @@ def _bend_twist_energy(q, tan, elen, m1, m2, mref, kbend, wbar, ktwist, mbar, lv
     for i in range(1, nv - 1):
         a = i - 1
         b = i
-        l0 = elen[a]
-        l1 = elen[b]
-        ex0 = tan[a, 0] * l0
-        ey0 = tan[a, 1] * l0
-        ez0 = tan[a, 2] * l0
-        ex1 = tan[b, 0] * l1
-        ey1 = tan[b, 1] * l1
-        ez1 = tan[b, 2] * l1
-        D = l0 * l1 + ex0 * ex1 + ey0 * ey1 + ez0 * ez1
-        if not D > 1e-12 * l0 * l1:
-            raise ValueError("consecutive edges are anti-parallel: curvature binormal undefined")
-        invD = 1.0 / D
-        kx = 2.0 * (ey0 * ez1 - ez0 * ey1) * invD
-        ky = 2.0 * (ez0 * ex1 - ex0 * ez1) * invD
-        kz = 2.0 * (ex0 * ey1 - ey0 * ex1) * invD
+        l0, l1, ex0, ey0, ez0, ex1, ey1, ez1, invD, kx, ky, kz = _curvature_binormal(tan, elen, a, b)
         w0 = m2[a, 0] * kx + m2[a, 1] * ky + m2[a, 2] * kz
         w1 = -m1[a, 0] * kx + -m1[a, 1] * ky + -m1[a, 2] * kz
         w2 = m2[b, 0] * kx + m2[b, 1] * ky + m2[b, 2] * kz

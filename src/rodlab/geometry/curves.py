@@ -93,6 +93,38 @@ def turning_angles(tangents, closed, out):
         out[k] = math.atan2(math.sqrt(cx * cx + cy * cy + cz * cz), c)
 
 
+@njit(inline="always", **JIT)
+def transport3(t1x, t1y, t1z, t2x, t2y, t2z, ux, uy, uz):
+    """:func:`parallel_transport_into` on scalars (no array, no allocation): the transport of
+    ``u`` from unit ``t1`` to unit ``t2`` as a 3-tuple. Anti-parallel tangents: ValueError. The one
+    copy of this formula for the hot loops of every method."""
+    c = t1x * t2x + t1y * t2y + t1z * t2z
+    if not 1.0 + c > PARALLEL_TRANSPORT_EPS:
+        raise ValueError("parallel transport between anti-parallel tangents is undefined")
+    b0 = t1y * t2z - t1z * t2y
+    b1 = t1z * t2x - t1x * t2z
+    b2 = t1x * t2y - t1y * t2x
+    bu = (b0 * ux + b1 * uy + b2 * uz) / (1.0 + c)
+    return (c * ux + (b1 * uz - b2 * uy) + b0 * bu,
+            c * uy + (b2 * ux - b0 * uz) + b1 * bu,
+            c * uz + (b0 * uy - b1 * ux) + b2 * bu)
+
+
+@njit(inline="always", **JIT)
+def reference_twist3(tx, ty, tz, sx, sy, sz, ux, uy, uz, vx, vy, vz, previous):
+    """Reference twist of a joint on scalars (Bergou et al. 2008, Sec. 6): the signed angle about
+    the next tangent ``s`` from the transport of the previous edge's reference director ``u``
+    (tangent ``t``) to the next edge's director ``v``, unwrapped to within pi of ``previous``
+    (:func:`reference_twist` for one joint)."""
+    o0, o1, o2 = transport3(tx, ty, tz, sx, sy, sz, ux, uy, uz)
+    cx = o1 * vz - o2 * vy
+    cy = o2 * vx - o0 * vz
+    cz = o0 * vy - o1 * vx
+    angle = math.atan2(cx * sx + cy * sy + cz * sz, o0 * vx + o1 * vy + o2 * vz)
+    two_pi = 2.0 * math.pi
+    return angle + two_pi * math.floor((previous - angle) / two_pi + 0.5)
+
+
 @njit(**JIT)
 def parallel_transport_into(t1, t2, u, out):
     """Parallel transport ``u`` from unit tangent ``t1`` to unit tangent ``t2``.

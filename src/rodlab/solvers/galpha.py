@@ -70,7 +70,7 @@ from ..galpha.boundary import Boundary, RootMotion, RootPin, TipLoad, TipMotion,
 from ..galpha.model import Coefficients, GAlphaRod
 from ..galpha.solver import GAlphaOptions, GAlphaSolver
 from ..galpha.state import GAlphaState, _cayley, _expm, energies
-from ..geometry.curves import PARALLEL_TRANSPORT_EPS
+from ..geometry.curves import reference_twist3
 from ..geometry.rotations import log_so3, matrix_to_quat, quat_to_matrix
 from ..model import ModelError, require
 from ..world import State
@@ -297,7 +297,6 @@ def write_common(vstart, estart, jstart, R, x, vertex_x, ref_d1, theta, ref_twis
     docstring): ``ref_d1`` (:func:`edge_d1_from_nodes`), ``theta = 0``, ``ref_twist`` of those
     frames along the chords (:func:`rodlab.geometry.curves.reference_twist`, unwrapped against its
     value), ``vertex_v = R u``."""
-    two_pi = 2.0 * math.pi
     for r in range(vstart.shape[0] - 1):
         v0, v1, e0, e1, h = vstart[r], vstart[r + 1], estart[r], estart[r + 1], jstart[r]
         edge_d1_from_nodes(R[v0:v1], vertex_x[v0:v1], ref_d1[e0:e1])
@@ -312,21 +311,7 @@ def write_common(vstart, estart, jstart, R, x, vertex_x, ref_d1, theta, ref_twis
             sx, sy, sz = a0 / ln, a1 / ln, a2 / ln
             vx, vy, vz = ref_d1[e, 0], ref_d1[e, 1], ref_d1[e, 2]
             if e > e0:  # reference_twist's parallel_transport_into, signed_angle, unwrap_near on scalars
-                c = tx * sx + ty * sy + tz * sz
-                if not 1.0 + c > PARALLEL_TRANSPORT_EPS:
-                    raise ValueError("parallel transport between anti-parallel tangents is undefined")
-                b0 = ty * sz - tz * sy
-                b1 = tz * sx - tx * sz
-                b2 = tx * sy - ty * sx
-                bu = (b0 * ux + b1 * uy + b2 * uz) / (1.0 + c)
-                o0 = c * ux + (b1 * uz - b2 * uy) + b0 * bu
-                o1 = c * uy + (b2 * ux - b0 * uz) + b1 * bu
-                o2 = c * uz + (b0 * uy - b1 * ux) + b2 * bu
-                cx = o1 * vz - o2 * vy
-                cy = o2 * vx - o0 * vz
-                cz = o0 * vy - o1 * vx
-                angle = math.atan2(cx * sx + cy * sy + cz * sz, o0 * vx + o1 * vy + o2 * vz)
-                ref_twist[h] = angle + two_pi * math.floor((ref_twist[h] - angle) / two_pi + 0.5)
+                ref_twist[h] = reference_twist3(tx, ty, tz, sx, sy, sz, ux, uy, uz, vx, vy, vz, ref_twist[h])
                 h += 1
             ux, uy, uz, tx, ty, tz = vx, vy, vz, sx, sy, sz
         for j in range(v0, v1):
