@@ -15,7 +15,7 @@ from ..geometry.rotations import matrix_to_quat, quat_mul
 from .chain import recenter
 from .sqp import finish_step, predict_start, sqp_solve
 
-JIT = dict(cache=True, error_model="numpy")
+from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from numba import njit
 
-JIT = dict(cache=True, error_model="numpy")
+from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
 
 _SMALL2 = 1e-8  # |w|^2 below which the Taylor series are used (|w| < 1e-4)
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-JIT = dict(cache=True, error_model="numpy")
+from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
 
 # a^T C[k] b = vec_k(conj(a) (x) b),  k = x, y, z ; every C[k] is skew-symmetric
 C_MATS = np.zeros((3, 4, 4))

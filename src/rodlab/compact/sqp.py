@@ -27,7 +27,7 @@ from .energies import darboux, eval_energy, reduced_hessian
 from .pcg import PRECONDITIONERS, build_block_preconditioner, build_dense_a, factor_preconditioner, pcg_solve
 
 log = logging.getLogger(__name__)
-JIT = dict(cache=True, error_model="numpy")
+from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
 
 
 # ---------------------------------------------------------------------------------------------

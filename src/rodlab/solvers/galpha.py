@@ -77,7 +77,7 @@ from ..world import State
 from .base import Simulator, StaticReport, StepReport, UnsupportedFeature
 from .compact import step_report
 
-JIT = dict(cache=True, error_model="numpy")
+from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
 FEATURES = frozenset({"pinned vertices", "point forces", "point torques", "prescribed clamp motion"})
 _NV = 15
 _DIAGNOSTICS = {"last_residual": np.float64, "last_newton_iters": np.int64, "substeps": np.int64}
