@@ -19,6 +19,14 @@ the 5 state arrays and 3 per-call input arrays: ~1.2 us of dispatch. Each rod st
 copies of its state and scratch (views of one shared buffer make all threads update the same
 reference count: no parallel speed-up at all was measured that way).
 
+Compile time. numba compiles a called function once per distinct argument *type*; a constant
+argument (``1``, ``False``, a module constant) is typed as a literal (``Literal[int](1)``), and
+a ``prange`` index is ``int64`` when the parallel function is typed but ``uint64`` in its loop
+body: each gave the whole call tree below it one more full compilation. Constants passed to
+compiled functions are therefore wrapped (``np.int64(1)``, ``np.bool_(False)``), and so is every
+``prange`` index (measured, empty cache, 2 cores: first step of two clamped rods 95 -> 65 s, of
+two rods welded to three bodies 238 -> 151 s; results bitwise the same).
+
 Measured (2 shared cores, one clamped straight rod, ``advance(state, 1)`` minus the per-step time
 inside ``advance(state, 1000)``): 18-20 us at 10 vertices, 30-37 us at 50, 73-95 us at 200 (the
 old ``DERStepper.advance(state, 1)``: 116, 146, 247 us). Above ~50 vertices the fixed cost is the
@@ -230,14 +238,14 @@ def rebuild_twist_free_frames(x, closed, theta, ref_d1, ref_twist, t_start, clam
         seed_edge = 0
         seed = m1_old[0].copy()
         time_parallel_update(t_start[:1], t_now[:1], seed.reshape((1, 3)))
-    bishop_frames(t_now[seed_edge:], seed, False, u[seed_edge:], v[seed_edge:])
+    bishop_frames(t_now[seed_edge:], seed, np.bool_(False), u[seed_edge:], v[seed_edge:])
     if seed_edge > 0:
         back = np.empty((seed_edge + 1, 3))
         for j in range(seed_edge + 1):
             back[j] = t_now[seed_edge - j]
         ub = np.empty_like(back)
         vb = np.empty_like(back)
-        bishop_frames(back, seed, False, ub, vb)
+        bishop_frames(back, seed, np.bool_(False), ub, vb)
         for j in range(seed_edge):
             u[j] = ub[seed_edge - j]
     nj = ref_twist.shape[0]
@@ -324,7 +332,7 @@ def advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_
     ext_force = np.empty((nv, 3))
     w.rod_status[r] = ROD_OK
     # the geometry of the state as it is now (the buffers hold nothing between calls)
-    K.refresh_geometry(x, closed, ref_d1, ref_twist, False, e3[0], s[0], e3[1], kb, e3[3])
+    K.refresh_geometry(x, closed, ref_d1, ref_twist, np.bool_(False), e3[0], s[0], e3[1], kb, e3[3])
     w.vertex_snap_x[vs:ve] = x
     w.vertex_snap_v[vs:ve] = v
     w.edge_snap_theta[es:ee] = theta
@@ -361,8 +369,8 @@ def advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_
                         ext_force[m.timed_vertex[k], d] += call_timed[st, k, d]
                 pr = min(st, presc.shape[0] - 1)
                 mr = min(st, m1.shape[0] - 1)
-                done += _chunk(m, r, 1, h, presc[pr:pr + 1], m1[mr:mr + 1], x, v, theta, ref_d1, ref_twist,
-                               ext_force, v3, e3, s, kb, omega, t_start, diag)
+                done += _chunk(m, r, np.int64(1), h, presc[pr:pr + 1], m1[mr:mr + 1], x, v, theta, ref_d1,
+                               ref_twist, ext_force, v3, e3, s, kb, omega, t_start, diag)
                 if done < st + 1:
                     break
         else:
@@ -378,7 +386,7 @@ def advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_
         w.rod_status[r] = ROD_PROJECTION if diag[5] != 0.0 else ROD_NONFINITE
         return
     if passive:
-        K.refresh_geometry(x, closed, ref_d1, ref_twist, False, e3[0], s[0], e3[1], kb, e3[3])
+        K.refresh_geometry(x, closed, ref_d1, ref_twist, np.bool_(False), e3[0], s[0], e3[1], kb, e3[3])
         e1, k1, el1 = _rod_energy(m, x, v, theta, ref_d1, ref_twist, es, ee, js, je, vs, ve, e3, s, kb, omega)
         w.rod_energy[r, 0] = e1 - w.rod_energy[r, 2]
         if w.rod_energy[r, 0] > 0.5 * w.rod_energy[r, 1]:
@@ -428,7 +436,7 @@ def _finish_packed(f, i, b, L, X, V, TH, D1, TW):
 def _advance_rods(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed):
     # the parallel loop sees only the packed buffers (numba cannot hand named tuples to its threads)
     for r in prange(L[7, 1] // N_FLAGS):
-        _advance_rod_packed(f, i, b, L, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed)
+        _advance_rod_packed(f, i, b, L, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed)
     return _finish_packed(f, i, b, L, X, V, TH, D1, TW)
 
 
@@ -453,8 +461,8 @@ def rods_elastic_energy(f, i, b, L, X, TH, D1, TW, out):
         s = w.edge_s[7 * es:7 * ee].reshape((7, ne))
         kb, omega = w.joint_kb[js:je], w.joint_omega[js:je]
         tw = TW[js:je].copy()
-        K.refresh_geometry(X[vs:ve], m.rod_flag[r, FLAG_CLOSED] != 0, D1[es:ee], tw, False, e3[0], s[0], e3[1], kb,
-                           e3[3])
+        K.refresh_geometry(X[vs:ve], m.rod_flag[r, FLAG_CLOSED] != 0, D1[es:ee], tw, np.bool_(False), e3[0], s[0],
+                           e3[1], kb, e3[3])
         out[r] = K.elastic_energy(kb, D1[es:ee], e3[3], TH[es:ee], tw, s[0], m.edge_rest_length[es:ee],
                                   m.joint_voronoi_length[js:je], m.joint_rest_curvature[js:je],
                                   m.edge_bend_stiffness[es:ee], m.joint_rest_twist[js:je],

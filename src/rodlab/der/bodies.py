@@ -28,7 +28,9 @@ One step for the rods welded to bodies ("coupled rods"; other rods step on their
     time, clamped and welded material angles set, quasistatic twist.
 The per-rod phases run in parallel over rods (``prange`` over chunks of rods balanced by
 vertex count, one unpack of the packed groups per chunk); the bodies' phases are serial. A
-rod's finish (d) and its next step's forces (a) share one parallel pass.
+rod's finish (d) and its next step's forces (a) share one parallel pass. Constants and ``prange``
+indices passed to compiled functions are wrapped (``np.int64``, ``np.bool_``) so that numba
+compiles each callee once (:mod:`rodlab.der.batch`, "Compile time").
 
 Projection (c): Newton's method on ``C(q) = 0`` (``C_j = e_j.e_j - ebar_j^2`` per active edge)
 where each iteration solves the linearised system of the whole coupled group *exactly*,
@@ -225,7 +227,8 @@ def _begin(m, w, bm, bw, X, V, TH, D1, TW, BX, BQ, BV, BW):
         w.rod_status[r] = B.ROD_OK
         for k in range(6):
             w.rod_diag[r, k] = 0.0
-        K.refresh_geometry(X[vs:ve], False, D1[es:ee], TW[js:je], False, e3[0], s[0], e3[1], kb, e3[3])
+        K.refresh_geometry(X[vs:ve], np.bool_(False), D1[es:ee], TW[js:je], np.bool_(False), e3[0], s[0], e3[1], kb,
+                           e3[3])
         w.vertex_snap_x[vs:ve] = X[vs:ve]
         w.vertex_snap_v[vs:ve] = V[vs:ve]
         w.edge_snap_theta[es:ee] = TH[es:ee]
@@ -418,7 +421,7 @@ def _rod_finish(m, w, bm, r, step, h, X, V, TH, D1, TW, BQ, call_m1):
         for d in range(3):
             v[i, d] = (x[i, d] - x_old[i, d]) * inv_h
     edges, tangents, ref_d2, lengths = e3[0], e3[1], e3[3], s[0]
-    K.refresh_geometry(x, False, ref_d1, ref_twist, True, edges, lengths, tangents, kb, ref_d2)
+    K.refresh_geometry(x, np.bool_(False), ref_d1, ref_twist, np.bool_(True), edges, lengths, tangents, kb, ref_d2)
     cs, ce = m.rod_clamp_start[r], m.rod_clamp_start[r + 1]
     if m.rod_flag[r, B.FLAG_MOVING] != 0:
         K.clamp_material_angles(ref_d1, ref_d2, tangents, theta, m.clamp_edge[cs:ce], call_m1[step, cs:ce])
@@ -436,8 +439,8 @@ def _rod_finish(m, w, bm, r, step, h, X, V, TH, D1, TW, BQ, call_m1):
     it, gn = K.update_twist(kb, ref_d1, ref_d2, tangents, theta, ref_twist, lengths, m.edge_rest_length[es:ee],
                             m.joint_voronoi_length[js:je], m.joint_rest_curvature[js:je], m.edge_bend_stiffness[es:ee],
                             m.joint_rest_twist[js:je], m.joint_twist_stiffness[js:je], m.edge_stretch_stiffness[es:ee],
-                            m.edge_free_theta[es:ee], False, m.rod_flag[r, B.FLAG_UNIFORM] != 0, m.rod_twist_tol[r],
-                            m.option_int[1], e3[4], e3[5], omega, s[1], s[2], s[3], s[4])
+                            m.edge_free_theta[es:ee], np.bool_(False), m.rod_flag[r, B.FLAG_UNIFORM] != 0,
+                            m.rod_twist_tol[r], m.option_int[1], e3[4], e3[5], omega, s[1], s[2], s[3], s[4])
     w.rod_diag[r, 2] = max(w.rod_diag[r, 2], it)
     w.rod_diag[r, 3] = max(w.rod_diag[r, 3], gn)
     return True
@@ -496,8 +499,8 @@ def _phase(f, i, b, L, bf, bi, bb, bL, kind, step, it, solve, more, h, X, V, TH,
     """One per-rod phase over every coupled rod, in parallel over the chunks of rods (the
     parallel loop sees only the packed buffers; each chunk unpacks them once)."""
     for c in prange(bL[29, 1] - 1):  # chunk_start has one entry per chunk + 1
-        _chunk(f, i, b, L, bf, bi, bb, bL, c, kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, call_presc,
-               call_m1, call_timed)
+        _chunk(f, i, b, L, bf, bi, bb, bL, np.int64(c), kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ,
+               call_presc, call_m1, call_timed)
 
 
 @njit(**JIT)
@@ -520,8 +523,8 @@ def _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW
         bw.comp_state[k] = 1
         bw.comp_iters[k] = 0.0
     for it in range(max_iter + 1):
-        _phase(f, i, b, L, bf, bi, bb, bL, _PH_MEASURE, step, it, it < max_iter, False, h, X, V, TH, D1, TW, BX, BQ,
-               call_presc, call_m1, call_timed)
+        _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_MEASURE), step, it, it < max_iter, np.bool_(False), h, X, V,
+               TH, D1, TW, BX, BQ, call_presc, call_m1, call_timed)
         comp_viol[:] = 0.0
         for r in range(bm.rod_coupled.shape[0]):
             k = bm.rod_comp[r]
@@ -559,8 +562,8 @@ def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX
     fail = m.option_float[1]
     done = 0
     if nsteps > 0:
-        _phase(f, i, b, L, bf, bi, bb, bL, _PH_FORCES, 0, 0, False, True, h, X, V, TH, D1, TW, BX, BQ, call_presc,
-               call_m1, call_timed)
+        _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_FORCES), np.int64(0), np.int64(0), np.bool_(False),
+               np.bool_(True), h, X, V, TH, D1, TW, BX, BQ, call_presc, call_m1, call_timed)
     for step in range(nsteps):
         bad = _coupled_failed(bm, w)
         if bad != B.ROD_OK:
@@ -569,7 +572,7 @@ def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX
         _bodies_step(m, bm, bw, h, BX, BQ, BV, BW)
         if not _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, call_presc,
                         call_m1, call_timed):
-            _mark(bm, w, B.ROD_DEGENERATE)
+            _mark(bm, w, np.int64(B.ROD_DEGENERATE))
             break
         worst = 0.0
         for r in range(R):
@@ -582,13 +585,13 @@ def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX
             for r in range(R):
                 if bm.rod_coupled[r] != 0 and not bw.rod_viol[r] <= fail:
                     w.rod_status[r] = B.ROD_PROJECTION
-            _mark(bm, w, B.ROD_PROJECTION)
+            _mark(bm, w, np.int64(B.ROD_PROJECTION))
             break
         if not _bodies_velocities(bw, h, BX, BQ, BV, BW):
-            _mark(bm, w, B.ROD_NONFINITE)
+            _mark(bm, w, np.int64(B.ROD_NONFINITE))
             break
-        _phase(f, i, b, L, bf, bi, bb, bL, _PH_FINISH, step, 0, False, step + 1 < nsteps, h, X, V, TH, D1, TW, BX, BQ,
-               call_presc, call_m1, call_timed)
+        _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_FINISH), step, np.int64(0), np.bool_(False), step + 1 < nsteps,
+               h, X, V, TH, D1, TW, BX, BQ, call_presc, call_m1, call_timed)
         bad = _coupled_failed(bm, w)
         if bad != B.ROD_OK:
             _mark(bm, w, bad)
@@ -601,12 +604,13 @@ def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX
         for r in range(R):
             if bm.rod_coupled[r] != 0:
                 vs, ve, es, ee, js, je, v3, e3, s, kb, omega = _work_views(m, w, r)
-                K.refresh_geometry(X[vs:ve], False, D1[es:ee], TW[js:je], False, e3[0], s[0], e3[1], kb, e3[3])
+                K.refresh_geometry(X[vs:ve], np.bool_(False), D1[es:ee], TW[js:je], np.bool_(False), e3[0], s[0],
+                                   e3[1], kb, e3[3])
         e1, k1, el1 = coupled_energy(m, w, bm, X, V, TH, D1, TW, BX, BQ, BV, BW)
         bw.group_energy[0] = e1 - bw.group_energy[2]
         if bw.group_energy[0] > 0.5 * bw.group_energy[1]:
             bw.group_energy[3] = 1.0
-            _mark(bm, w, B.ROD_ENERGY)
+            _mark(bm, w, np.int64(B.ROD_ENERGY))
     return done
 
 

@@ -150,7 +150,7 @@ def _rod_measure(m, w, bm, bw, r, it, solve, X, BX, BQ):
                     mu[a] *= -lam
                 _move_body(b, mu, BX, BQ)
     place_welded(bm, r, x, BX, BQ, np.empty((3, 3)))
-    compute_edges(x, False, edges)
+    compute_edges(x, np.bool_(False), edges)  # not a literal: see rodlab.der.batch, "Compile time"
     viol = 0.0
     for j in range(ne):
         c = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest[j] ** 2
@@ -192,7 +192,7 @@ def _rod_measure(m, w, bm, bw, r, it, solve, X, BX, BQ):
     if not _tri_factor(d, l, ne):
         bw.rod_viol[r] = math.nan
         return
-    _tri_solve(d, l, ne, C, -1, y)
+    _tri_solve(d, l, ne, C, np.int64(-1), y)
     for wd in range(ws, we):
         if bm.weld_cap[wd] >= 0:
             zs = bm.weld_z_start[wd]
