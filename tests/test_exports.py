@@ -12,8 +12,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import plyfile
 import pytest
-import vtk
-from vtk.util.numpy_support import vtk_to_numpy
+# only VTK's XML reader and numpy bridge: the umbrella ``import vtk`` would load the rendering
+# modules, which need libGL on the machine
+from vtkmodules.util.numpy_support import vtk_to_numpy
+from vtkmodules.vtkIOXML import vtkXMLPolyDataReader
 
 from rodlab.cli import main
 from rodlab.geometry.curves import compute_curvature_binormals, reference_twist
@@ -60,7 +62,7 @@ def _traj(run_dir):
 
 
 def read_vtp(path):
-    reader = vtk.vtkXMLPolyDataReader()
+    reader = vtkXMLPolyDataReader()
     reader.SetFileName(str(path))
     reader.Update()
     poly = reader.GetOutput()
