@@ -308,8 +308,7 @@ def _collect(ib, fb, failed):
     return 0
 
 
-@njit(parallel=True, **JIT)
-def advance_parallel(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps):
+def _advance(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps):
     """``nsteps`` steps of every rod, ``prange`` over rods (numba's threads, ``numba.set_num_threads``),
     then, if all succeeded, the write-back. Returns 0, or the first step (1-based) at which some rod
     failed; the state arrays are then unchanged."""
@@ -326,20 +325,10 @@ def advance_parallel(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_
     return 0
 
 
-@njit(**JIT)
-def advance_serial(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps):
-    """:func:`advance_parallel` on one thread (a single rod: no parallel launch to pay)."""
-    nrod = ib[I_NROD]
-    failed = ib[ib[I_FAILED]:ib[I_FAILED] + nrod]
-    for r in range(nrod):
-        failed[r] = _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                       joint_ref_twist, nsteps)
-    first = _collect(ib, fb, failed)
-    if first > 0:
-        return first
-    for r in range(nrod):
-        _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist)
-    return 0
+# one body, two compilations: in parallel over rods, and on one thread (a single rod: no parallel
+# launch to pay; without ``parallel`` numba runs ``prange`` as ``range``)
+advance_parallel = njit(parallel=True, **JIT)(_advance)
+advance_serial = njit(**JIT)(_advance)
 
 
 @njit(**JIT)
