@@ -435,3 +435,24 @@ def test_world_is_frozen():
     with pytest.raises(AttributeError):
         w.rods = ()
     assert isinstance(w, World)
+
+
+def test_contact_settings_friction_lookup_and_features():
+    from rodlab.world import Plane, WorldBuilder, shapes
+
+    b = WorldBuilder()
+    for y in (0.0, 0.1):
+        b.add_rod(shapes.straight(5, 1.0, start=(0.0, y, 0.0)), E=1e7, G=3e6, rho=1000.0, radius=0.01)
+    b.add_obstacle(Plane((0, 0, -1), (0, 0, 1)))
+    assert "friction" not in b.build().features() and "rod contact" not in b.build().features()
+    b.set_contact(friction=0.2, pair_friction=[(1, 0, 0.7)])
+    w = b.build()
+    assert {"rod contact", "friction"} <= w.features()
+    assert w.contact.rod_friction(0, 1) == 0.7 and w.contact.rod_friction(0, 0) == 0.2
+    assert w.contact.rod_friction_table(2).tolist() == [[0.2, 0.7], [0.7, 0.2]]
+    assert w.obstacle_friction(0) == 0.0
+    with pytest.raises(ModelError, match="obstacle friction must be >= 0"):
+        b.add_obstacle(Plane((0, 0, -1), (0, 0, 1)), friction=-0.1)
+    b.set_contact(pair_friction=[(0, 5, 0.1)])
+    with pytest.raises(ModelError, match=r"pair friction rod indices must be in \[0, 1\]"):
+        b.build()

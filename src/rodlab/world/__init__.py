@@ -4,7 +4,7 @@ from . import shapes
 from .builder import WorldBuilder
 from .obstacles import Capsule, Cylinder, Plane, Sphere, TriangleMesh
 from .state import State
-from .world import Body, RodMaterial, Weld, Wind, World, WorldLoads
+from .world import Body, ContactSettings, RodMaterial, Weld, Wind, World, WorldLoads
 
-__all__ = ["Body", "Capsule", "Cylinder", "Plane", "RodMaterial", "Sphere", "State", "TriangleMesh", "Weld", "Wind",
+__all__ = ["Body", "Capsule", "ContactSettings", "Cylinder", "Plane", "RodMaterial", "Sphere", "State", "TriangleMesh", "Weld", "Wind",
            "World", "WorldBuilder", "WorldLoads", "shapes"]

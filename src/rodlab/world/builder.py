@@ -18,7 +18,7 @@ import numpy as np
 
 from ..model import BoundaryConditions, Clamp, CrossSection, Material, PointForce, Rod, require
 from .obstacles import Capsule, Cylinder, Obstacle, Plane, Sphere, TriangleMesh
-from .world import Body, RodMaterial, RodPointForce, RodPointTorque, Weld, Wind, World, WorldLoads
+from .world import Body, ContactSettings, RodMaterial, RodPointForce, RodPointTorque, Weld, Wind, World, WorldLoads
 
 ENDS = ("start", "end")
 
@@ -76,6 +76,8 @@ class WorldBuilder:
         self._bodies: list[Body] = []
         self._welds: list[Weld] = []
         self._obstacles: list[Obstacle] = []
+        self._obstacle_friction: list[float] = []
+        self._contact: dict = {}
         self._point_forces: list[RodPointForce] = []
         self._point_torques: list[RodPointTorque] = []
         self._wind: Wind | None = None
@@ -190,11 +192,25 @@ class WorldBuilder:
         self._welds.append(Weld(int(r), edge, int(body)))
 
     # ---- obstacles and loads -----------------------------------------------------------------
-    def add_obstacle(self, obstacle: Obstacle) -> int:
+    def add_obstacle(self, obstacle: Obstacle, *, friction: float = 0.0) -> int:
+        """Add a static obstacle with Coulomb coefficient ``friction`` [-] against every rod."""
         require(isinstance(obstacle, (Plane, Sphere, Capsule, Cylinder, TriangleMesh)),
                 f"obstacle must be a Plane, Sphere, Capsule, Cylinder or TriangleMesh (got {type(obstacle).__name__})")
+        mu = float(friction)
+        require(math.isfinite(mu) and mu >= 0, f"obstacle friction must be >= 0 (got {friction})")
         self._obstacles.append(obstacle)
+        self._obstacle_friction.append(mu)
         return len(self._obstacles) - 1
+
+    def set_contact(self, *, rods: bool = True, friction: float = 0.0, pair_friction=(), thickness: float | None = None,
+                    skip: int | str = "auto") -> None:
+        """Turn on rod-rod and self contact (``rods``) with Coulomb ``friction`` [-] between rods,
+        per-pair overrides ``pair_friction`` ``((ra, rb, mu), ...)``, an optional contact
+        ``thickness`` [m] (radius of every rod for contact) and the neighbour ``skip``
+        (:class:`rodlab.world.world.ContactSettings`)."""
+        self._contact = dict(rods=bool(rods), friction=float(friction),
+                             pair_friction=tuple((int(a), int(b), float(mu)) for a, b, mu in pair_friction),
+                             thickness=None if thickness is None else float(thickness), skip=skip)
 
     def set_wind(self, velocity, drag: float) -> None:
         """Linear drag ``drag (u(x, t) - v)`` per unit length; ``velocity`` a function
@@ -246,4 +262,5 @@ class WorldBuilder:
         loads = WorldLoads(tuple(float(c) for c in np.asarray(self.gravity, dtype=float).reshape(3)), float(self.damping),
                            self._wind, tuple(self._point_forces), point_torques=tuple(self._point_torques))
         return World(tuple(rods), tuple(e["material"] for e in self._rods), tuple(self._bodies), tuple(self._welds),
-                     tuple(self._obstacles), loads)
+                     tuple(self._obstacles), loads,
+                     ContactSettings(**self._contact, obstacle_friction=tuple(self._obstacle_friction)))

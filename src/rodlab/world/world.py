@@ -118,6 +118,59 @@ class Wind:
 
 
 @dataclass(frozen=True)
+class ContactSettings:
+    """How rods touch (issue "Contact and friction"). Obstacles always push rods out; these
+    settings add rod-rod and self contact and Coulomb friction.
+
+    ``rods``: rods collide with each other and themselves (segments within ``skip`` edges of
+    each other on one rod are neighbours and never collide; ``"auto"``: per rod the least count
+    that leaves a straight rod at rest without overlap, :func:`rodlab.contact.from_world`).
+    ``friction``: Coulomb coefficient mu [-] of every rod-rod pair, the same for sticking
+    (|f_t| <= mu f_n) and sliding (f_t = mu f_n against the slip); ``pair_friction``: overrides
+    per pair of rods ``((ra, rb, mu), ...)`` (order of ``ra``, ``rb`` does not matter);
+    ``obstacle_friction`` (M,): mu per obstacle, in world order (set by
+    :meth:`rodlab.world.WorldBuilder.add_obstacle`). ``thickness`` [m]: contact radius of every
+    rod when given (Zhao et al.'s delta / 2), else each rod's own radius."""
+
+    rods: bool = False
+    friction: float = 0.0
+    pair_friction: tuple[tuple[int, int, float], ...] = ()
+    obstacle_friction: tuple[float, ...] = ()
+    thickness: float | None = None
+    skip: int | str = "auto"
+
+    def __post_init__(self):
+        require(math.isfinite(self.friction) and self.friction >= 0, f"contact friction must be >= 0 (got {self.friction})")
+        for ra, rb, mu in self.pair_friction:
+            require(math.isfinite(mu) and mu >= 0, f"pair friction of rods ({ra}, {rb}) must be >= 0 (got {mu})")
+        for m, mu in enumerate(self.obstacle_friction):
+            require(math.isfinite(mu) and mu >= 0, f"friction of obstacle {m} must be >= 0 (got {mu})")
+        if self.thickness is not None:
+            require(math.isfinite(self.thickness) and self.thickness > 0, f"contact thickness must be > 0 m (got {self.thickness})")
+        require(self.skip == "auto" or (isinstance(self.skip, (int, np.integer)) and not isinstance(self.skip, bool) and self.skip >= 1),
+                f"contact skip must be \"auto\" or an integer >= 1 (got {self.skip!r})")
+
+    def rod_friction(self, ra: int, rb: int) -> float:
+        """Coulomb mu between rods ``ra`` and ``rb`` (``ra == rb``: self contact)."""
+        for a, b, mu in self.pair_friction:
+            if {a, b} == {ra, rb} and (a == b) == (ra == rb):
+                return float(mu)
+        return float(self.friction)
+
+    def rod_friction_table(self, n_rods: int) -> np.ndarray:
+        """(R, R) table of :meth:`rod_friction`, symmetric, for compiled kernels."""
+        table = np.full((n_rods, n_rods), float(self.friction))
+        for a, b, mu in self.pair_friction:
+            table[a, b] = table[b, a] = float(mu)
+        return table
+
+    @property
+    def has_friction(self) -> bool:
+        return (self.rods and (self.friction > 0 or any(mu > 0 for _, _, mu in self.pair_friction))) \
+            or any(mu > 0 for mu in self.obstacle_friction)
+
+
+@dataclass(frozen=True)
 class WorldLoads:
     """Loads on every rod: ``gravity`` [m/s^2], viscous ``damping`` [1/s] (force ``-damping m v``),
     optional ``wind``, point forces and point torques (couples) on chosen vertices."""
@@ -164,9 +217,11 @@ class World:
     welds: tuple[Weld, ...] = ()
     obstacles: tuple[Obstacle, ...] = ()
     loads: WorldLoads = field(default_factory=WorldLoads)
+    contact: ContactSettings = field(default_factory=ContactSettings)
 
     def __post_init__(self):
         require(len(self.rods) >= 1, "a world needs at least one rod")
+        self._check_contact()
         require(len(self.rod_material) == len(self.rods), "rod_material needs one entry per rod")
         for r, rod in enumerate(self.rods):
             require(isinstance(rod, Rod), f"rods[{r}] must be a rodlab.Rod (got {type(rod).__name__})")
@@ -201,6 +256,19 @@ class World:
         }
         for name, value in flat.items():
             object.__setattr__(self, name, _frozen(value))
+
+    def _check_contact(self) -> None:
+        c = self.contact
+        require(isinstance(c, ContactSettings), f"contact must be ContactSettings (got {type(c).__name__})")
+        require(len(c.obstacle_friction) in (0, len(self.obstacles)),
+                f"contact obstacle_friction needs one value per obstacle ({len(self.obstacles)}, got {len(c.obstacle_friction)})")
+        for a, b, _ in c.pair_friction:
+            require(0 <= a < len(self.rods) and 0 <= b < len(self.rods),
+                    f"pair friction rod indices must be in [0, {len(self.rods) - 1}] (got ({a}, {b}))")
+
+    def obstacle_friction(self, m: int) -> float:
+        """Coulomb mu between any rod and obstacle ``m`` (0 when not set)."""
+        return float(self.contact.obstacle_friction[m]) if self.contact.obstacle_friction else 0.0
 
     def _check_welds(self) -> None:
         seen = set()
@@ -271,6 +339,10 @@ class World:
             used.add("rigid bodies")
         if self.obstacles:
             used.add("obstacles")
+        if self.contact.rods:
+            used.add("rod contact")
+        if self.contact.has_friction:
+            used.add("friction")
         if self.loads.wind is not None:
             used.add("wind")
         if self.loads.point_forces:
@@ -296,4 +368,4 @@ def rod_material_of(material: Material, radius: float) -> RodMaterial:
     return RodMaterial(float(material.E), float(material.G), float(material.rho), float(radius))
 
 
-__all__ = ["Body", "ModelError", "RodMaterial", "RodPointForce", "RodPointTorque", "Weld", "Wind", "World", "WorldLoads"]
+__all__ = ["Body", "ContactSettings", "ModelError", "RodMaterial", "RodPointForce", "RodPointTorque", "Weld", "Wind", "World", "WorldLoads"]
