@@ -6,6 +6,7 @@ Every scene, scene file and benchmark that steps a :class:`rodlab.solvers.Simula
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -18,7 +19,8 @@ from . import metrics
 class Recording:
     """Frames ``t`` (F,) [s] and ``x`` (F, N, 3) [m] (the initial state is frame 0), steps taken,
     stepping wall time ``wall_s`` [s] (compilation excluded), nonlinear and linear iterations
-    summed, and per-frame ``probes`` (name -> array)."""
+    summed, per-frame ``probes`` (name -> array), and the contact bookkeeping of the steps
+    (:class:`rodlab.solvers.base.StepReport`)."""
 
     t: np.ndarray
     x: np.ndarray
@@ -27,6 +29,13 @@ class Recording:
     newton_iters: int
     linear_iters: int
     probes: dict = field(default_factory=dict)
+    contact_min_gap: float = math.inf
+    contacts_sum: int = 0
+    contacts_max: int = 0
+
+    def contact_summary(self) -> dict:
+        """``min_gap``, ``mean_contacts``, ``max_contacts`` of the run (rodlab.metrics)."""
+        return metrics.contact_summary(self.contact_min_gap, self.contacts_sum, self.contacts_max, self.steps)
 
     def summary(self, n_vertices: int) -> dict:
         """The shared timing metrics of a run (rodlab.metrics)."""
@@ -56,6 +65,7 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
     values = {name: [fn(state)] for name, fn in probes.items()}
     per = max(1, nsteps // max(int(frames), 1))
     done, wall, newton, linear = 0, 0.0, 0, 0
+    gap, csum, cmax = math.inf, 0, 0
     while done < nsteps:
         k = min(per, nsteps - done)
         t0 = time.perf_counter()
@@ -64,6 +74,7 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
         done += rep.steps
         newton += rep.newton_iters
         linear += rep.linear_iters
+        gap, csum, cmax = min(gap, rep.contact_min_gap), csum + rep.contacts_sum, max(cmax, rep.contacts_max)
         ts.append(state.t)
         xs.append(state.vertex_x.copy())
         for name, fn in probes.items():
@@ -72,4 +83,5 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
             progress.update(done, nsteps)
         if stop is not None and stop(state):
             break
-    return Recording(np.array(ts), np.array(xs), done, wall, newton, linear, {k: np.array(v) for k, v in values.items()})
+    return Recording(np.array(ts), np.array(xs), done, wall, newton, linear, {k: np.array(v) for k, v in values.items()},
+                     gap, csum, cmax)

@@ -7,9 +7,13 @@
 - ``kinetic_energy``: ``1/2 sum m |v|^2`` of the lumped vertex masses plus the bodies' translational
   and rotational energy [J];
 - ``gravity_potential``: ``-sum m g . x`` over vertices and bodies [J], zero at the origin;
-- ``tip``: the last vertex of a rod [m].
+- ``tip``: the last vertex of a rod [m];
+- ``min_gap``, ``mean_contacts``, ``max_contacts``: the contact bookkeeping of a run
+  (:func:`contact_summary`).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -45,6 +49,15 @@ def us_per_step(wall_s: float, steps: int) -> float:
 
 def us_per_vertex_step(wall_s: float, steps: int, n_vertices: int) -> float:
     return us_per_step(wall_s, steps) / max(int(n_vertices), 1)
+
+
+def contact_summary(min_gap: float, contacts_sum: int, contacts_max: int, steps: int) -> dict:
+    """The contact metrics every contact scene reports (issue "Contact and friction"): ``min_gap``
+    [m] (smallest gap over the run; negative = penetration; ``None`` when nothing came near),
+    ``mean_contacts`` (active contacts per step, averaged over steps) and ``max_contacts``."""
+    return {"min_gap": float(min_gap) if math.isfinite(min_gap) else None,
+            "mean_contacts": float(contacts_sum) / steps if steps > 0 else 0.0,
+            "max_contacts": int(contacts_max)}
 
 
 def kinetic_energy(world, state) -> float:

@@ -32,7 +32,14 @@ class StepReport:
     """What one ``advance`` call did. ``newton_iters``: nonlinear iterations summed over the call's
     steps (0 for explicit methods; ``metrics.newton_iters_per_step`` divides); ``linear_iters``:
     inner linear-solver iterations summed; ``residual``: the last step's nonlinear residual in the
-    method's own norm (0 where none); ``wall_s``: time inside the compiled stepping [s]."""
+    method's own norm (0 where none); ``wall_s``: time inside the compiled stepping [s].
+
+    Contact (worlds with obstacles or rod contact; :func:`rodlab.metrics.contact_summary`):
+    ``contact_min_gap`` [m], the smallest gap (signed distance between segment surfaces, or a
+    segment surface and an obstacle; negative = penetration) at the end of any of the call's steps
+    (``inf`` without contact); ``contacts_sum``: active contacts (pairs the method pushes apart:
+    active constraints, barrier pairs, impulses) summed over the call's steps; ``contacts_max``:
+    the most in one step."""
 
     steps: int
     success: bool = True
@@ -41,6 +48,9 @@ class StepReport:
     linear_iters: int = 0
     residual: float = 0.0
     wall_s: float = 0.0
+    contact_min_gap: float = math.inf
+    contacts_sum: int = 0
+    contacts_max: int = 0
 
 
 @dataclass(frozen=True)
