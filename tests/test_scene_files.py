@@ -434,3 +434,52 @@ def test_cli_syntax_error_exits_2_without_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "rodlab", "run", str(path)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "error:" in proc.stderr and "line 2" in proc.stderr
+
+
+CONTACT_SCENE = """
+[simulation]
+method = "der-implicit"
+[[rod]]
+n = 5
+E = 1e7
+G = 3e6
+rho = 1000.0
+[[rod]]
+n = 5
+start = [0, 0.1, 0]
+E = 1e7
+G = 3e6
+rho = 1000.0
+[[obstacle]]
+kind = "plane"
+normal = [0, 0, 1]
+friction = 0.4
+[contact]
+friction = 0.2
+pair_friction = [[0, 1, 0.5]]
+thickness = 0.02
+"""
+
+
+def test_contact_section_and_obstacle_friction_build_the_world_and_round_trip():
+    spec = loads(CONTACT_SCENE)
+    world = spec.build_world()
+    assert world.obstacle_friction(0) == 0.4
+    assert world.contact.rods and world.contact.thickness == 0.02 and world.contact.skip == "auto"
+    assert world.contact.rod_friction(0, 1) == 0.5 and world.contact.rod_friction(1, 1) == 0.2
+    assert {"rod contact", "friction"} <= world.features()
+    assert loads(dumps(spec)).data == spec.data
+
+
+@pytest.mark.parametrize("section, needles", [
+    ("[contact]\nfriction = -1", ["contact.friction", ">= 0"]),
+    ("[contact]\npair_friction = [[0, 7, 0.1]]", ["contact.pair_friction[0]", "rods 0..1"]),
+    ("[contact]\npair_friction = [[0, 1]]", ["contact.pair_friction[0]", "[rod_a, rod_b, mu]"]),
+    ("[contact]\nspeed = 1", ["contact.speed", "unknown key", "pair_friction"]),
+])
+def test_bad_contact_sections_are_named(section, needles):
+    text = CONTACT_SCENE.split("[contact]")[0] + section
+    with pytest.raises(SceneFileError) as err:
+        loads(text).build_world()
+    for needle in needles:
+        assert needle in str(err.value)

@@ -132,13 +132,21 @@ def build_world_indexed(spec: SceneSpec) -> tuple[World, list[list[int]]]:
             b.weld(w["rod"], w["end"], w["body"])
     for i, o in enumerate(spec.data.get("obstacle", [])):
         with _context(spec, f"obstacle[{i}]"):
-            b.add_obstacle(_obstacle(o))
+            b.add_obstacle(_obstacle(o), friction=o.get("friction", 0.0))
     for i, pf in enumerate(spec.data.get("point_force", [])):
         with _context(spec, f"point_force[{i}]"):
             b.add_point_force(pf["rod"], pf["vertex"], pf["force"])
     if "wind" in spec.data:
         with _context(spec, "wind"):
             b.set_wind(spec.data["wind"]["velocity"], spec.data["wind"]["drag"])
+    if "contact" in spec.data:
+        c = spec.data["contact"]
+        for i, (ra, rb, _) in enumerate(c["pair_friction"]):
+            if max(ra, rb) >= n_rods:
+                raise spec.error(f"contact.pair_friction[{i}]", f"rod {max(ra, rb)} is out of range: the scene has rods 0..{n_rods - 1}")
+        with _context(spec, "contact"):
+            b.set_contact(rods=c["rods"], friction=c["friction"], pair_friction=c["pair_friction"],
+                          thickness=c.get("thickness"), skip=c.get("skip") or "auto")
     with _context(spec, "scene"):
         world = b.build()
     return world, groups

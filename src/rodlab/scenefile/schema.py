@@ -143,7 +143,11 @@ OBSTACLE = {
     "cylinder": {"point": _V3, "axis": Field("vec3", _REQ), "radius": _pos(_REQ, "m")},
     "mesh": {"vertices": Field("vec3s", _REQ, unit="m", min_len=3), "triangles": Field("triples", _REQ)},
 }
-TABLES = ("simulation", "output", "wind")
+for _fields in OBSTACLE.values():
+    _fields["friction"] = _f(0.0, 0.0)  # Coulomb mu against every rod
+CONTACT = {"rods": Field("bool", True), "friction": _f(0.0, 0.0), "pair_friction": Field("pair_friction", []),
+           "thickness": _pos(None, "m"), "skip": _int(1, None)}
+TABLES = ("simulation", "output", "wind", "contact")
 ARRAYS = ("rod", "hairstyle", "body", "weld", "obstacle", "point_force")
 TOP = ("description", *TABLES, *ARRAYS)
 
@@ -228,6 +232,17 @@ class _Checker:
                 if not isinstance(tri, list) or len(tri) != 3:
                     self.fail(f"{key}[{i}]", f"expected 3 vertex indices (got {tri!r})")
                 out.append([self._number(c, f"{key}[{i}]", Field("int", low=0), integer=True) for c in tri])
+            return out
+        if k == "pair_friction":
+            if not isinstance(v, list):
+                self.fail(key, "expected a list of [rod_a, rod_b, mu] triples")
+            out = []
+            for i, item in enumerate(v):
+                if not isinstance(item, list) or len(item) != 3:
+                    self.fail(f"{key}[{i}]", f"expected [rod_a, rod_b, mu] (got {item!r})")
+                out.append([self._number(item[0], f"{key}[{i}]", Field("int", low=0), integer=True),
+                            self._number(item[1], f"{key}[{i}]", Field("int", low=0), integer=True),
+                            self._number(item[2], f"{key}[{i}]", _f(0.0))])
             return out
         if k == "inertia":
             if isinstance(v, list) and len(v) == 3 and all(isinstance(r, list) for r in v):
@@ -379,6 +394,8 @@ def normalize(raw: dict, *, source: str = "<string>") -> dict:
         out["obstacle"] = obstacles
     if "wind" in raw:
         out["wind"] = ck.table(raw["wind"], "wind", WIND, "in [wind]")
+    if "contact" in raw:
+        out["contact"] = ck.table(raw["contact"], "contact", CONTACT, "in [contact]")
     out["output"] = output
     return out
 
