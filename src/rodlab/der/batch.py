@@ -112,7 +112,7 @@ class BatchModel(NamedTuple):
     timed_vertex: np.ndarray        # (T,) int64 local vertex of each time-dependent force
     world_gravity: np.ndarray       # (3,) [m/s^2]
     option_float: np.ndarray        # (2,) projection_tol, projection_fail
-    option_int: np.ndarray          # (3,) projection_max_iter, twist_max_iter, inextensible
+    option_int: np.ndarray          # (4,) projection_max_iter, twist_max_iter, inextensible, symplectic (RATTLE)
 
 
 class BatchWork(NamedTuple):
@@ -302,7 +302,7 @@ def _chunk(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3,
                        m.joint_voronoi_length[js:je], m.joint_rest_curvature[js:je], m.edge_bend_stiffness[es:ee],
                        m.joint_rest_twist[js:je], m.joint_twist_stiffness[js:je], m.edge_stretch_stiffness[es:ee],
                        m.option_float[0], m.option_float[1], m.option_int[0], m.rod_twist_tol[r], m.option_int[1],
-                       v3, e3, s, kb, omega, diag, m.vertex_damp[vs:ve])
+                       v3, e3, s, kb, omega, diag, m.vertex_damp[vs:ve], m.option_int[3] != 0)
     if twist_free and done > 0:
         last = min(done, m1.shape[0]) - 1
         rebuild_twist_free_frames(x, closed, theta, ref_d1, ref_twist, t_start, m.clamp_edge[cs:ce], m1[last],

@@ -456,19 +456,20 @@ def _mark(bm, w, status):
 # --------------------------------------------------------------------------------------------
 # parallel phases over rods and the step loop
 # --------------------------------------------------------------------------------------------
-_PH_FORCES, _PH_MEASURE, _PH_FINISH = 0, 1, 2
+_PH_FORCES, _PH_MEASURE, _PH_FINISH, _PH_VELOCITY = 0, 1, 2, 3
 
 
 @njit(**JIT)
-def _rod_phase(m, w, bm, bw, r, kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, call_presc, call_m1,
-               call_timed):
+def _rod_phase(m, w, bm, bw, r, kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc,
+               call_m1, call_timed):
     """Rod ``r``'s part of a parallel phase: ``_PH_FORCES`` (a) of step ``step``;
     ``_PH_MEASURE`` one projection visit; ``_PH_FINISH`` (d) of step ``step`` and, if ``more``, (a)
-    of the next step. A failure sets the rod's status."""
+    of the next step; ``_PH_VELOCITY`` one visit of RATTLE's velocity projection. A failure sets
+    the rod's status."""
     try:
-        if kind == _PH_MEASURE:
+        if kind == _PH_MEASURE or kind == _PH_VELOCITY:
             if bw.comp_state[bm.rod_comp[r]] != 0:
-                _rod_measure(m, w, bm, bw, r, it, solve, X, BX, BQ)
+                _rod_measure(m, w, bm, bw, r, it, solve, kind == _PH_VELOCITY, X, V, BX, BQ, BV, BW)
             return
         nxt = step
         if kind == _PH_FINISH:
@@ -484,23 +485,23 @@ def _rod_phase(m, w, bm, bw, r, kind, step, it, solve, more, h, X, V, TH, D1, TW
 
 
 @njit(**JIT)
-def _chunk(f, i, b, L, bf, bi, bb, bL, c, kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, call_presc,
-           call_m1, call_timed):
+def _chunk(f, i, b, L, bf, bi, bb, bL, c, kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, BV, BW,
+           call_presc, call_m1, call_timed):
     m, w = B.unpack(f, i, b, L)
     bm, bw = unpack_bodies(bf, bi, bb, bL)
     for k in range(bm.chunk_start[c], bm.chunk_start[c + 1]):
-        _rod_phase(m, w, bm, bw, bm.chunk_rod[k], kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ,
+        _rod_phase(m, w, bm, bw, bm.chunk_rod[k], kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, BV, BW,
                    call_presc, call_m1, call_timed)
 
 
 @njit(parallel=True, **JIT)
-def _phase(f, i, b, L, bf, bi, bb, bL, kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, call_presc, call_m1,
-           call_timed):
+def _phase(f, i, b, L, bf, bi, bb, bL, kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc,
+           call_m1, call_timed):
     """One per-rod phase over every coupled rod, in parallel over the chunks of rods (the
     parallel loop sees only the packed buffers; each chunk unpacks them once)."""
     for c in prange(bL[29, 1] - 1):  # chunk_start has one entry per chunk + 1
-        _chunk(f, i, b, L, bf, bi, bb, bL, np.int64(c), kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ,
-               call_presc, call_m1, call_timed)
+        _chunk(f, i, b, L, bf, bi, bb, bL, np.int64(c), kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, BV,
+               BW, call_presc, call_m1, call_timed)
 
 
 @njit(**JIT)
@@ -512,7 +513,7 @@ def _coupled_failed(bm, w):
 
 
 @njit(**JIT)
-def _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, call_presc, call_m1,
+def _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1,
              call_timed):
     """(c) Newton iterations of every group until its violation is within ``projection_tol``
     (at most ``projection_max_iter`` solves). Returns False if ``T`` or ``S`` lost definiteness."""
@@ -524,7 +525,7 @@ def _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW
         bw.comp_iters[k] = 0.0
     for it in range(max_iter + 1):
         _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_MEASURE), step, it, it < max_iter, np.bool_(False), h, X, V,
-               TH, D1, TW, BX, BQ, call_presc, call_m1, call_timed)
+               TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
         comp_viol[:] = 0.0
         for r in range(bm.rod_coupled.shape[0]):
             k = bm.rod_comp[r]
@@ -541,11 +542,32 @@ def _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW
                     iterating = True
         if not iterating or it == max_iter:
             return True
-        if not _bodies_solve(m, w, bm, bw, BX, BQ):
+        if not _bodies_solve(m, w, bm, bw, np.bool_(False), BX, BQ, BV, BW):
             return False
         for k in range(nk):
             if bw.comp_state[k] != 0:
                 bw.comp_iters[k] += 1.0
+    return True
+
+
+@njit(**JIT)
+def _project_velocities(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, BV, BW,
+                        call_presc, call_m1, call_timed):
+    """RATTLE's velocity step for every coupled group: one exact solve of the coupled system with
+    ``dC/dt`` as right-hand side (:func:`rodlab.der.body_projection._rod_measure`), the velocities
+    of free vertices and bodies corrected, welded vertices' velocities set from their bodies.
+    Returns False if a matrix lost definiteness."""
+    for k in range(bw.comp_state.shape[0]):
+        bw.comp_state[k] = 1
+    _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_VELOCITY), step, np.int64(0), np.bool_(True), np.bool_(False), h,
+           X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
+    for r in range(bm.rod_coupled.shape[0]):
+        if bm.rod_comp[r] >= 0 and math.isnan(bw.rod_viol[r]):
+            return False
+    if not _bodies_solve(m, w, bm, bw, np.bool_(True), BX, BQ, BV, BW):
+        return False
+    _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_VELOCITY), step, np.int64(1), np.bool_(False), np.bool_(False), h,
+           X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
     return True
 
 
@@ -560,18 +582,19 @@ def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX
     R = bm.rod_coupled.shape[0]
     _begin(m, w, bm, bw, X, V, TH, D1, TW, BX, BQ, BV, BW)
     fail = m.option_float[1]
+    symplectic = m.option_int[3] != 0
     done = 0
     if nsteps > 0:
         _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_FORCES), np.int64(0), np.int64(0), np.bool_(False),
-               np.bool_(True), h, X, V, TH, D1, TW, BX, BQ, call_presc, call_m1, call_timed)
+               np.bool_(True), h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
     for step in range(nsteps):
         bad = _coupled_failed(bm, w)
         if bad != B.ROD_OK:
             _mark(bm, w, bad)
             break
         _bodies_step(m, bm, bw, h, BX, BQ, BV, BW)
-        if not _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, call_presc,
-                        call_m1, call_timed):
+        if not _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, BV, BW,
+                        call_presc, call_m1, call_timed):
             _mark(bm, w, np.int64(B.ROD_DEGENERATE))
             break
         worst = 0.0
@@ -590,8 +613,17 @@ def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX
         if not _bodies_velocities(bw, h, BX, BQ, BV, BW):
             _mark(bm, w, np.int64(B.ROD_NONFINITE))
             break
-        _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_FINISH), step, np.int64(0), np.bool_(False), step + 1 < nsteps,
-               h, X, V, TH, D1, TW, BX, BQ, call_presc, call_m1, call_timed)
+        more = step + 1 < nsteps
+        _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_FINISH), step, np.int64(0), np.bool_(False),
+               more and not symplectic, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
+        if symplectic and _coupled_failed(bm, w) == B.ROD_OK:
+            if not _project_velocities(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, BV,
+                                       BW, call_presc, call_m1, call_timed):
+                _mark(bm, w, np.int64(B.ROD_DEGENERATE))
+                break
+            if more:
+                _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_FORCES), step + 1, np.int64(0), np.bool_(False),
+                       np.bool_(True), h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
         bad = _coupled_failed(bm, w)
         if bad != B.ROD_OK:
             _mark(bm, w, bad)

@@ -108,14 +108,54 @@ def _move_body(b, dq, BX, BQ):
 
 
 @njit(**JIT)
-def _rod_measure(m, w, bm, bw, r, it, solve, X, BX, BQ):
+def _body_velocity_add(bm, b, BQ, BV, BW, dq):
+    """Add the generalized velocity ``dq = (dV, dw_world)`` to body ``b`` (angular velocity
+    stored in body coordinates)."""
+    Rm = np.empty((3, 3))
+    quat_matrix_into(BQ[b], Rm)
+    for d in range(3):
+        BV[b, d] += dq[d]
+    for d in range(3):
+        BW[b, d] += Rm[0, d] * dq[3] + Rm[1, d] * dq[4] + Rm[2, d] * dq[5]
+
+
+@njit(**JIT)
+def _welded_velocities(bm, r, x, v, BX, BQ, BV, BW):
+    """Rod ``r``'s welded vertices' velocities ``V_b + w x (x_k - r_b)`` (world frame)."""
+    Rm = np.empty((3, 3))
+    for wd in range(bm.rod_weld_start[r], bm.rod_weld_start[r + 1]):
+        b = bm.weld_body[wd]
+        quat_matrix_into(BQ[b], Rm)
+        w0 = Rm[0, 0] * BW[b, 0] + Rm[0, 1] * BW[b, 1] + Rm[0, 2] * BW[b, 2]
+        w1 = Rm[1, 0] * BW[b, 0] + Rm[1, 1] * BW[b, 1] + Rm[1, 2] * BW[b, 2]
+        w2 = Rm[2, 0] * BW[b, 0] + Rm[2, 1] * BW[b, 1] + Rm[2, 2] * BW[b, 2]
+        j = bm.weld_edge[wd]
+        for sl in range(2):
+            k = j + sl
+            r0, r1, r2 = x[k, 0] - BX[b, 0], x[k, 1] - BX[b, 1], x[k, 2] - BX[b, 2]
+            v[k, 0] = BV[b, 0] + w1 * r2 - w2 * r1
+            v[k, 1] = BV[b, 1] + w2 * r0 - w0 * r2
+            v[k, 2] = BV[b, 2] + w0 * r1 - w1 * r0
+
+
+@njit(**JIT)
+def _rod_measure(m, w, bm, bw, r, it, solve, vel, X, V, BX, BQ, BV, BW):
     """One parallel visit of rod ``r`` per projection iteration (module docstring). For
     ``it > 0`` the previous iteration's ``dlam = y + sum_k Z_k w_k`` (multi-weld welds ``k``)
     moves the free vertices by ``-M^-1 J^T dlam`` and each single-weld body of the rod by
     ``-Mb^-1 u_k dlam_c``. Then welded vertices are placed, ``C`` and the violation measured
     (``bw.rod_viol[r]``; NaN if ``T'`` is not positive definite); with ``solve``, ``u_k`` of each
     weld, ``T'`` (``T`` plus ``u_k.Mb^-1 u_k`` on a single-weld contact row, ``delta_k`` on a
-    multi-weld one) factored, ``y = T'^-1 C`` (the rod's ``s[6]``) and ``Z_k = T'^-1 e_c``."""
+    multi-weld one) factored, ``y = T'^-1 C`` (the rod's ``s[6]``) and ``Z_k = T'^-1 e_c``.
+
+    ``projection="symplectic"`` (``m.option_int[3]``), positions (``vel`` false): SHAKE, every
+    correction along the gradients of the step's start (edges of ``x_old = v3[1]``, kept in
+    ``e3[2]``, and levers from the bodies' start poses ``bw.body_old``); the matrix is the same
+    Woodbury system built from those gradients (simplified Newton, as
+    :func:`rodlab.der.rattle.shake_projection`). ``vel`` true: RATTLE's velocity step, the same
+    solve with ``C`` replaced by ``dC/dt`` (welded vertices moving with their bodies) at the
+    current positions, applied to the velocities (``V``, ``BV``, ``BW``) instead of positions;
+    it is linear, so one solve is exact."""
     vs, ve, es, ee, js, je, v3, e3, s, kb, omega = _work_views(m, w, r)
     x = X[vs:ve]
     ne = ee - es
@@ -125,6 +165,14 @@ def _rod_measure(m, w, bm, bw, r, it, solve, X, BX, BQ):
     im = m.vertex_inv_mass[vs:ve]
     ws, we = bm.rod_weld_start[r], bm.rod_weld_start[r + 1]
     mu = np.empty(6)
+    shake = m.option_int[3] != 0 and not vel
+    ge = e3[2] if shake else edges  # the gradients' edge vectors
+    v = V[vs:ve]
+    x_old = v3[1]
+    if shake and it == 0:
+        compute_edges(x_old, np.bool_(False), ge)
+    if vel and it == 0:
+        compute_edges(x, np.bool_(False), edges)
     if it > 0:
         for wd in range(ws, we):
             p = bm.weld_cap[wd]
@@ -138,9 +186,10 @@ def _rod_measure(m, w, bm, bw, r, it, solve, X, BX, BQ):
                 continue
             lam = 2.0 * y[j]
             wa, wb = im[j] * lam, im[j + 1] * lam
+            tgt = v if vel else x
             for dd in range(3):
-                x[j, dd] += wa * edges[j, dd]
-                x[j + 1, dd] -= wb * edges[j, dd]
+                tgt[j, dd] += wa * ge[j, dd]
+                tgt[j + 1, dd] -= wb * ge[j, dd]
         for wd in range(ws, we):
             b = bm.weld_body[wd]
             if bm.body_multi[b] == 0:
@@ -148,23 +197,34 @@ def _rod_measure(m, w, bm, bw, r, it, solve, X, BX, BQ):
                 lam = y[bm.weld_row[wd]]
                 for a in range(6):
                     mu[a] *= -lam
-                _move_body(b, mu, BX, BQ)
-    place_welded(bm, r, x, BX, BQ, np.empty((3, 3)))
-    compute_edges(x, np.bool_(False), edges)  # not a literal: see rodlab.der.batch, "Compile time"
+                if vel:
+                    _body_velocity_add(bm, b, BQ, BV, BW, mu)
+                else:
+                    _move_body(b, mu, BX, BQ)
     viol = 0.0
-    for j in range(ne):
-        c = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest[j] ** 2
-        C[j] = c if active[j] else 0.0
-        viol = max(viol, abs(C[j]) / (rest[j] * rest[j]))
+    if vel:
+        _welded_velocities(bm, r, x, v, BX, BQ, BV, BW)
+        for j in range(ne):
+            c = 2.0 * (edges[j, 0] * (v[j + 1, 0] - v[j, 0]) + edges[j, 1] * (v[j + 1, 1] - v[j, 1])
+                       + edges[j, 2] * (v[j + 1, 2] - v[j, 2]))
+            C[j] = c if active[j] else 0.0
+            viol = max(viol, abs(C[j]) / (rest[j] * rest[j]))
+    else:
+        place_welded(bm, r, x, BX, BQ, np.empty((3, 3)))
+        compute_edges(x, np.bool_(False), edges)  # not a literal: see rodlab.der.batch, "Compile time"
+        for j in range(ne):
+            c = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest[j] ** 2
+            C[j] = c if active[j] else 0.0
+            viol = max(viol, abs(C[j]) / (rest[j] * rest[j]))
     bw.rod_viol[r] = viol
     if not solve:
         return
     for j in range(ne):
         if active[j]:
-            d[j] = 4.0 * (im[j] + im[j + 1]) * (edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2)
+            d[j] = 4.0 * (im[j] + im[j + 1]) * (ge[j, 0] ** 2 + ge[j, 1] ** 2 + ge[j, 2] ** 2)
             if j + 1 < ne and active[j + 1]:
-                l[j] = -4.0 * im[j + 1] * (edges[j, 0] * edges[j + 1, 0] + edges[j, 1] * edges[j + 1, 1]
-                                           + edges[j, 2] * edges[j + 1, 2])
+                l[j] = -4.0 * im[j + 1] * (ge[j, 0] * ge[j + 1, 0] + ge[j, 1] * ge[j + 1, 1]
+                                           + ge[j, 2] * ge[j + 1, 2])
             else:
                 l[j] = 0.0
         else:
@@ -174,9 +234,12 @@ def _rod_measure(m, w, bm, bw, r, it, solve, X, BX, BQ):
         c = bm.weld_row[wd]
         b = bm.weld_body[wd]
         k = bm.weld_vertex[wd]
-        r0, r1, r2 = x[k, 0] - BX[b, 0], x[k, 1] - BX[b, 1], x[k, 2] - BX[b, 2]
+        if shake:
+            r0, r1, r2 = x_old[k, 0] - bw.body_old[b, 0], x_old[k, 1] - bw.body_old[b, 1], x_old[k, 2] - bw.body_old[b, 2]
+        else:
+            r0, r1, r2 = x[k, 0] - BX[b, 0], x[k, 1] - BX[b, 1], x[k, 2] - BX[b, 2]
         sg = 2.0 * bm.weld_sign[wd]
-        e0, e1, e2 = edges[c, 0], edges[c, 1], edges[c, 2]
+        e0, e1, e2 = ge[c, 0], ge[c, 1], ge[c, 2]
         u = bw.weld_u[wd]
         u[0] = sg * e0
         u[1] = sg * e1
@@ -211,12 +274,12 @@ def _cap_slot(bm, n, i, j):
 
 
 @njit(**JIT)
-def _bodies_solve(m, w, bm, bw, BX, BQ):
+def _bodies_solve(m, w, bm, bw, vel, BX, BQ, BV, BW):
     """The capacitance step of the projection (module docstring) for every iterating group:
     ``P_b^-1 = (Delta_b - W_b)^-1`` per multi-weld body, ``H = P^-1 - V^T T'^-1 V``,
     ``H w = V^T T'^-1 C`` by sparse Cholesky in the setup's elimination order, and the multi-weld
-    bodies moved by ``-Mb^-1 U_b^T dlam_c`` with ``dlam_c = P_b^-1 w_b``. False if a matrix is not
-    positive definite."""
+    bodies moved by ``-Mb^-1 U_b^T dlam_c`` with ``dlam_c = P_b^-1 w_b`` (``vel``: their velocities
+    changed by it). False if a matrix is not positive definite."""
     n = bm.cap_weld.shape[0]
     H, wv = bw.cap_val, bw.cap_w
     mu = np.empty(6)
@@ -307,5 +370,8 @@ def _bodies_solve(m, w, bm, bw, BX, BQ):
         _minv_u(bm, b, BQ, dq.copy(), dq)
         for e in range(6):
             dq[e] = -dq[e]
-        _move_body(b, dq, BX, BQ)
+        if vel:
+            _body_velocity_add(bm, b, BQ, BV, BW, dq)
+        else:
+            _move_body(b, dq, BX, BQ)
     return True

@@ -617,7 +617,7 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
               inv_mass, ext_accel, ext_force, damping, presc_idx, presc_pos, clamp_edges, clamp_m1,
               slide_v, slide_axis, slide_w, slide_edge, slide_side, free_theta, rest_lengths, lbar, omega_bar, bend_k, twist_bar, twist_k, stretch_k,
               proj_tol, proj_fail, proj_max_iter, twist_tol, twist_max_iter, work_v3, work_e3, work_s, kb, omega, diag,
-              vertex_damp=None):
+              vertex_damp=None, symplectic=False):
     """Advance ``nsteps`` symplectic-Euler steps with fast projection and quasistatic twist.
 
     Per step: forces ``-dE/dx`` (+ external), ``v += h M^-1 F`` with implicit viscous damping,
@@ -641,6 +641,13 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
     ``vertex_damp`` (optional, (nv,)): per-vertex velocity factors replacing ``1 / (1 + h damping)``
     (a sliding clamp takes its first vertex's), for damping that varies along the rod (wind drag
     on a rod of varying linear density, :mod:`rodlab.der.batch`).
+
+    ``symplectic`` (inextensible rods only): the constrained step is RATTLE (Andersen 1983) in
+    its symplectic-Euler form instead of fast projection: the positions are corrected along the
+    constraint gradients of the step's start (:func:`shake_projection`), then the velocity
+    ``(x - x_old) / h`` is projected onto the constraints' tangent space at the step's end
+    (:func:`velocity_projection`). The positions are those of RATTLE / SHAKE (the constrained
+    leapfrog): no first-order energy loss from the projection.
     """
     nv = x.shape[0]
     ne = theta.shape[0]
@@ -659,6 +666,7 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
     rhs = work_s[5]
     dlam = work_s[6]
     active = np.empty(ne, dtype=np.bool_)
+    edges0 = np.empty((ne, 3)) if symplectic else np.empty((0, 3))
     damp = 1.0 / (1.0 + h * damping)
     if vertex_damp is None:
         vdamp = np.full(nv, damp)
@@ -701,9 +709,14 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
                 for d in range(3):
                     x[p, d] += shift * slide_axis[k, d]
         if inextensible:
-            it, viol = fast_projection(x, inv_mass, rest_lengths, closed, proj_tol, proj_max_iter,
-                                       edges, h_diag, h_lower, rhs, active, dlam,
-                                       slide_v, slide_axis, slide_w, slide_edge, slide_side)
+            if symplectic:
+                it, viol = shake_projection(x, x_old, inv_mass, rest_lengths, closed, proj_tol, proj_max_iter,
+                                            edges, edges0, h_diag, h_lower, rhs, active, dlam,
+                                            slide_v, slide_axis, slide_w, slide_edge, slide_side)
+            else:
+                it, viol = fast_projection(x, inv_mass, rest_lengths, closed, proj_tol, proj_max_iter,
+                                           edges, h_diag, h_lower, rhs, active, dlam,
+                                           slide_v, slide_axis, slide_w, slide_edge, slide_side)
             diag[0] = max(diag[0], it)
             diag[1] = max(diag[1], viol)
             if not viol <= proj_fail:
@@ -725,6 +738,9 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
         for i in range(nv):
             for d in range(3):
                 v[i, d] = (x[i, d] - x_old[i, d]) * inv_h
+        if symplectic and inextensible:
+            velocity_projection(v, inv_mass, closed, active, edges, h_diag, h_lower, rhs, dlam,
+                                slide_v, slide_axis, slide_w, slide_edge, slide_side)
         if twist_free:
             if not inextensible:  # the projection leaves the final edges in ``edges``
                 compute_edges(x, closed, edges)
@@ -802,3 +818,7 @@ def fd_reduced_hessian(x, free_idx, h, closed, tangents0, ref_d1_0, ref_twist0, 
         for r in range(nf):
             for d in range(3):
                 out[3 * r + d, col] = -(fp[free_idx[r], d] - fm[free_idx[r], d]) / (2.0 * h)
+
+
+# the RATTLE pieces use the solvers above (imported last: rodlab.der.rattle imports this module)
+from .rattle import shake_projection, velocity_projection  # noqa: E402

@@ -48,6 +48,8 @@ FEATURES = frozenset({"closed rods", "prescribed clamp motion", "swivel clamps",
                       "anisotropic bending", "rest curvature overrides", "point forces", "rods given by stiffness",
                       "wind", "rigid bodies"})
 
+PROJECTIONS = ("fast", "symplectic")
+
 _WHY = {B.ROD_NONFINITE: "the state became non-finite", B.ROD_PROJECTION: "fast projection did not converge",
         B.ROD_DEGENERATE: "the geometry degenerated (singular twist Hessian)"}
 
@@ -67,13 +69,15 @@ class DERSimulator(Simulator):
     method = "der"
     supports = FEATURES
     options = {"inextensible": True, "damping_scheme": "implicit", "energy_check": True, "twist_solver": "auto",
-               "projection_tol": 1e-12}
+               "projection_tol": 1e-12, "projection": "fast"}
 
     # ---- setup ---------------------------------------------------------------------------------
     def _setup(self, dt):
         w = self.world
         self._dt = float(dt) if dt is not None else min(suggested_time_step(rod) for rod in w.rods)
         o = self.opts
+        if o["projection"] not in PROJECTIONS:
+            raise ModelError(f"projection must be one of {', '.join(PROJECTIONS)} (got {o['projection']!r})")
         self._options = DEROptions(dt=self._dt, inextensible=bool(o["inextensible"]), damping_scheme=o["damping_scheme"],
                                    energy_check=bool(o["energy_check"]), twist_solver=o["twist_solver"],
                                    projection_tol=float(o["projection_tol"]),
@@ -233,7 +237,8 @@ class DERSimulator(Simulator):
             cat(parts["sv"]).reshape(-1, 2), cat(parts["sa"]).reshape(-1, 3), cat(parts["sw"]), cat(parts["se"]),
             cat(parts["ss"]), cat(parts["tv"]).astype(np.int64), g,
             np.array([opt.projection_tol, opt.projection_fail]),
-            np.array([opt.projection_max_iter, opt.twist_max_iter, int(opt.inextensible)], dtype=np.int64))
+            np.array([opt.projection_max_iter, opt.twist_max_iter, int(opt.inextensible),
+                      int(self.opts["projection"] == "symplectic")], dtype=np.int64))
         N, E, J, P = w.n_vertices, w.n_edges, w.n_joints, int(starts[-1, 0])
         work = B.BatchWork(np.zeros(6 * N), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3)),
                            np.zeros(18 * E), np.zeros(7 * E), np.zeros((E, 3)), np.zeros(E), np.zeros((E, 3)),

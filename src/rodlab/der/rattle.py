@@ -1,0 +1,132 @@
+"""RATTLE constraint steps for inextensible DER (Andersen 1983, "Rattle: a velocity version of
+the Shake algorithm for molecular dynamics calculations"; Hairer, Lubich, Wanner, "Geometric
+Numerical Integration", 2006, Sec. VII.1): the SHAKE position correction along the constraint
+gradients of the step's start and the velocity projection onto the constraints' tangent space at
+the step's end, on the same tridiagonal (or cyclic) systems ``G M^-1 G^T`` as Goldenthal's fast
+projection (:func:`rodlab.der.kernels.fast_projection`). Used by
+:func:`rodlab.der.kernels.run_steps` with ``symplectic=True`` (the ``der`` simulator's
+``projection="symplectic"``).
+"""
+from __future__ import annotations
+
+from numba import njit
+
+from ..geometry._vec import JIT
+from ..geometry.curves import compute_edges
+from .kernels import solve_tridiagonal_masked
+
+
+@njit(**JIT)
+def _constraint_matrix(edges, inv_mass, closed, active, slide_axis, slide_w, slide_edge, a_diag, a_lower):
+    """``G M^-1 G^T`` of the length constraints for the edge vectors ``edges`` (tridiagonal or
+    cyclic, sliders included; inactive rows are identity rows): the matrix of
+    :func:`fast_projection`'s Newton step."""
+    nv = inv_mass.shape[0]
+    ne = edges.shape[0]
+    for j in range(ne):
+        b = j + 1
+        if b == nv:
+            b = 0
+        a_diag[j] = 4.0 * (edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2) * (inv_mass[j] + inv_mass[b])
+        if not active[j]:
+            a_diag[j] = 1.0
+        nxt = j + 1
+        if nxt == ne:
+            nxt = 0
+        if (j + 1 < ne or closed) and active[j] and active[nxt]:
+            a_lower[j] = -4.0 * inv_mass[b] * (edges[j, 0] * edges[nxt, 0] + edges[j, 1] * edges[nxt, 1] + edges[j, 2] * edges[nxt, 2])
+        else:
+            a_lower[j] = 0.0
+    for k in range(slide_edge.shape[0]):
+        j = slide_edge[k]
+        ea = edges[j, 0] * slide_axis[k, 0] + edges[j, 1] * slide_axis[k, 1] + edges[j, 2] * slide_axis[k, 2]
+        a_diag[j] += 4.0 * slide_w[k] * ea * ea
+
+
+@njit(**JIT)
+def _apply_multipliers(y, inv_mass, edges, dlam, slide_v, slide_axis, slide_w, slide_edge, slide_side):
+    """``y -= M^-1 G^T dlam`` for the constraint gradients of the edge vectors ``edges`` (``y``:
+    positions or velocities; sliders move along their axis)."""
+    nv = y.shape[0]
+    ne = edges.shape[0]
+    for k in range(slide_edge.shape[0]):
+        j = slide_edge[k]
+        ea = edges[j, 0] * slide_axis[k, 0] + edges[j, 1] * slide_axis[k, 1] + edges[j, 2] * slide_axis[k, 2]
+        ds = slide_side[k] * slide_w[k] * 2.0 * dlam[j] * ea
+        for c in range(2):
+            for d in range(3):
+                y[slide_v[k, c], d] += ds * slide_axis[k, d]
+    for j in range(ne):
+        b = j + 1
+        if b == nv:
+            b = 0
+        lam = 2.0 * dlam[j]
+        for d in range(3):
+            g = lam * edges[j, d]
+            y[b, d] -= inv_mass[b] * g
+            y[j, d] += inv_mass[j] * g
+
+
+@njit(**JIT)
+def shake_projection(x, x_old, inv_mass, rest_lengths, closed, tol, max_iter, edges, edges0, a_diag, a_lower, rhs,
+                     active, dlam, slide_v, slide_axis, slide_w, slide_edge, slide_side):
+    """SHAKE position correction (Ryckaert, Ciccotti, Berendsen 1977; Andersen 1983, "Rattle"):
+    ``x <- x - M^-1 G(x_old)^T lam`` with ``lam`` such that ``C(x) = 0``, the gradients taken at
+    the step's start ``x_old`` (a constraint force of the step, not a closest-point projection).
+
+    Simplified Newton on ``lam``: the Jacobian ``G(x) M^-1 G(x_old)^T`` is replaced by the
+    symmetric ``G(x_old) M^-1 G(x_old)^T`` (the fast projection's tridiagonal matrix at the
+    step's start, built once per step); it differs by ``O(|x - x_old| / l)``, so the iteration
+    contracts by that factor per step. Stops when ``max_j |C_j| / ebar_j^2 <= tol``; returns
+    ``(iterations, final violation)`` and leaves the edges of the final ``x`` in ``edges``.
+    Sliders as in :func:`fast_projection`.
+    """
+    nv = x.shape[0]
+    ne = rest_lengths.shape[0]
+    for j in range(ne):
+        b = j + 1
+        if b == nv:
+            b = 0
+        active[j] = inv_mass[j] + inv_mass[b] > 0.0
+    for k in range(slide_edge.shape[0]):
+        active[slide_edge[k]] = True
+    compute_edges(x_old, closed, edges0)
+    _constraint_matrix(edges0, inv_mass, closed, active, slide_axis, slide_w, slide_edge, a_diag, a_lower)
+    viol = 0.0
+    for it in range(max_iter + 1):
+        compute_edges(x, closed, edges)
+        viol = 0.0
+        for j in range(ne):
+            c = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest_lengths[j] ** 2
+            rhs[j] = c if active[j] else 0.0
+            viol = max(viol, abs(rhs[j]) / (rest_lengths[j] * rest_lengths[j]))
+        if viol <= tol or it == max_iter:
+            return it, viol
+        solve_tridiagonal_masked(a_diag, a_lower, rhs, active, closed, dlam)
+        _apply_multipliers(x, inv_mass, edges0, dlam, slide_v, slide_axis, slide_w, slide_edge, slide_side)
+    return max_iter, viol
+
+
+@njit(**JIT)
+def velocity_projection(v, inv_mass, closed, active, edges, a_diag, a_lower, rhs, mu, slide_v, slide_axis, slide_w,
+                        slide_edge, slide_side):
+    """RATTLE's velocity step (Andersen 1983): ``v <- v - M^-1 G^T mu`` with
+    ``(G M^-1 G^T) mu = G v``, ``G`` the constraint gradients at the positions whose edge vectors
+    are ``edges`` (the step's end), so that ``d/dt C_j = 2 e_j . (v_{j+1} - v_j) = 0`` on every
+    active edge: the M-orthogonal projection onto the constraints' tangent space (one linear
+    solve). ``active`` as left by :func:`shake_projection`."""
+    nv = v.shape[0]
+    ne = edges.shape[0]
+    _constraint_matrix(edges, inv_mass, closed, active, slide_axis, slide_w, slide_edge, a_diag, a_lower)
+    for j in range(ne):
+        b = j + 1
+        if b == nv:
+            b = 0
+        c = 2.0 * (edges[j, 0] * (v[b, 0] - v[j, 0]) + edges[j, 1] * (v[b, 1] - v[j, 1])
+                   + edges[j, 2] * (v[b, 2] - v[j, 2]))
+        rhs[j] = c if active[j] else 0.0
+    solve_tridiagonal_masked(a_diag, a_lower, rhs, active, closed, mu)
+    _apply_multipliers(v, inv_mass, edges, mu, slide_v, slide_axis, slide_w, slide_edge, slide_side)
+
+
+__all__ = ["shake_projection", "velocity_projection"]
