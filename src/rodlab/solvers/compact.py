@@ -18,9 +18,18 @@ inequality constraints on every vertex, ``distance(x_j) >= rod radius``, solved 
 SQP of Zhao et al. (Alg. 1 + Alg. 2, App. B: :class:`rodlab.compact.active_set.ConstrainedSolver`),
 one rod after the other in Python: a world with obstacles steps far slower than one without.
 The active set of each step is kept in the state (``state.solver["contact_active"]``), so the
-next step starts from it. Capsules and triangle meshes, contacts between rods, clamps or pins
-away from the root, swivel or sliding clamps, closed rods, point forces and wind are refused by
-name.
+next step starts from it.
+
+Rod-rod and self contact (``world.contact.rods``) and point forces take a third path, one SQP
+over every rod at once (:class:`rodlab.compact.contact_world.WorldContactSolver`, docs/
+contact-compact.md): the edge-edge constraints of Zhao et al. (App. B, Eq. 32) with the
+thickness ``delta`` = the sum of the two contact radii (``world.contact.thickness`` or each
+rod's radius) next to the obstacle rows, discrete detection at the start of each step and
+continuous detection (:func:`rodlab.contact.impacts`) after it, re-solving the step with the
+pairs it finds. Every contact step reports ``contact_min_gap``, ``contacts_sum`` and
+``contacts_max`` in its :class:`~rodlab.solvers.base.StepReport`. Capsules and triangle meshes,
+Coulomb friction, clamps or pins away from the root, swivel or sliding clamps, closed rods and
+wind are refused by name.
 
 State layout (``state.method == "compact"``): ``vertex_x``/``vertex_v`` are the chain's positions
 ``p`` and velocities ``v``; ``state.solver`` holds ``s`` (N, 3) (per rod: root position, then the
@@ -28,7 +37,9 @@ axis-angles ``w_i`` relative to ``qref``, zero after every step), ``qref`` and `
 quaternions (w, x, y, z) and ``omega`` (E, 3) body-frame angular velocities [rad/s]. The common
 frame fields are written after every call: ``edge_ref_d1`` = the first director of ``q`` (m1),
 ``edge_theta = 0``, ``joint_ref_twist`` from those frames. In a world with obstacles
-``state.solver["contact_active"]`` (K, 3) int64 lists the active contacts (rod, obstacle, vertex).
+``state.solver["contact_active"]`` (K, 3) int64 lists the active contacts (rod, obstacle, vertex);
+with rod contact or point forces it is (K, 4): ``(0, segment a, segment b, 0)`` for an edge-edge
+row, ``(1, rod, obstacle, vertex)`` for an obstacle row.
 
 What a call did beyond :class:`~rodlab.solvers.base.StepReport` (linear solves, active contacts
 per step) is in ``sim.last_call`` (:class:`CallStats`), overwritten by every call.
@@ -56,7 +67,7 @@ from ..world.obstacles import Cylinder, Plane, Sphere
 from .base import Simulator, StaticReport, StepReport, UnsupportedFeature
 
 FEATURES = frozenset({"pinned vertices", "anisotropic bending", "rods given by stiffness", "prescribed clamp motion",
-                      "obstacles"})
+                      "obstacles", "rod contact", "point forces"})
 PRECONDS = ("none", "diagonal", "block-diagonal", "hybrid", "direct")
 _SOLVER_KEYS = ("s", "qref", "q", "omega")
 _new = object.__new__
@@ -200,9 +211,14 @@ class CompactSimulator(Simulator):
     stops at ``|b| < static_rtol max(1e-6, M |g| L)`` per rod, or ``mean(GJ, EI)/L`` scale without
     gravity). With obstacles (active-set driver, which starts Newton from the last step and
     re-centres once per step, so ``warm_start`` and ``recenter_every_iteration`` do not apply):
-    ``contact_proximity`` [m] (vertices nearer than this to an obstacle at the start of a step
-    are the step's contact candidates; None: ``2 r + 3 |v|_max dt + l_max / 2``) and
-    ``contact_max_qp_iterations`` (100).
+    ``contact_proximity`` [m] (vertices nearer than this to an obstacle, and with rod contact
+    segment pairs whose gap is below it, at the start of a step are the step's contact
+    candidates; None: ``2 r + 3 |v|_max dt + l_max / 2``, the velocity term capped at ``2 l_max``
+    for segment pairs) and ``contact_max_qp_iterations`` (100). With rod contact or point forces
+    also ``contact_ccd_passes`` (4: re-solves of a step after continuous detection found pairs
+    that were not candidates; 0 = discrete detection only, as in the paper) and
+    ``contact_newton_iters`` (30: SQP iterations at most while a candidate row is violated by more
+    than 1e-3 of the smallest radius; ``newton_iters`` otherwise).
 
     A step whose SQP stops on a PCG or line-search failure is kept (as the first-wave drivers did)
     and reported (``StepReport.success`` false, ``message``); a non-finite step raises
@@ -215,14 +231,18 @@ class CompactSimulator(Simulator):
                "pcg_maxiter": 2000, "line_search_steps": 30, "tension_stiffness": False,
                "recenter_every_iteration": False, "warm_start": True, "damping_scheme": "implicit",
                "static_newton_iters": 300, "static_rtol": 1e-9, "contact_proximity": None,
-               "contact_max_qp_iterations": 100}
+               "contact_max_qp_iterations": 100, "contact_ccd_passes": 4,
+               "contact_newton_iters": 30}
 
     def _setup(self, dt):
         w, o = self.world, self.opts
         self._dt = float(dt) if dt is not None else 0.01
         require(o["precond"] in PRECONDS, f"precond must be one of {', '.join(PRECONDS)} (got {o['precond']!r})")
+        ccd = o["contact_ccd_passes"]
+        require(isinstance(ccd, (int, np.integer)) and not isinstance(ccd, bool) and ccd >= 0,
+                f"contact_ccd_passes must be an integer >= 0 (got {ccd!r})")
         for name in ("newton_iters", "pcg_maxiter", "line_search_steps", "static_newton_iters",
-                     "contact_max_qp_iterations"):
+                     "contact_max_qp_iterations", "contact_newton_iters"):
             require(isinstance(o[name], (int, np.integer)) and not isinstance(o[name], bool) and o[name] >= 1,
                     f"{name} must be an integer >= 1 (got {o[name]!r})")
         for name, positive in (("tol", True), ("static_rtol", True), ("pcg_rtol", False), ("pcg_atol", False)):
@@ -293,7 +313,9 @@ class CompactSimulator(Simulator):
         self._driver = advance_rods if R > 1 else advance_rods_serial
         self._checked = None  # the arrays of the last state checked by _own (advance's fast path)
         self._contact = None
-        if self._obstacles:
+        self._joint = None
+        self._cgeom = None
+        if self._obstacles or w.contact.rods or w.loads.point_forces:
             from ..compact.active_set import ConstrainedSolver
             from ..compact.sqp import SolverOptions
 
@@ -307,6 +329,16 @@ class CompactSimulator(Simulator):
                                                max_qp_iterations=int(o["contact_max_qp_iterations"]),
                                                damping_scheme=o["damping_scheme"])
                              for r, md in enumerate(self.models)]
+            from ..compact.contact_world import WorldContactSolver, contact_geometry
+
+            if w.contact.rods or w.loads.point_forces:
+                self._joint = WorldContactSolver(w, self._contact, rods=w.contact.rods,
+                                                 proximity=None if prox is None else float(prox),
+                                                 max_qp_iterations=int(o["contact_max_qp_iterations"]),
+                                                 ccd_passes=int(ccd), max_newton=int(o["contact_newton_iters"]))
+                self._cgeom = self._joint.geometry
+            else:
+                self._cgeom = contact_geometry(w)
         self._last = CallStats()
 
     # ---- state -------------------------------------------------------------------------------
@@ -318,7 +350,7 @@ class CompactSimulator(Simulator):
         q = np.ascontiguousarray(np.concatenate([m.rest_q for m in self.models]))
         state.solver = {"s": s, "qref": q.copy(), "q": q, "omega": np.zeros((w.n_edges, 3))}
         if self._contact is not None:
-            state.solver["contact_active"] = np.zeros((0, 3), dtype=np.int64)
+            state.solver["contact_active"] = np.zeros((0, 4 if self._joint is not None else 3), dtype=np.int64)
         state.method = self.method
         self._write_common(state)
         return state
@@ -438,6 +470,7 @@ class CompactSimulator(Simulator):
         """``nsteps`` steps of every rod by the active-set SQP (:class:`ConstrainedSolver`, Python).
         Returns (steps done, wall time [s], Newton iterations, PCG iterations, last residual,
         failure description or "")."""
+        from ..compact.contact_world import obstacle_min_gap
         from ..compact.sqp import CompactState
 
         sv = self._own(state)
@@ -452,6 +485,7 @@ class CompactSimulator(Simulator):
         newton = pcg = solves = stalled = qp = 0
         c_sum = c_max = c_last = 0
         viol, resid, why, done = 0.0, 0.0, "", 0
+        gap = math.inf
         t0 = time.perf_counter()
         for k in range(nsteps):
             backup = [np.array(a) for a in arrays]
@@ -485,9 +519,65 @@ class CompactSimulator(Simulator):
             c_sum += count
             c_max = max(c_max, count)
             c_last = count
+            gap = min(gap, obstacle_min_gap(self._cgeom, state.vertex_x))
         wall = time.perf_counter() - t0
+        self._gap = gap
         rows = [(r, key[1], key[2]) for r in range(w.n_rods) for key in sorted(prev[r])]
         sv["contact_active"] = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        self._write_common(state)
+        self._last = CallStats(done, solves, stalled, c_last, c_sum, c_max, qp, viol)
+        return done, wall, newton, pcg, resid, why
+
+    def _run_joint(self, state: State, nsteps: int) -> tuple[int, float, int, int, float, str]:
+        """``nsteps`` steps of every rod at once with rod-rod, self and obstacle contact
+        (:class:`rodlab.compact.contact_world.WorldContactSolver`, Python). Returns as
+        :meth:`_run_contact`; the active set lives in ``state.solver["contact_active"]`` (K, 4)
+        int64 rows ``(0, segment a, segment b, 0)`` (edge-edge) or ``(1, rod, obstacle, vertex)``."""
+        from ..compact.contact_world import contact_min_gap, rod_states
+
+        sv = self._own(state)
+        w, dt, joint = self.world, self._dt, self._joint
+        arrays = (sv["s"], sv["qref"], state.vertex_x, sv["q"], state.vertex_v, sv["omega"])
+        rows = np.asarray(sv.get("contact_active", np.zeros((0, 4), dtype=np.int64)), dtype=np.int64)
+        active = set()
+        if rows.ndim == 2 and rows.shape[1] == 4:
+            active = {("e", int(a), int(b)) if k == 0 else ("o", int(a), int(b), int(c)) for k, a, b, c in rows}
+        states = rod_states(w, *arrays)
+        newton = pcg = solves = stalled = qp = 0
+        c_sum = c_max = c_last = 0
+        viol, resid, why, done, gap = 0.0, 0.0, "", 0, math.inf
+        t0 = time.perf_counter()
+        for _ in range(nsteps):
+            backup = [np.array(a) for a in arrays]
+            if self._drives:
+                drive_R, drive_shift = self._drive_targets(state.t, 1, False)
+                for r, st in enumerate(states):
+                    d = int(self._rod_drive[r])
+                    if d >= 0:
+                        _drive_root(st.s, st.qref, drive_R[0, d], drive_shift[0, d], *(a[d] for a in self._drive_rest))
+            info = joint.step(states, state.t, dt, state.vertex_x, state.vertex_v, active)
+            if not info.finite or not np.all(np.isfinite(state.vertex_x)):
+                why = "non-finite step"
+                for a, b in zip(arrays, backup):
+                    a[...] = b
+                break
+            newton += info.newton
+            pcg += info.pcg
+            solves += info.solves
+            stalled += 0 if info.success else 1
+            qp += info.qp
+            viol = max(viol, info.max_violation)
+            resid = info.residual
+            state.t += dt
+            done += 1
+            c_sum += info.active
+            c_max = max(c_max, info.active)
+            c_last = info.active
+            gap = min(gap, contact_min_gap(self._cgeom, state.vertex_x, w.contact.rods))
+        wall = time.perf_counter() - t0
+        self._gap = gap
+        out = [(0, k[1], k[2], 0) if k[0] == "e" else (1, k[1], k[2], k[3]) for k in sorted(active)]
+        sv["contact_active"] = np.array(out, dtype=np.int64).reshape(-1, 4)
         self._write_common(state)
         self._last = CallStats(done, solves, stalled, c_last, c_sum, c_max, qp, viol)
         return done, wall, newton, pcg, resid, why
@@ -499,21 +589,26 @@ class CompactSimulator(Simulator):
             self._check_steps(state, nsteps)
         if self._contact is not None:
             self._check_layout(state)
-            done, wall, newton, linear, residual, why = self._run_contact(state, nsteps)
+            run = self._run_joint if self._joint is not None else self._run_contact
+            done, wall, newton, linear, residual, why = run(state, nsteps)
+            last = self._last
+            extra = dict(contact_min_gap=self._gap, contacts_sum=last.contacts_sum, contacts_max=last.contacts_max)
             if why:
-                report = StepReport(done, False, why, newton, linear, residual, wall)
+                report = StepReport(done, False, why, newton, linear, residual, wall, **extra)
                 self._fail(state, None, report, f"step {done + 1} of this call is not finite ({why})")
-            stalled = self._last.stalled_steps
-        else:
-            done, wall = self._run(state, nsteps, False)
-            newton, linear, _, stalled, residual = self._fb[F_NEWTON:F_RESIDUAL + 1].tolist()
-            newton, linear, stalled = int(newton), int(linear), int(stalled)
-            if done == 0:
-                residual = 0.0
-            if done < nsteps:
-                bad = [int(r) for r in np.nonzero(self._failed)[0]]
-                report = StepReport(done, False, f"non-finite step of rod(s) {bad}", newton, linear, residual, wall)
-                self._fail(state, None, report, f"step {done + 1} of this call is not finite (rod(s) {bad})")
+            if last.stalled_steps == 0:
+                return StepReport(done, True, "ok", newton, linear, residual, wall, **extra)
+            return StepReport(done, False, f"{last.stalled_steps} rod step(s) stopped on a PCG or line-search failure "
+                              "(kept)", newton, linear, residual, wall, **extra)
+        done, wall = self._run(state, nsteps, False)
+        newton, linear, _, stalled, residual = self._fb[F_NEWTON:F_RESIDUAL + 1].tolist()
+        newton, linear, stalled = int(newton), int(linear), int(stalled)
+        if done == 0:
+            residual = 0.0
+        if done < nsteps:
+            bad = [int(r) for r in np.nonzero(self._failed)[0]]
+            report = StepReport(done, False, f"non-finite step of rod(s) {bad}", newton, linear, residual, wall)
+            self._fail(state, None, report, f"step {done + 1} of this call is not finite (rod(s) {bad})")
         if stalled == 0:
             return step_report(done, True, "ok", newton, linear, residual, wall)
         return StepReport(done, False, f"{stalled} rod step(s) stopped on a PCG or line-search failure (kept)", newton,
@@ -526,7 +621,8 @@ class CompactSimulator(Simulator):
         only steps in time): :class:`UnsupportedFeature`."""
         self._check_layout(state)
         if self._contact is not None:
-            raise UnsupportedFeature("method compact has no static solve with obstacles (step it in time, with damping)")
+            what = "rod contact or point forces" if self._joint is not None else "obstacles"
+            raise UnsupportedFeature(f"method compact has no static solve with {what} (step it in time, with damping)")
         snapshot = state.copy()
         done, wall = self._run(state, 1, True)
         stats = self._f["stats"]

@@ -1,0 +1,495 @@
+"""Rod-rod and self contact for the compact rod: one SQP over every rod of a world, with the
+edge-edge constraints of Zhao et al., "Compact inextensible Cosserat rods" (App. B, Eq. 32) in
+the active set of Alg. 2, discrete detection at the start of each step and continuous detection
+after it.
+
+Unknowns are the compact coordinates ``s`` of every rod (root position + one axis-angle per
+segment). The Hessian ``A`` of the implicit-Euler objective is block-diagonal over rods, so
+``A^-1`` of a constraint gradient is one PCG solve per rod it touches (Zhao et al., Alg. 1, Eq. 14
+Schur complement). Inequality rows:
+
+* **edge-edge** (Eq. 32): segments ``a`` (vertices ``i, i+1``) and ``b`` (``j, j+1``) that are not
+  neighbours along a rod (:mod:`rodlab.contact`),
+  ``C = n . ((1 - wa) p_i + wa p_{i+1} - (1 - wb) p_j - wb p_{j+1}) - delta >= 0``
+  with the closest-point parameters ``wa``, ``wb`` and unit normal ``n`` (from b toward a) fixed
+  at detection and ``delta = r_a + r_b`` (each rod's radius, or ``world.contact.thickness``);
+  ``C`` is linear in the vertices, and ``grad_s C = J^T grad_x C`` through the O(n) Jacobian
+  products of :mod:`rodlab.compact.chain`;
+* **vertex-obstacle**: ``distance(p_j) - r >= 0`` for planes, spheres, cylinders, re-evaluated at
+  every iterate (:mod:`rodlab.compact.active_set`).
+
+Detection (Zhao et al., Alg. 2 and Sec. 5): at the start of each step every segment pair whose
+gap is below ``proximity`` (default ``2 r_max + 3 |v|_max dt + l_max / 2``) becomes a candidate
+row, obstacle candidates likewise per vertex. The paper names its limitation: discrete detection
+only, so fast strands can pass through. Here, after the SQP, :func:`rodlab.contact.impacts`
+sweeps every segment pair linearly over the step; a pair that was not a candidate and whose gap
+reaches zero during the step is added as a candidate (normal and parameters from the
+configuration at its time of impact, where the two surfaces touch) and the step is solved again
+from its start, at most ``ccd_passes`` times.
+
+Point forces ``f`` on vertices enter the objective as ``-f . p_j`` (constant over the step, taken
+at the end of the step, as gravity is).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..contact import from_arrays, impacts
+from numba import njit
+
+from ..contact.detect import detect, min_gap, _obstacle_table
+from ..contact.narrowphase import segment_segment, vrow
+from ..model import require
+from .chain import chain_forward, jac_mul, jac_t_mul
+from .energies import reduced_hessian
+from .sqp import CompactState, finish_step, prepare_preconditioner, split_damping, tension_stiffness
+
+
+class StepInfo(NamedTuple):
+    """One joint step: ``success`` (no PCG or line-search failure), ``message``, ``newton``
+    iterations, ``pcg`` iterations, linear ``solves``, last KKT ``residual``, ``active`` rows at the
+    end, ``qp`` active-set iterations, ``ccd_passes`` re-solves after continuous detection,
+    ``max_violation`` [m] of the candidate rows after the step, ``finite``."""
+
+    success: bool
+    message: str
+    newton: int
+    pcg: int
+    solves: int
+    residual: float
+    active: int
+    qp: int
+    ccd_passes: int
+    max_violation: float
+    finite: bool
+
+
+def contact_radius(world) -> np.ndarray:
+    """(R,) contact radius [m] of each rod: ``world.contact.thickness`` when set, else the rod's
+    radius (Zhao et al.'s thickness ``delta`` of a pair is the sum of the two)."""
+    thick = world.contact.thickness
+    return np.array([float(thick) if thick is not None else float(rod.radius) for rod in world.rods])
+
+
+def contact_geometry(world, *, radius=None, obstacles=True):
+    """The :class:`rodlab.contact.ContactGeometry` of ``world`` with each rod's contact radius
+    (:func:`contact_radius`, or ``radius`` (R,) [m]) and the world's neighbour ``skip``."""
+    rad = contact_radius(world) if radius is None else np.asarray(radius, dtype=float)
+    return from_arrays(world.rod_vertex_start, world.rod_closed, rad, obstacles=world.obstacles if obstacles else (),
+                       skip=world.contact.skip, edge_rest_length=world.edge_rest_length)
+
+
+def obstacle_min_gap(geometry, x) -> float:
+    """Smallest gap [m] of a segment surface to an obstacle (``inf`` without obstacles)."""
+    if geometry.n_obstacles == 0:
+        return math.inf
+    return float(_obstacle_table(geometry, np.ascontiguousarray(x))[3].min())
+
+
+def contact_min_gap(geometry, x, rods: bool) -> float:
+    """The ``contact_min_gap`` of a step (:class:`rodlab.solvers.base.StepReport`): segment pairs
+    and obstacles when rods collide (``rods``), obstacles only otherwise."""
+    if rods:
+        return min_gap(geometry, np.ascontiguousarray(x))
+    return obstacle_min_gap(geometry, x)
+
+
+@njit(cache=True)
+def _edge_edge_kernel(x, edge_v0, edge_v1, edge_radius, pairs, normal_ref, verts, coef, value, normal):
+    for k in range(pairs.shape[0]):
+        a, b = pairs[k, 0], pairs[k, 1]
+        verts[k, 0], verts[k, 1], verts[k, 2], verts[k, 3] = edge_v0[a], edge_v1[a], edge_v0[b], edge_v1[b]
+        wa, wb, dist, n = segment_segment(vrow(x, edge_v0[a]), vrow(x, edge_v1[a]), vrow(x, edge_v0[b]),
+                                          vrow(x, edge_v1[b]))
+        side = 1.0
+        if n[0] * normal_ref[k, 0] + n[1] * normal_ref[k, 1] + n[2] * normal_ref[k, 2] < 0.0:
+            side = -1.0  # the centre lines crossed since detection: the distance counts negative
+        value[k] = side * dist - edge_radius[a] - edge_radius[b]
+        w = (side * (1.0 - wa), side * wa, -side * (1.0 - wb), -side * wb)
+        for c in range(3):
+            normal[k, c] = n[c]
+            for v in range(4):
+                coef[k, v, c] = w[v] * n[c]
+
+
+def edge_edge_rows(x, geometry, pairs, normal_ref):
+    """Edge-edge rows (Eq. 32) of segment ``pairs`` (K, 2) at positions ``x`` (N, 3) [m]:
+    vertices (K, 4), coefficients (K, 4, 3) and values (K,) [m], ``C = sum_k coef_k . x[vert_k] -
+    delta``, with the closest-point parameters ``wa``, ``wb`` and the unit normal ``n`` (from b
+    toward a) of the pair at ``x`` and ``delta`` the sum of the two contact radii. ``C`` is then
+    the gap (centre-line distance minus ``delta``) and ``coef`` its gradient (the closest points
+    are stationary, so their motion does not enter it). ``normal_ref`` (K, 3): each pair's normal
+    when it was detected; where ``n . normal_ref < 0`` the centre lines have crossed since, and
+    the distance counts negative (``C = -dist - delta``), as the fixed normal of Eq. 32 would
+    have it, so no iterate may jump to the far side."""
+    g = geometry
+    K = pairs.shape[0]
+    verts, coef, value, normal = np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), np.empty((K, 3))
+    _edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
+                      np.ascontiguousarray(normal_ref, dtype=float).reshape(K, 3), verts, coef, value, normal)
+    return verts, coef, value
+
+
+def edge_edge_normal(x, geometry, pairs):
+    """Unit normals (K, 3) (from b toward a) of segment ``pairs`` (K, 2) at ``x`` (N, 3)."""
+    K = pairs.shape[0]
+    g = geometry
+    normal = np.empty((K, 3))
+    _edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
+                      np.zeros((K, 3)), np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), normal)
+    return normal
+
+
+class WorldContactSolver:
+    """Implicit Euler of every rod of a world at once, with edge-edge, obstacle and Dirichlet
+    constraints (module docstring; Zhao et al., Alg. 1 + Alg. 2 + App. B).
+
+    Parameters
+    ----------
+    world : rodlab.world.World
+    rod_solvers : list of rodlab.compact.active_set.ConstrainedSolver
+        One per rod: its model, options, Dirichlet mask, obstacles, gravity, damping and
+        workspace (reused here for energies, Hessians, preconditioners and PCG).
+    rods : bool
+        Rod-rod and self contact (edge-edge rows); False: obstacles and point forces only.
+    proximity : float or None
+        Gap [m] below which a pair is a candidate at the start of a step (None: module docstring).
+    max_qp_iterations : int
+        Active-set iterations per QP at most.
+    ccd_passes : int
+        Re-solves of a step after continuous detection found new pairs (0: discrete only).
+    max_newton : int
+        SQP iterations at most while a candidate row is violated by more than ``1e-3 r_min``
+        (the options' ``max_newton``, the paper's 5, otherwise).
+    """
+
+    def __init__(self, world, rod_solvers, *, rods: bool, proximity=None, max_qp_iterations: int = 100,
+                 ccd_passes: int = 4, max_newton: int = 30):
+        require(isinstance(ccd_passes, (int, np.integer)) and ccd_passes >= 0,
+                f"contact_ccd_passes must be an integer >= 0 (got {ccd_passes!r})")
+        self.world = world
+        self.solvers = list(rod_solvers)
+        self.rods = bool(rods)
+        self.proximity = proximity
+        self.max_qp = int(max_qp_iterations)
+        self.ccd_passes = int(ccd_passes)
+        require(isinstance(max_newton, (int, np.integer)) and max_newton >= 1,
+                f"contact_newton_iters must be an integer >= 1 (got {max_newton!r})")
+        self.max_newton = max(int(max_newton), self.solvers[0].options.max_newton if self.solvers else 1)
+        self.geometry = contact_geometry(world)
+        self.vstart = np.asarray(world.rod_vertex_start, dtype=np.int64)
+        self.N = int(world.n_vertices)
+        self.free = np.concatenate([s.free for s in self.solvers])
+        self.point_forces = [[(pf.vertex % world.rods[r].n_vertices, pf) for pf in world.point_forces_of(r)]
+                             for r in range(world.n_rods)]
+        self.lmax = float(np.max(world.edge_rest_length))
+        self.rmax = float(np.max(self.geometry.edge_radius)) if self.geometry.n_edges else 0.0
+        rmin = float(np.min(self.geometry.edge_radius)) if self.geometry.n_edges else 0.0
+        self.violation_tol = 1e-3 * rmin if rmin > 0 else 1e-9
+
+    # ---- helpers ---------------------------------------------------------------------------------
+    def _sl(self, r):
+        return slice(int(self.vstart[r]), int(self.vstart[r + 1]))
+
+    def _energy(self, S, QREF, preds, mode, t1, P):
+        """Objective of every rod at ``S`` (N, 3); writes each rod's positions into ``P`` (N, 3)."""
+        total = 0.0
+        for r, sol in enumerate(self.solvers):
+            sl = self._sl(r)
+            total += sol._energy(S[sl], QREF[r], preds[r], mode)
+            P[sl] = sol.ws.p
+            for j, pf in self.point_forces[r]:
+                f = pf.at(t1)
+                total -= float(f @ sol.ws.p[j])
+                if mode >= 1:
+                    sol.ws.gp[j] -= f
+        return total
+
+    def _obstacle_rows(self, P, cand):
+        """Rows of the vertex-obstacle candidates ``cand`` (list of (rod, obstacle, vertex)) at ``P``."""
+        K = len(cand)
+        verts = np.zeros((K, 4), dtype=np.int64)
+        coef = np.zeros((K, 4, 3))
+        val = np.empty(K)
+        for k, (r, oi, j) in enumerate(cand):
+            sol = self.solvers[r]
+            v0 = int(self.vstart[r])
+            vals, grads = sol.obstacles[oi].values(P[v0 + j:v0 + j + 1], sol.model.radius)
+            verts[k, :] = v0 + j
+            coef[k, 0] = grads[0]
+            val[k] = vals[0]
+        return verts, coef, val
+
+    def _rows(self, P, ee, cand):
+        """All inequality rows at ``P``: (verts (K, 4), coef (K, 4, 3), values (K,))."""
+        verts_e, coef_e, val_e = edge_edge_rows(P, self.geometry, *ee)
+        verts_o, coef_o, val_o = self._obstacle_rows(P, cand)
+        return (np.concatenate([verts_e, verts_o]), np.concatenate([coef_e, coef_o]), np.concatenate([val_e, val_o]))
+
+    def _solve_a(self, rhs, ctx, touched=None):
+        out = np.zeros_like(rhs)
+        for r, sol in enumerate(self.solvers):
+            if touched is not None and r not in touched:
+                continue
+            sl = self._sl(r)
+            out[sl] = sol._solve_a(np.ascontiguousarray(rhs[sl]), ctx)
+        return out
+
+    def _row_gradient(self, verts, coef):
+        """``grad_s`` (N, 3) of one row (O(n) per rod it touches, Dirichlet-projected) and the rods."""
+        g = np.zeros((self.N, 3))
+        touched = set()
+        yp_all = np.zeros((self.N, 3))
+        for v, c in zip(verts, coef):
+            yp_all[v] += c
+        for r, sol in enumerate(self.solvers):
+            sl = self._sl(r)
+            if not np.any(yp_all[sl]):
+                continue
+            touched.add(r)
+            out = np.empty((sol.model.n, 3))
+            jac_t_mul(sol.ws.Dj, sol.ws.Qj, np.ascontiguousarray(yp_all[sl]), np.zeros((sol.model.m, 4)), out)
+            g[sl] = out * sol.free
+        return g, touched
+
+    def _jac_mul(self, d, dp):
+        for r, sol in enumerate(self.solvers):
+            sl = self._sl(r)
+            tmp_p = np.empty((sol.model.n, 3))
+            jac_mul(sol.ws.Dj, sol.ws.Qj, np.ascontiguousarray(d[sl]), tmp_p, np.empty((sol.model.m, 4)))
+            dp[sl] = tmp_p
+
+    # ---- the QP of Eq. 12 by a primal active-set method (Alg. 2) ---------------------------------
+    def _solve_qp(self, b, rows, keys, active_prev, ctx):
+        verts, coef, cvals = rows
+        K = len(keys)
+        z = self._solve_a(-b, ctx)
+        cols = {}
+
+        def column(k):
+            if k not in cols:
+                g, touched = self._row_gradient(verts[k], coef[k])
+                cols[k] = (g, self._solve_a(g, ctx, touched))
+            return cols[k]
+
+        # primal active set with step control (Nocedal and Wright, "Numerical Optimization",
+        # 2006, Alg. 16.3): d stays feasible for the rows outside W; W starts from the last step's
+        # active rows and the violated or touching ones (Zhao et al., Alg. 2)
+        W = [k for k in range(K) if keys[k] in active_prev or cvals[k] <= 0.0]
+        inW = np.zeros(K, dtype=bool)
+        inW[W] = True
+        d = np.zeros_like(z)
+        jd = np.zeros((self.N, 3))
+        jp = np.empty((self.N, 3))
+        lam = np.zeros(0)
+        for _ in range(self.max_qp):
+            ctx["qp"] += 1
+            if W:
+                cl = [column(k) for k in W]
+                Gm = np.stack([c[0].ravel() for c in cl])
+                Y = np.stack([c[1].ravel() for c in cl], axis=1)
+                S = Gm @ Y
+                rhs = -(Gm @ z.ravel() + cvals[W])
+                # rows of one touching point (a crossing at a vertex makes two to four equal rows)
+                # are dependent: a relative Tikhonov shift splits their multiplier instead of
+                # letting it grow without bound
+                S[np.diag_indices_from(S)] += 1e-9 * float(np.max(np.abs(np.diag(S)))) + 1e-300
+                try:
+                    lam = np.linalg.solve(S, rhs)
+                except np.linalg.LinAlgError:
+                    lam = np.linalg.lstsq(S, rhs, rcond=None)[0]
+                d_eqp = (z.ravel() + Y @ lam).reshape(z.shape)
+            else:
+                d_eqp, lam = z, np.zeros(0)
+            step = d_eqp - d
+            alpha, block = 1.0, -1
+            if K:
+                self._jac_mul(step, jp)
+            if K and not inW.all():
+                at_d = cvals + np.einsum("kvc,kvc->k", coef, jd[verts])
+                rate = np.einsum("kvc,kvc->k", coef, jp[verts])
+                cand_rows = np.nonzero(~inW & (rate < 0.0))[0]
+                if cand_rows.size:
+                    ratios = np.maximum(at_d[cand_rows], 0.0) / -rate[cand_rows]
+                    i = int(np.argmin(ratios))
+                    if ratios[i] < 1.0:
+                        alpha, block = float(ratios[i]), int(cand_rows[i])
+            d = d + alpha * step
+            if K:
+                jd += alpha * jp
+            if block >= 0:
+                W.append(block)  # the first row the step runs into (Alg. 2: insert)
+                inW[block] = True
+                continue
+            if W:
+                scale = 1e-12 * (1.0 + float(np.max(np.abs(lam))))
+                i = int(np.argmin(lam))
+                if lam[i] < -scale:
+                    inW[W[i]] = False  # a row that pulls: remove it (Alg. 2)
+                    del W[i]
+                    continue
+            break
+        g_lam = np.zeros_like(b)
+        for k, l in zip(W, lam):
+            g_lam += l * cols[k][0]
+        return d, lam, W, g_lam
+
+    # ---- one step ------------------------------------------------------------------------------
+    def _candidates(self, x, v, dt):
+        speed = float(np.max(np.linalg.norm(v, axis=1))) if v.size else 0.0
+        # the velocity term is capped at two segment lengths: continuous detection after the
+        # solve catches faster pairs, without making every pair of a whipping rod a candidate
+        margin = self.proximity if self.proximity is not None else \
+            2.0 * self.rmax + 0.5 * self.lmax + min(3.0 * speed * dt, 2.0 * self.lmax)
+        pairs, nref = np.zeros((0, 2), dtype=np.int64), np.zeros((0, 3))
+        if self.rods:
+            cs = detect(self.geometry, x, margin, obstacles=False)
+            pairs = np.ascontiguousarray(np.stack([cs.pair_a, cs.pair_b], axis=1).astype(np.int64))
+            nref = cs.normal
+        cand = []
+        for r, sol in enumerate(self.solvers):
+            p = x[self._sl(r)]
+            m = self.proximity if self.proximity is not None else 2.0 * sol.model.radius + 3.0 * speed * dt + 0.5 * float(sol.model.lengths.max())
+            for oi, ob in enumerate(sol.obstacles):
+                vals, _ = ob.values(p, sol.model.radius)
+                cand.extend((r, oi, int(j)) for j in np.nonzero(vals < m)[0])
+        return (pairs, nref), cand
+
+    def step(self, states, t, dt, x, v, active_prev):
+        """One implicit-Euler step of every rod (``states``: one :class:`CompactState` per rod, views
+        into the flat ``x``, ``v`` (N, 3)), in place; ``active_prev`` (set of row keys) the active
+        set of the last step, updated. Returns :class:`StepInfo`."""
+        backup = [st.copy() for st in states]
+        (pairs, nref), cand = self._candidates(x, v, dt)
+        x0 = np.array(x)
+        passes = 0
+        total = dict(newton=0, pcg=0, solves=0, qp=0)
+        while True:
+            info, keys, W = self._sqp(states, t, dt, (pairs, nref), cand, active_prev)
+            for k in ("newton", "pcg", "solves", "qp"):
+                total[k] += getattr(info, k)
+            if not info.finite or not self.rods or passes >= self.ccd_passes:
+                break
+            hits = impacts(self.geometry, x0, x, obstacles=False)
+            known = {(int(a), int(b)) for a, b in pairs}
+            new = [(int(a), int(b), float(tau)) for a, b, tau in zip(hits.pair_a, hits.pair_b, hits.toi)
+                   if (int(a), int(b)) not in known]
+            if not new:
+                break
+            add = np.array([[a, b] for a, b, _ in new], dtype=np.int64)
+            n_add = np.empty((len(new), 3))
+            for k, (a, b, tau) in enumerate(new):  # the normal where the two surfaces touch
+                n_add[k] = edge_edge_normal(x0 + tau * (x - x0), self.geometry, add[k:k + 1])
+            pairs = np.ascontiguousarray(np.concatenate([pairs, add]))
+            nref = np.concatenate([nref, n_add])
+            for st, bk in zip(states, backup):  # solve the step again from its start
+                for name in ("s", "qref", "p", "q", "v", "omega"):
+                    getattr(st, name)[...] = getattr(bk, name)
+            passes += 1
+        active_prev.clear()
+        active_prev.update(keys[k] for k in W)
+        return info._replace(newton=total["newton"], pcg=total["pcg"], solves=total["solves"], qp=total["qp"],
+                             ccd_passes=passes)
+
+    def _sqp(self, states, t, dt, ee, cand, active_prev):
+        solvers, N = self.solvers, self.N
+        t1 = t + dt
+        keys = [("e", int(a), int(b)) for a, b in ee[0]] + [("o",) + c for c in cand]
+        preds = []
+        for st, sol in zip(states, solvers):
+            a_d = 0.0 if sol.damping_scheme == "exponential" else sol.damping / dt
+            preds.append((st.p + dt * st.v, st.p.copy(), st.q.copy(), dt * st.omega, 1.0 / dt**2, a_d))
+        S = np.concatenate([st.s for st in states])
+        QREF = [st.qref for st in states]
+        P = np.empty((N, 3))
+        ctx = {"pcg": 0, "solves": 0, "qp": 0, "pcg_fail": False}
+        it, resid, W, converged, ls_fail = 0, math.inf, [], False, False
+        opts = solvers[0].options
+        while True:
+            E = self._energy(S, QREF, preds, 2, t1, P)
+            rows = self._rows(P, ee, cand)
+            worst = float(np.max(-rows[2], initial=0.0))
+            if it >= self.max_newton or (it >= opts.max_newton and worst <= self.violation_tol):
+                break
+            b = np.empty((N, 3))
+            ok = True
+            for r, sol in enumerate(solvers):
+                ws, md, sl = sol.ws, sol.model, self._sl(r)
+                out = np.empty((md.n, 3))
+                jac_t_mul(ws.Dj, ws.Qj, ws.gp, ws.gq, out)
+                b[sl] = out * sol.free
+                pr = preds[r]
+                reduced_hessian(ws.q, pr[2], ws.Qj, md.masses, md.Jr, md.lbar, md.Kh, pr[4], pr[5], ws.Hp, ws.Bd, ws.Bo)
+                if sol.options.tension_stiffness:
+                    tension_stiffness(S[sl], md.lengths, ws.q, ws.gp, ws.Bd)
+                ok &= bool(prepare_preconditioner(sol.kind, ws.Dj, ws.Hp, ws.Bd, ws.Bo, sol.free, ws.diag, ws.off,
+                                                  ws.sinv, ws.W, ws.suffix, ws.A, ws.L))
+            if not ok:
+                ctx["pcg_fail"] = True
+                break
+            d, lam, W, g_lam = self._solve_qp(b, rows, keys, active_prev, ctx)
+            cvals = rows[2]
+            viol = float(np.max(np.abs(cvals[W]))) if W else 0.0
+            resid = float(np.linalg.norm(b - g_lam))
+            if resid < opts.tol and viol < 1e-10:
+                converged = True
+                break
+            inv_mu = 1.1 * (float(np.max(np.abs(lam))) if len(lam) else 0.0) + 1e-12
+            phi0 = E + inv_mu * float(np.sum(np.maximum(0.0, -cvals)))
+            slope = float(np.sum(b * d)) - inv_mu * float(np.sum(np.maximum(0.0, -cvals)))
+            alpha, accepted = 1.0, False
+            P_try = np.empty((N, 3))
+            for _ in range(opts.line_search_steps):
+                S_try = S + alpha * d
+                E_try = self._energy(S_try, QREF, preds, 0, t1, P_try)
+                phi = E_try + inv_mu * float(np.sum(np.maximum(0.0, -self._rows(P_try, ee, cand)[2])))
+                e_round = 1e-14 * sum(float(np.sum(np.abs(sol.ws.comps))) for sol in solvers)
+                if phi <= phi0 + 1e-4 * alpha * min(slope, 0.0) or phi - phi0 <= e_round:
+                    accepted = True
+                    break
+                alpha *= 0.5
+            it += 1
+            if not accepted:
+                ls_fail = True
+                break
+            S = S_try
+        # the step's end
+        finite = True
+        for r, (st, sol) in enumerate(zip(states, solvers)):
+            md, ws, sl = sol.model, sol.ws, self._sl(r)
+            chain_forward(np.ascontiguousarray(S[sl]), md.lengths, st.qref, ws.p, ws.q, ws.Dj, ws.Qj, False)
+            P[sl] = ws.p
+            finite &= bool(np.all(np.isfinite(ws.p)))
+        if not finite:
+            return StepInfo(False, "non-finite state", it, ctx["pcg"], ctx["solves"], resid, 0, ctx["qp"], 0, math.inf,
+                            False), keys, W
+        for r, (st, sol) in enumerate(zip(states, solvers)):
+            sl = self._sl(r)
+            st.s[...] = S[sl]
+            p_t, q_t = preds[r][1], preds[r][2]
+            st.p[...] = sol.ws.p
+            st.q[...] = sol.ws.q
+            finish_step(st.s, st.qref, st.p, st.q, p_t, q_t, st.v, st.omega, dt)
+            split_damping(st, sol.damping, sol.damping_scheme, dt)
+        cvals = self._rows(P, ee, cand)[2]
+        max_viol = float(np.max(np.maximum(0.0, -cvals))) if cvals.size else 0.0
+        msg = "converged" if converged else ("PCG did not converge" if ctx["pcg_fail"] else
+                                             ("line search made no progress" if ls_fail else "newton iteration limit reached"))
+        return StepInfo(not ctx["pcg_fail"], msg, it, ctx["pcg"], ctx["solves"], resid, len(W), ctx["qp"], 0, max_viol,
+                        True), keys, W
+
+
+def rod_states(world, s, qref, x, q, v, omega, t=0.0):
+    """Per-rod :class:`CompactState` views into the flat compact arrays of a world state."""
+    out = []
+    for r in range(world.n_rods):
+        vs, es = world.rod_vertices(r), world.rod_edges(r)
+        out.append(CompactState(t, s[vs], qref[es], x[vs], q[es], v[vs], omega[es]))
+    return out
+
+
+__all__ = ["StepInfo", "WorldContactSolver", "contact_geometry", "contact_min_gap", "contact_radius", "edge_edge_rows",
+           "obstacle_min_gap", "rod_states"]
