@@ -23,7 +23,7 @@ From the world (one :class:`rodlab.der_implicit.stepper.DERImplicitModel` per ro
 - boundary conditions: a clamp holds ``x_j, x_{j+1}, theta_j`` (a swivel only the positions); a
   driven clamp's held unknowns are set to the motion's pose for the end of each step (relative to
   the rest pose, turning about the edge's rest midpoint); a pinned vertex holds its position.
-  Sliding clamps, closed rods, bodies and obstacles are refused;
+  Sliding clamps, closed rods and bodies are refused;
 - loads: gravity and constant point forces are constant external forces; viscous damping
   ``-c m v`` acts on every unknown (the angles too), discretised by ``damping_scheme``. Timed point
   forces and wind are evaluated at the start of every step (time ``t_n``, positions ``x_n``), so a
@@ -51,12 +51,13 @@ from ..der_implicit.batch import F_NEWTON_MAX, F_RESIDUAL_MAX, RodBatch, advance
 from ..der_implicit.energies import material_curvature_all, pack_dofs, update_frames
 from ..der_implicit.slerp_bending import BRANCHES, GRADIENTS
 from ..der_implicit.stepper import DERImplicitModel, DERImplicitState, solve_static, with_params
-from ..model import Rod, check_damping_scheme, require
+from ..der_implicit.contact_step import ContactStep, rods_base_frames
+from ..model import ModelError, Rod, check_damping_scheme, require
 from ..world import State
 from .base import Simulator, StaticReport, StepReport
 
 FEATURES = frozenset({"prescribed clamp motion", "swivel clamps", "pinned vertices", "rest curvature overrides",
-                      "point forces", "rods given by stiffness", "wind"})
+                      "point forces", "rods given by stiffness", "wind", "obstacles", "rod contact", "friction"})
 BENDING_MODELS = ("4d", "2d-average", "2d-slerp")
 DEFAULT_DT = 1.0 / 240.0
 
@@ -165,12 +166,22 @@ class DERImplicitSimulator(Simulator):
     start, as :class:`rodlab.der_implicit.stepper.DERImplicitStepper` does; the failures of the last
     call are in ``batch.rod_line_search_failures``; a non-finite state still fails).
     Rods run in parallel over numba's threads (``numba.set_num_threads``) when there are several.
+
+    Contact options (used by worlds with obstacles or rod contact; docs/contact-der-implicit.md):
+    ``contact_dhat`` [m] barrier activation gap (``None``: half the smallest contact radius),
+    ``contact_stiffness`` barrier stiffness kappa [N/m] or ``"auto"`` (IPC's adaptive rule),
+    ``friction_eps_v`` [m/s] IPC's sliding-speed threshold of the friction mollifier,
+    ``contact_tol`` [m/s] Newton stops when the step's max-norm (positions; angles times the largest
+    radius) is below ``contact_tol * dt``, ``contact_newton_iters`` most Newton iterations per step
+    (``newton_iters`` and ``gtol`` are those of the contact-free path).
     """
 
     method = "der-implicit"
     supports = FEATURES
     options = {"newton_iters": 1, "gtol": 0.0, "line_search": 12, "damping_scheme": "implicit", "bending": "4d",
-               "gradient": "approx", "branch": "twist", "line_search_failures": "fail"}
+               "gradient": "approx", "branch": "twist", "line_search_failures": "fail",
+               "contact_dhat": None, "contact_stiffness": "auto", "friction_eps_v": 1e-3, "contact_tol": 1e-4,
+               "contact_newton_iters": 50}
 
     def _setup(self, dt):
         o = self.opts
@@ -261,8 +272,92 @@ class DERImplicitSimulator(Simulator):
             m1 = rest.a1[j] * math.cos(rest.q[4 * j + 3]) + a2 * math.sin(rest.q[4 * j + 3])
             self._drive_rest.append((motion, xs.copy(), xs.mean(axis=0), m1))
         self._stepwise = bool(b.n_drive or self._timed_forces or loads.wind is not None)
+        self._setup_contact()
         self._parallel = w.n_rods > 1
         self._shape_x, self._shape_e = (w.n_vertices, 3), (w.n_edges,)
+
+    def _setup_contact(self) -> None:
+        """Check the contact options; a world with obstacles or rod contact gets its
+        :class:`ContactStep` (else ``self._contact`` is None and nothing changes)."""
+        o, w, b = self.opts, self.world, self.batch
+        dhat, kappa = o["contact_dhat"], o["contact_stiffness"]
+        require(dhat is None or (isinstance(dhat, (int, float)) and not isinstance(dhat, bool) and math.isfinite(dhat)
+                                 and dhat > 0), f"contact_dhat must be > 0 m or None (got {dhat!r})")
+        require(kappa == "auto" or (isinstance(kappa, (int, float)) and not isinstance(kappa, bool)
+                                    and math.isfinite(kappa) and kappa > 0),
+                f"contact_stiffness must be > 0 N/m or \"auto\" (got {kappa!r})")
+        for name in ("friction_eps_v", "contact_tol"):
+            v = o[name]
+            require(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0,
+                    f"{name} must be > 0 m/s (got {v!r})")
+        v = o["contact_newton_iters"]
+        require(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1,
+                f"contact_newton_iters must be an integer >= 1 (got {v!r})")
+        self._contact = None
+        if not (w.obstacles or w.contact.rods):
+            return
+        radius = np.asarray(w.rod_radius, dtype=float) if w.contact.thickness is None else \
+            np.full(w.n_rods, float(w.contact.thickness))
+        require(bool(np.all(radius > 0)),
+                "der-implicit contact needs every rod's radius (or the contact thickness) > 0 m")
+        if dhat is None:
+            dhat = 0.5 * float(radius.min())
+        fixed = np.concatenate([np.flatnonzero(m.fixed) + b.starts["dof"][r] for r, m in enumerate(self.models)])
+        self._contact = ContactStep(w, b, self._vertex_dof, self._theta_dof, fixed.astype(np.int64), h=self._dt,
+                                    dhat=float(dhat), kappa=None if kappa == "auto" else float(kappa),
+                                    eps_v=float(o["friction_eps_v"]), tol=float(o["contact_tol"]),
+                                    max_iters=int(o["contact_newton_iters"]), line_search=30)
+        rod_of_dof = np.repeat(np.arange(w.n_rods), np.diff(b.starts["dof"]))
+        self._dof_damping = b.rod_damping[rod_of_dof].copy()
+        self._dof_decay = b.rod_decay[rod_of_dof].copy()
+
+    def _advance_contact(self, state: State, nsteps: int, tv: np.ndarray) -> StepReport:
+        """``nsteps`` steps of a contact world, one global Newton solve per step (module docstring)."""
+        t0 = perf_counter()
+        cs, b = self._contact, self.batch
+        kappa = float(state.solver.get("contact_kappa", cs.kappa_min)) if cs.kappa_fixed is None else cs.kappa_fixed
+        D = cs.n
+        q, v = np.empty(D), np.empty(D)
+        iters, csum, cmax, gmin_all = 0, 0, 0, math.inf
+        for s in range(nsteps):
+            if self._stepwise:
+                self._set_step_loads(state)
+            q[self._vertex_dof] = state.vertex_x
+            q[self._theta_dof] = state.edge_theta
+            v[self._vertex_dof] = state.vertex_v
+            v[self._theta_dof] = tv
+            b.edge_a1_base[...] = state.edge_ref_d1
+            b.joint_mref_base[...] = state.joint_ref_twist
+            try:
+                rods_base_frames(b.ibuf, b.fbuf, q, 0)
+                its, kappa, active, gmin = cs.step(q, v, kappa, self._dof_damping, self._dof_decay)
+                rods_base_frames(b.ibuf, b.fbuf, q, 1)
+                ok = bool(np.all(np.isfinite(q)) and np.all(np.isfinite(v)))
+            except (FloatingPointError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+                ok, why = False, str(exc)
+            else:
+                why = "non-finite unknowns"
+            if not ok:
+                report = StepReport(s, False, "step failed", iters, 0, 0.0, perf_counter() - t0, gmin_all, csum, cmax)
+                self._fail(state, None, report,
+                           f"contact step {s + 1} of {nsteps} failed ({why}); try a smaller dt")
+            state.vertex_x[...] = q[self._vertex_dof]
+            state.vertex_v[...] = v[self._vertex_dof]
+            state.edge_theta[...] = q[self._theta_dof]
+            tv[...] = v[self._theta_dof]
+            state.edge_ref_d1[...] = b.edge_a1_base
+            state.joint_ref_twist[...] = b.joint_mref_base
+            state.t += self._dt
+            state.method = self.method
+            if cs.kappa_fixed is None:
+                state.solver["contact_kappa"] = kappa
+            if not math.isfinite(gmin):
+                gmin = cs.min_gap(state.vertex_x)
+            iters += its
+            csum += active
+            cmax = max(cmax, active)
+            gmin_all = min(gmin_all, gmin)
+        return StepReport(nsteps, True, "ok", iters, 0, 0.0, perf_counter() - t0, gmin_all, csum, cmax)
 
     # ---- loads that change with time ---------------------------------------------------------
     def _set_step_loads(self, state: State) -> None:
@@ -314,6 +409,8 @@ class DERImplicitSimulator(Simulator):
         t0 = perf_counter()
         if nsteps == 0:
             return StepReport(0)
+        if self._contact is not None:
+            return self._advance_contact(state, nsteps, tv)
         b = self.batch
         if not self._stepwise:
             if self._parallel:
@@ -364,6 +461,9 @@ class DERImplicitSimulator(Simulator):
         stages) under gravity, point forces at ``state.t`` and the wind at the current positions
         (no velocity drag); held unknowns stay where they are. Velocities are set to zero."""
         self._check_layout(state)
+        if self._contact is not None:
+            raise ModelError("der-implicit: solve_static is not available in worlds with contact (obstacles or rod "
+                             "contact); step with damping instead")
         t0 = time.perf_counter()
         if self._timed_forces or self.world.loads.wind is not None:
             self._set_step_loads(state)
