@@ -40,8 +40,14 @@ static split waits for the slowest half: measured 16.8 ms per step against 7.3 m
 vertices on 2 shared cores). Set from Python around the call: inside a kernel it would stop caching."""
 
 # ---- ibuf header: sizes and options, then the offsets of its sections -------------------------
-I_NROD, I_NDRIVE, I_BENDING, I_LSMAX, I_NEWTON, I_ROD, I_FIXED, I_DRIVE, I_FAILED, I_BRANCH, I_EXACT = range(11)
-I_HEADER = 11  # I_BENDING: BENDING_*; I_BRANCH, I_EXACT: the slerped model's options (2d-slerp only)
+I_NROD, I_NDRIVE, I_BENDING, I_LSMAX, I_NEWTON, I_ROD, I_FIXED, I_DRIVE, I_FAILED, I_BRANCH, I_EXACT, I_INTEGRATOR, \
+    I_HAVE_PREV = range(13)
+I_HEADER = 13  # I_BENDING: BENDING_*; I_BRANCH, I_EXACT: the slerped model's options (2d-slerp only)
+# I_INTEGRATOR: INTEGRATOR_*; I_HAVE_PREV: 1 when the call's previous-step arrays hold step n - 1 (bdf2), set per call
+INTEGRATOR_BACKWARD_EULER, INTEGRATOR_BDF2 = 0, 1
+BDF2_BETA = 2.0 / 3.0
+"""BDF2's ``beta``: ``x_{n+1} - 4/3 x_n + 1/3 x_{n-1} = beta h v_{n+1}`` (docs/integrators.md,
+section der-implicit)."""
 ROD_COLS = 6  # rod table columns: vertex, edge, joint, dof, fixed, drive starts (R + 1 rows)
 DRIVE_COLS = 3  # driven clamp table: rod, edge (local), holds theta (0/1)
 
@@ -64,13 +70,15 @@ FSECTIONS = (
     ("rod_failed_step", 1, "rod"), ("rod_stats", 3, "rod"),
     ("drive_target", 9, "drive"),
     ("vertex_wbar2", 2, "vertex"),  # rest 2D curvature of the slerped bending model (2d-slerp only)
+    ("dof_qprev", 1, "dof"), ("dof_vprev", 1, "dof"),  # bdf2: unknowns and velocities of the previous step
 )
 # header slot of each section's offset (a numba kernel reads module constants, not a dict)
 (S_DOF_MASS, S_DOF_FEXT, S_DOF_Q, S_DOF_V, S_DOF_Q0, S_DOF_QHAT, S_DOF_G, S_DOF_PIVOT, S_DOF_DQ, S_DOF_QT,
  S_DOF_BAND, S_EDGE_KS, S_EDGE_LBAR, S_EDGE_LEN, S_EDGE_TAN_BASE, S_EDGE_A1_BASE, S_EDGE_TAN, S_EDGE_A1,
  S_VERTEX_KBEND, S_VERTEX_KTWIST, S_VERTEX_MBAR, S_VERTEX_LVOR, S_VERTEX_WBAR, S_JOINT_MREF_BASE,
  S_JOINT_MREF, S_ROD_DAMPING, S_ROD_DECAY, S_ROD_FAIL_GTOL, S_ROD_NEWTON_ITERS, S_ROD_LINE_SEARCH_FAILURES,
- S_ROD_RESIDUAL, S_ROD_FAILED_STEP, S_ROD_STATS, S_DRIVE_TARGET, S_VERTEX_WBAR2) = range(F_HEADER, F_HEADER + len(FSECTIONS))
+ S_ROD_RESIDUAL, S_ROD_FAILED_STEP, S_ROD_STATS, S_DRIVE_TARGET, S_VERTEX_WBAR2, S_DOF_QPREV,
+ S_DOF_VPREV) = range(F_HEADER, F_HEADER + len(FSECTIONS))
 FS = {name: F_HEADER + k for k, (name, _, _) in enumerate(FSECTIONS)}
 F_FIRST = F_HEADER + len(FSECTIONS)
 
@@ -123,11 +131,16 @@ def _impose_drives(r, ib, fb, q, tan_base, a1_base):
 
 
 @njit(**JIT)
-def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps):
-    """``nsteps`` implicit-Euler steps of rod ``r`` on its own slices of the work buffers (the step
+def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, dof_prev,
+               nsteps):
+    """``nsteps`` implicit steps of rod ``r`` on its own slices of the work buffers (the step
     of :func:`.stepper.implicit_euler_steps`, with preallocated work arrays). Reads the rod's state
     from the flat state arrays; leaves the result in its work buffers (``dof_q``, ``dof_v``,
-    ``edge_a1_base``, ``joint_mref_base``). Returns 0, or the 1-based step that failed (non-finite
+    ``edge_a1_base``, ``joint_mref_base``). With ``ib[I_INTEGRATOR] == INTEGRATOR_BDF2`` the steps are
+    BDF2 (same minimisation, inertia about the BDF2 predictor with ``beta h`` for ``h``; the first
+    step is backward Euler unless ``ib[I_HAVE_PREV]``, then ``dof_prev`` (D, 2) holds the previous
+    step's unknowns and velocities, interleaved; the work buffers ``dof_qprev``, ``dof_vprev`` get
+    those of the call's last step). Returns 0, or the 1-based step that failed (non-finite
     unknowns, or a line search that found no descent while the free force exceeded
     ``rod_fail_gtol``; a degenerate geometry the kernels refuse also counts)."""
     nrod = ib[I_NROD]
@@ -149,6 +162,8 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     D = _fsec(fb, S_DOF_PIVOT, ds, n)
     dq = _fsec(fb, S_DOF_DQ, ds, n)
     qt = _fsec(fb, S_DOF_QT, ds, n)
+    qprev = _fsec(fb, S_DOF_QPREV, ds, n)
+    vprev = _fsec(fb, S_DOF_VPREV, ds, n)
     band = _fsec2(fb, S_DOF_BAND, ds, n, BANDWIDTH + 1)
     ks = _fsec(fb, S_EDGE_KS, es, ne)
     lbar = _fsec(fb, S_EDGE_LBAR, es, ne)
@@ -194,8 +209,12 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     stats[0] = 0.0
     stats[1] = 0.0
     stats[2] = 0.0
-    a_in = 1.0 / (h * h)
-    a_dmp = damping / h
+    bdf2 = ib[I_INTEGRATOR] == INTEGRATOR_BDF2
+    have_prev = bdf2 and ib[I_HAVE_PREV] == 1
+    if have_prev:
+        for i in range(n):
+            qprev[i] = dof_prev[ds + i, 0]
+            vprev[i] = dof_prev[ds + i, 1]
     newton_iters = ib[I_NEWTON]
     ls_max = ib[I_LSMAX]
     bending = ib[I_BENDING]
@@ -206,9 +225,30 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     for s in range(nsteps):
         step = s + 1
         failed_step[0] = step
-        for i in range(n):
-            q0[i] = q[i]
-            qhat[i] = q[i] + h * v[i]
+        if have_prev:
+            # BDF2: x_{n+1} = xh + beta h v_{n+1}, M (v_{n+1} - vh) = beta h f, with the extrapolations
+            # xh = 4/3 x_n - 1/3 x_{n-1}, vh = 4/3 v_n - 1/3 v_{n-1} (written so that x_{n-1} = x_n
+            # gives xh = x_n exactly: a held unknown keeps a zero velocity)
+            hs = BDF2_BETA * h
+            for i in range(n):
+                xh = q[i] + (q[i] - qprev[i]) / 3.0
+                vh = v[i] + (v[i] - vprev[i]) / 3.0
+                qprev[i] = q[i]
+                vprev[i] = v[i]
+                q0[i] = xh
+                qhat[i] = xh + hs * vh
+        else:
+            hs = h
+            if bdf2:  # the first BDF2 step (no previous step) is backward Euler
+                for i in range(n):
+                    qprev[i] = q[i]
+                    vprev[i] = v[i]
+            for i in range(n):
+                q0[i] = q[i]
+                qhat[i] = q[i] + h * v[i]
+        have_prev = bdf2
+        a_in = 1.0 / (hs * hs)
+        a_dmp = damping / hs
         for t in range(fixed_idx.shape[0]):
             qhat[fixed_idx[t]] = q[fixed_idx[t]]
         if has_drive:
@@ -237,7 +277,7 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
             mref[k] = mrefw[k]
         finite = True
         for i in range(n):
-            v[i] = decay * (q[i] - q0[i]) / h
+            v[i] = decay * (q[i] - q0[i]) / hs
             if not (math.isfinite(q[i]) and math.isfinite(v[i])):
                 finite = False
         if not finite:
@@ -250,20 +290,22 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
 
 
 @njit(**JIT)
-def _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps):
+def _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, dof_prev,
+                       nsteps):
     """:func:`_rod_steps`, with an exception of the kernels (a degenerate geometry: zero-length or
     reversed edges, or NaN coordinates) turned into a failure of the step it happened in (an
     exception must not leave a parallel region)."""
     try:
         return _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
-                          nsteps)
+                          dof_prev, nsteps)
     except Exception:
         return max(1, int(_fsec(fb, S_ROD_FAILED_STEP, r, 1)[0]))
 
 
 @njit(**JIT)
-def _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist):
-    """Copy rod ``r``'s stepped unknowns from its work buffers into the flat state arrays."""
+def _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, dof_prev):
+    """Copy rod ``r``'s stepped unknowns from its work buffers into the flat state arrays (and, for
+    BDF2, the previous step's unknowns and velocities into ``dof_prev``)."""
     nrod = ib[I_NROD]
     rod = ib[ib[I_ROD]:ib[I_ROD] + ROD_COLS * (nrod + 1)].reshape((nrod + 1, ROD_COLS))
     vs, es, js, ds = rod[r, 0], rod[r, 1], rod[r, 2], rod[r, 3]
@@ -286,6 +328,12 @@ def _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edg
             edge_ref_d1[es + j, c] = a1[j, c]
     for k in range(nj):
         joint_ref_twist[js + k] = mref[k]
+    if ib[I_INTEGRATOR] == INTEGRATOR_BDF2:
+        qprev = _fsec(fb, S_DOF_QPREV, ds, n)
+        vprev = _fsec(fb, S_DOF_VPREV, ds, n)
+        for i in range(n):
+            dof_prev[ds + i, 0] = qprev[i]
+            dof_prev[ds + i, 1] = vprev[i]
 
 
 @njit(**JIT)
@@ -308,20 +356,22 @@ def _collect(ib, fb, failed):
     return 0
 
 
-def _advance(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps):
+def _advance(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, dof_prev, nsteps):
     """``nsteps`` steps of every rod, ``prange`` over rods (numba's threads, ``numba.set_num_threads``),
-    then, if all succeeded, the write-back. Returns 0, or the first step (1-based) at which some rod
-    failed; the state arrays are then unchanged."""
+    then, if all succeeded, the write-back. ``dof_prev`` (D, 2): BDF2's previous step (read when
+    ``ib[I_HAVE_PREV]``, written on success; any (0, 2) array for backward Euler). Returns 0, or the
+    first step (1-based) at which some rod failed; the state arrays are then unchanged."""
     nrod = ib[I_NROD]
     failed = ib[ib[I_FAILED]:ib[I_FAILED] + nrod]
     for r in prange(nrod):
         failed[r] = _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                       joint_ref_twist, nsteps)
+                                       joint_ref_twist, dof_prev, nsteps)
     first = _collect(ib, fb, failed)
     if first > 0:
         return first
     for r in prange(nrod):
-        _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist)
+        _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
+                        dof_prev)
     return 0
 
 
@@ -390,10 +440,12 @@ class RodBatch:
     each step, ``rod_fail_gtol`` (R,) [N], ``drive_target`` (K, 9) the driven clamps' vertex targets
     and director ``m1`` for the next step; per-rod outputs ``rod_newton_iters``,
     ``rod_line_search_failures``, ``rod_residual`` [N] (last free-force max-norm), ``rod_failed_step``.
+    ``integrator``: ``INTEGRATOR_BACKWARD_EULER`` or ``INTEGRATOR_BDF2`` (:func:`_rod_steps`).
     """
 
     def __init__(self, models: list[DERImplicitModel], *, h: float, newton_iters: int, gtol: float, line_search: int,
-                 curv2d: bool = False, drives: tuple = (), slerp: tuple | None = None):
+                 curv2d: bool = False, drives: tuple = (), slerp: tuple | None = None,
+                 integrator: int = INTEGRATOR_BACKWARD_EULER):
         nrod = len(models)
         nv = np.array([m.nv for m in models], dtype=np.int64)
         counts = {"vertex": nv, "edge": nv - 1, "joint": nv - 2, "dof": 4 * nv - 1,
@@ -423,6 +475,11 @@ class RodBatch:
                     raise ValueError(f"wbar2 of rod {r} must be a finite ({int(nv[r])}, 2) array (got {np.shape(w2)})")
             ib[I_BENDING], ib[I_BRANCH], ib[I_EXACT] = BENDING_2D_SLERP, int(branch), int(exact)
         ib[I_LSMAX], ib[I_NEWTON] = int(line_search), int(newton_iters)
+        if integrator not in (INTEGRATOR_BACKWARD_EULER, INTEGRATOR_BDF2):
+            raise ValueError(f"integrator must be INTEGRATOR_BACKWARD_EULER or INTEGRATOR_BDF2 (got {integrator!r})")
+        ib[I_INTEGRATOR] = int(integrator)
+        self.n_dof = totals["dof"]
+        self.no_prev = np.zeros((0, 2))  # the dof_prev argument of a backward-Euler call
         o = I_HEADER
         for slot, arr in ((I_ROD, rod_table), (I_FIXED, fixed_idx), (I_DRIVE, drive_table), (I_FAILED, failed)):
             ib[slot] = o
@@ -458,17 +515,24 @@ class RodBatch:
         self.dof_q[:] = np.nan  # no positions stepped yet (see _rod_steps)
 
     def advance(self, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps: int,
-                parallel: bool) -> int:
+                parallel: bool, dof_prev: np.ndarray | None = None, have_prev: bool = False) -> int:
         """``nsteps`` steps of every rod on the flat state arrays (in place when all succeed).
+        BDF2: ``dof_prev`` (D, 2) the previous step's interleaved unknowns and velocities, read when
+        ``have_prev`` and written on success (``None``: backward Euler only).
         Returns 0 or the first failed step (1-based; the arrays are then untouched)."""
+        if dof_prev is None:
+            if self.ibuf[I_INTEGRATOR] != INTEGRATOR_BACKWARD_EULER:
+                raise ValueError("a BDF2 batch needs dof_prev, the (D, 2) previous-step array")
+            dof_prev = self.no_prev
+        self.ibuf[I_HAVE_PREV] = 1 if have_prev else 0
         if not parallel:
             return advance_serial(self.ibuf, self.fbuf, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                  joint_ref_twist, nsteps)
+                                  joint_ref_twist, dof_prev, nsteps)
         chunk = get_parallel_chunksize()
         set_parallel_chunksize(PARALLEL_CHUNK)
         try:
             return advance_parallel(self.ibuf, self.fbuf, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                    joint_ref_twist, nsteps)
+                                    joint_ref_twist, dof_prev, nsteps)
         finally:
             set_parallel_chunksize(chunk)
 
@@ -478,4 +542,5 @@ class RodBatch:
         return out
 
 
-__all__ = ["RodBatch", "advance_parallel", "advance_serial", "elastic_energies"]
+__all__ = ["BDF2_BETA", "INTEGRATOR_BACKWARD_EULER", "INTEGRATOR_BDF2", "RodBatch", "advance_parallel",
+           "advance_serial", "elastic_energies"]

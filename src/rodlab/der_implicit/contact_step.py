@@ -44,8 +44,8 @@ from ..contact import NO_IMPACT, OBSTACLE, SEGMENT, detect, from_arrays, impacts
 from ..contact.detect import _obstacle_table
 from ..contact.narrowphase import CAPSULE, CYLINDER, MESH, PLANE, SPHERE
 from ..geometry._vec import JIT
-from .batch import (I_BENDING, I_BRANCH, I_EXACT, I_NROD, I_ROD, ROD_COLS, S_EDGE_A1, S_EDGE_A1_BASE, S_EDGE_KS,
-                    S_EDGE_LBAR, S_EDGE_LEN, S_EDGE_TAN, S_EDGE_TAN_BASE, S_JOINT_MREF, S_JOINT_MREF_BASE,
+from .batch import (BDF2_BETA, I_BENDING, I_BRANCH, I_EXACT, I_NROD, I_ROD, ROD_COLS, S_EDGE_A1, S_EDGE_A1_BASE,
+                    S_EDGE_KS, S_EDGE_LBAR, S_EDGE_LEN, S_EDGE_TAN, S_EDGE_TAN_BASE, S_JOINT_MREF, S_JOINT_MREF_BASE,
                     S_VERTEX_KBEND, S_VERTEX_KTWIST, S_VERTEX_LVOR, S_VERTEX_MBAR, S_VERTEX_WBAR, S_VERTEX_WBAR2,
                     _fsec, _fsec2, _impose_drives)
 from .contact import (SEG_FIXPT, SEG_FIXSEG, SEG_SEG, VERT_FIXTRI, VERT_PLANE, barrier_eval, friction_eval,
@@ -307,7 +307,7 @@ class ContactStep:
         if fr is not None:
             fg = np.zeros((fr[0].shape[0], 12))
             fh = np.zeros((fr[0].shape[0], 12, 12))
-            E += friction_eval(fr[0], fr[1], fr[2], fr[3], fr[4], x, self._x(self._q0), self.eps_v * self.h, want,
+            E += friction_eval(fr[0], fr[1], fr[2], fr[3], fr[4], x, self._x(self._q0), self.eps_v * self._hs, want,
                                fg, fh)
         if want == 0:
             return E, None, None, gaps, None
@@ -355,14 +355,24 @@ class ContactStep:
         return (tab[0][on], tab[1][on], fc[on], basis[on], weight[on]) if np.any(on) else None
 
     # ---- one step --------------------------------------------------------------------------------
-    def step(self, q, v, kappa, damping, decay):
-        """One implicit-Euler step of the global unknowns ``q``, velocities ``v`` (D,) in place,
+    def step(self, q, v, kappa, damping, decay, prev=None):
+        """One implicit step of the global unknowns ``q``, velocities ``v`` (D,) in place,
         ``damping`` [1/s] and ``decay`` per unknown (D,)
-        (base frames of the batch set to ``q``'s start by the caller). Returns ``(iterations, kappa,
-        active contacts, min gap over the contacts within dhat or inf)``."""
-        h = self.h
-        self._q0 = q.copy()
-        self._qhat = q + h * v
+        (base frames of the batch set to ``q``'s start by the caller). ``prev``: ``None`` (backward
+        Euler) or the previous step's unknowns and velocities ``(q_prev, v_prev)`` (BDF2: the same
+        minimisation about the BDF2 predictor with ``beta h`` in place of ``h``, the friction's
+        displacement measured from the extrapolation ``4/3 q - 1/3 q_prev``;
+        :mod:`rodlab.der_implicit.batch`). Returns ``(iterations, kappa, active contacts, min gap
+        over the contacts within dhat or inf)``."""
+        if prev is None:
+            h = self.h
+            self._q0 = q.copy()
+            self._qhat = q + h * v
+        else:
+            h = BDF2_BETA * self.h
+            self._q0 = q + (q - prev[0]) / 3.0
+            self._qhat = self._q0 + h * (v + (v - prev[1]) / 3.0)
+        self._hs = h
         self._qhat[self.fixed] = q[self.fixed]
         self._a_in, self._a_dmp = 1.0 / h**2, np.asarray(damping) / h
         b = self.batch

@@ -395,12 +395,12 @@ def strand_world(problem: SagFreeProblem, model: DERImplicitModel):
 
 
 def forward_drift(problem: SagFreeProblem, model: DERImplicitModel, t_end: float, *, fps: float = 60.0, substeps: int = 4,
-                  newton_iters: int = 1, record: int = 0):
+                  newton_iters: int = 1, record: int = 0, integrator: str = "backward-euler"):
     """Simulate from the groomed state with ``model`` (the paper's setting: 60 fps, 4 substeps, one Newton
     iteration) through the ``der-implicit`` simulator on :func:`strand_world` and
     :func:`rodlab.experiment.record` (one chunk of ``substeps`` steps per frame); returns ``(max vertex
     displacement over the frames / strand length, frames (t, x))``, about ``record`` frames kept
-    besides the first (0: the first only)."""
+    besides the first (0: the first only). ``integrator``: the simulator's option (backward-euler or bdf2)."""
     from ..experiment import record as record_frames
     from ..solvers import make_simulator
 
@@ -408,7 +408,8 @@ def forward_drift(problem: SagFreeProblem, model: DERImplicitModel, t_end: float
     require(isinstance(substeps, (int, np.integer)) and substeps >= 1, f"substeps must be an integer >= 1 (got {substeps})")
     world, x0, theta = strand_world(problem, model)
     sim = make_simulator(world, "der-implicit", dt=1.0 / (fps * substeps), newton_iters=int(newton_iters),
-                         bending="2d-average" if model.curv2d else "4d", line_search_failures="count")
+                         bending="2d-average" if model.curv2d else "4d", line_search_failures="count",
+                         integrator=integrator)
     state = sim.initial_state()
     state.vertex_x[...] = x0
     state.edge_theta[...] = theta

@@ -60,10 +60,13 @@ def fit_acceleration(t, s) -> float:
     Param("dt", 0.005, "time step [s]", low=0.0, low_open=True),
     Param("eps_v", 1e-6, "friction_eps_v: sliding-speed threshold of the friction mollifier [m/s]", low=0.0,
           low_open=True),
+    Param("integrator", "backward-euler", "der-implicit time integration: backward-euler (first order, the paper's) "
+          "or bdf2 (second order)", choices=("backward-euler", "bdf2")),
 ])
 def run_incline(params, progress) -> SceneResult:
     world, down, normal = incline_world(params["angle"], params["mu"], n=params["vertices"], length=params["length"])
-    sim = make_simulator(world, "der-implicit", dt=params["dt"], friction_eps_v=params["eps_v"])
+    sim = make_simulator(world, "der-implicit", dt=params["dt"], friction_eps_v=params["eps_v"],
+                         integrator=params["integrator"])
     state = sim.initial_state()
     nsteps = int(math.ceil(params["t_end"] / sim.dt - 1e-9))
     run = record(sim, state, nsteps, frames=nsteps, progress=progress,
@@ -151,15 +154,16 @@ def capstan_world(wrap: float, mu: float, *, load: float = 1.0, ratio_end: float
 
 
 def capstan_slip(wrap: float, mu: float, *, load: float = 1.0, t_ramp: float = 0.5, overshoot: float = 1.3,
-                 dt: float = 0.002, eps_v: float = 1e-6, slip: float = 2e-5, segments: int = 24, progress=None):
+                 dt: float = 0.002, eps_v: float = 1e-6, slip: float = 2e-5, segments: int = 24, progress=None,
+                 integrator: str = "backward-euler"):
     """Run the capstan until the load's end has moved ``slip`` [m] back toward the cylinder from
     its lowest position (or the
     ramp to ``overshoot exp(mu wrap)`` ends). Returns ``(tension_ratio at slip or nan, recording,
     world, state, sim)``; the ratio is the pulling force over ``load`` at the last step before the
-    slip exceeded ``slip`` (linear between the two steps around it)."""
+    slip exceeded ``slip`` (linear between the two steps around it). ``integrator``: der-implicit's option."""
     ratio_end = overshoot * math.exp(mu * wrap)
     world, pull, t0 = capstan_world(wrap, mu, load=load, ratio_end=ratio_end, t_ramp=t_ramp, segments=segments)
-    sim = make_simulator(world, "der-implicit", dt=dt, friction_eps_v=eps_v, contact_dhat=0.0005)
+    sim = make_simulator(world, "der-implicit", dt=dt, friction_eps_v=eps_v, contact_dhat=0.0005, integrator=integrator)
     state = sim.initial_state()
     x_start = state.vertex_x[0].copy()
     nsteps = int(math.ceil(t_ramp / dt))
@@ -191,11 +195,14 @@ def capstan_slip(wrap: float, mu: float, *, load: float = 1.0, t_ramp: float = 0
     Param("dt", 0.002, "time step [s]", low=0.0, low_open=True),
     Param("eps_v", 1e-6, "friction_eps_v [m/s]", low=0.0, low_open=True),
     Param("slip", 2e-5, "displacement of the load's end that marks the slip [m]", low=0.0, low_open=True),
+    Param("integrator", "backward-euler", "der-implicit time integration: backward-euler (first order, the paper's) "
+          "or bdf2 (second order)", choices=("backward-euler", "bdf2")),
 ])
 def run_capstan(params, progress) -> SceneResult:
     ratio, run, world, state, sim = capstan_slip(params["wrap"], params["mu"], load=params["load"],
                                                  t_ramp=params["t_ramp"], dt=params["dt"], eps_v=params["eps_v"],
-                                                 slip=params["slip"], segments=params["segments"], progress=progress)
+                                                 slip=params["slip"], segments=params["segments"], progress=progress,
+                                                 integrator=params["integrator"])
     theory = math.exp(params["mu"] * params["wrap"])
     m = {"method": "der-implicit", "n_vertices": world.n_vertices, "dt": sim.dt,
          "tension_ratio": ratio, "tension_ratio_theory": theory,

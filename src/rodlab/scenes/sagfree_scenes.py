@@ -25,6 +25,8 @@ STRAND_PARAMS = [
           choices=("none", "diag", "wj", "ssor", "ic", "mic", "asc", "asc-schur")),
     Param("qp", "mprgp", "box-constrained QP solver", choices=("mprgp", "pgs", "ipm", "penalty-box")),
     Param("max_iters", 200, "outer (Newton / augmented Lagrangian) iteration cap", low=0, high=100000),
+    Param("integrator", "backward-euler", "der-implicit time integration: backward-euler (first order, the paper's) "
+          "or bdf2 (second order)", choices=("backward-euler", "bdf2")),
 ]
 
 
@@ -52,8 +54,9 @@ def run_strand(params, progress):
     optimize_strand(problem, SagFreeOptions(max_iters=1))  # compile outside the timing
     res = optimize_strand(problem, opts)
     progress.update(0.3, 1.0)
-    drift, (t, xs) = forward_drift(problem, res.model, params["t_end"], record=60)
-    drift_naive, (tn, xn) = forward_drift(problem, problem.model, params["t_end"], record=60)
+    drift, (t, xs) = forward_drift(problem, res.model, params["t_end"], record=60, integrator=params["integrator"])
+    drift_naive, (tn, xn) = forward_drift(problem, problem.model, params["t_end"], record=60,
+                                          integrator=params["integrator"])
     progress.update(1.0, 1.0)
     metrics = dict(
         force_residual=res.residual, force_residual_initial=res.initial_residual, max_drift=drift,
@@ -112,6 +115,8 @@ FLIP_PARAMS = [
     Param("rest_curvature", 0.0, "rest curvature of the strand [1/m], a circular arc curling in the horizontal plane "
           "(0: straight rest shape; the strand always starts straight)", low=0.0),
     Param("line_search", True, "2d-slerp only: Armijo line search on the incremental potential (false: full Newton step)"),
+    Param("integrator", "backward-euler", "der-implicit time integration: backward-euler (first order, the paper's) "
+          "or bdf2 (second order)", choices=("backward-euler", "bdf2")),
 ]
 
 
@@ -222,7 +227,8 @@ def run_flipped(params, progress):
     ne = n - 1
     nframes = int(round(params["t_end"] * 60))
     for k, (label, kind) in enumerate(runs):
-        opts = dict(bending=kind, line_search_failures="count")  # as the sag-free paper's stepper
+        opts = dict(bending=kind, line_search_failures="count",  # as the sag-free paper's stepper
+                    integrator=params["integrator"])
         if kind == "2d-slerp":
             opts.update(gradient=params["gradient"], line_search=12 if params["line_search"] else 0)
         sim = make_simulator(world, "der-implicit", dt=1.0 / 240.0, **opts)

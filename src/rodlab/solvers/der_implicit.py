@@ -26,7 +26,8 @@ From the world (one :class:`rodlab.der_implicit.stepper.DERImplicitModel` per ro
   Sliding clamps, closed rods and bodies are refused;
 - loads: gravity and constant point forces are constant external forces; viscous damping
   ``-c m v`` acts on every unknown (the angles too), discretised by ``damping_scheme``. Timed point
-  forces and wind are evaluated at the start of every step (time ``t_n``, positions ``x_n``), so a
+  forces and wind are evaluated at the start of every step (time ``t_n``, positions ``x_n``; with
+  ``integrator="bdf2"`` at its end, ``t_{n+1}``, the wind at ``2 x_n - x_{n-1}``), so a
   world with them, or with driven clamps, is stepped one compiled call per step. Wind ``drag l (u -
   v)`` (``l`` the vertex's Voronoi length): the ``drag l u`` part is a force, the ``-drag l v`` part
   the extra damping rate ``drag / linear_density`` of that rod (needs a uniform linear density),
@@ -38,6 +39,17 @@ slerped vertex frames, Gornowicz and Borac 2015, Takahashi and Batty Fig. 3;
 :mod:`rodlab.der_implicit.slerp_bending`, with its ``gradient`` and ``branch`` options). The slerped
 model's rest 2D curvature comes from the rod's 4D rest curvature and rest twist
 (:func:`slerp_rest_curvature`).
+
+Time integration (option ``integrator``; docs/integrators.md, section der-implicit):
+``backward-euler`` (the default, first order) or ``bdf2`` (second order: the same minimisation with
+the inertia about the BDF2 predictor ``xh + beta h vh`` and ``beta h`` for ``h``, ``beta = 2/3``,
+``xh = 4/3 x_n - 1/3 x_{n-1}``, ``vh = 4/3 v_n - 1/3 v_{n-1}``, for every unknown, edge angles
+included). BDF2 keeps the
+previous step in ``state.solver``: ``"bdf2_prev"`` (D, 2), the interleaved unknowns and velocities
+of step ``n - 1`` (rods one after the other), and ``"bdf2_prev_at"`` ``[t_n, dt]``, the time and step
+they belong to. A state without them, from another method, with another ``t`` (a state changed or
+reset by hand) or another ``dt``, starts with one backward-Euler step; the steps after it are BDF2.
+``solve_static`` drops them. How a run is split into ``advance`` calls changes nothing (bit for bit).
 """
 from __future__ import annotations
 
@@ -47,7 +59,8 @@ from time import perf_counter
 
 import numpy as np
 
-from ..der_implicit.batch import F_NEWTON_MAX, F_RESIDUAL_MAX, RodBatch, advance_serial
+from ..der_implicit.batch import (F_NEWTON_MAX, F_RESIDUAL_MAX, I_HAVE_PREV, INTEGRATOR_BACKWARD_EULER,
+                                  INTEGRATOR_BDF2, RodBatch, advance_serial)
 from ..der_implicit.energies import material_curvature_all, pack_dofs, update_frames
 from ..der_implicit.slerp_bending import BRANCHES, GRADIENTS
 from ..der_implicit.stepper import DERImplicitModel, DERImplicitState, solve_static, with_params
@@ -56,6 +69,7 @@ from ..model import ModelError, Rod, check_damping_scheme, require
 from ..world import State
 from .base import Simulator, StaticReport, StepReport
 
+INTEGRATORS = ("backward-euler", "bdf2")
 FEATURES = frozenset({"prescribed clamp motion", "swivel clamps", "pinned vertices", "rest curvature overrides",
                       "point forces", "rods given by stiffness", "wind", "obstacles", "rod contact", "friction"})
 BENDING_MODELS = ("4d", "2d-average", "2d-slerp")
@@ -165,6 +179,8 @@ class DERImplicitSimulator(Simulator):
     :meth:`advance` raises :class:`SimulationError`) or ``count`` (that Newton iteration keeps its
     start, as :class:`rodlab.der_implicit.stepper.DERImplicitStepper` does; the failures of the last
     call are in ``batch.rod_line_search_failures``; a non-finite state still fails).
+    ``integrator``: ``backward-euler`` (default) or ``bdf2`` (second order; module docstring), in
+    contact worlds too.
     Rods run in parallel over numba's threads (``numba.set_num_threads``) when there are several.
 
     Contact options (used by worlds with obstacles or rod contact; docs/contact-der-implicit.md):
@@ -181,7 +197,7 @@ class DERImplicitSimulator(Simulator):
     options = {"newton_iters": 1, "gtol": 0.0, "line_search": 12, "damping_scheme": "implicit", "bending": "4d",
                "gradient": "approx", "branch": "twist", "line_search_failures": "fail",
                "contact_dhat": None, "contact_stiffness": "auto", "friction_eps_v": 1e-3, "contact_tol": 1e-4,
-               "contact_newton_iters": 50}
+               "contact_newton_iters": 50, "integrator": "backward-euler"}
 
     def _setup(self, dt):
         o = self.opts
@@ -192,6 +208,9 @@ class DERImplicitSimulator(Simulator):
         require(isinstance(o["gtol"], (int, float)) and math.isfinite(o["gtol"]) and o["gtol"] >= 0,
                 f"gtol must be >= 0 N (got {o['gtol']!r})")
         check_damping_scheme(o["damping_scheme"])
+        require(isinstance(o["integrator"], str) and o["integrator"] in INTEGRATORS,
+                f"integrator must be one of {', '.join(INTEGRATORS)} (got {o['integrator']!r})")
+        self._bdf2 = o["integrator"] == "bdf2"
         require(o["line_search_failures"] in ("fail", "count"),
                 f"line_search_failures must be one of fail, count (got {o['line_search_failures']!r})")
         require(o["bending"] in BENDING_MODELS,
@@ -219,7 +238,8 @@ class DERImplicitSimulator(Simulator):
         self.batch = RodBatch(self.models, h=self._dt, newton_iters=int(o["newton_iters"]), gtol=float(o["gtol"]),
                               line_search=int(o["line_search"]), curv2d=o["bending"] == "2d-average", drives=drives,
                               slerp=(self.rod_rest_curvature2, BRANCHES.index(o["branch"]),
-                                     int(o["gradient"] == "exact")) if slerp else None)
+                                     int(o["gradient"] == "exact")) if slerp else None,
+                              integrator=INTEGRATOR_BDF2 if self._bdf2 else INTEGRATOR_BACKWARD_EULER)
         b = self.batch
         # damping per rod: the world's rate plus the wind's drag / linear density
         rate = np.full(w.n_rods, loads.damping)
@@ -319,6 +339,7 @@ class DERImplicitSimulator(Simulator):
         D = cs.n
         q, v = np.empty(D), np.empty(D)
         iters, csum, cmax, gmin_all = 0, 0, 0, math.inf
+        prev, have = self._prev(state)
         for s in range(nsteps):
             if self._stepwise:
                 self._set_step_loads(state)
@@ -328,9 +349,14 @@ class DERImplicitSimulator(Simulator):
             v[self._theta_dof] = tv
             b.edge_a1_base[...] = state.edge_ref_d1
             b.joint_mref_base[...] = state.joint_ref_twist
+            if self._bdf2:
+                last = (prev[:, 0].copy(), prev[:, 1].copy()) if have else None
+                qn, vn = q.copy(), v.copy()
+            else:
+                last = None
             try:
                 rods_base_frames(b.ibuf, b.fbuf, q, 0)
-                its, kappa, active, gmin = cs.step(q, v, kappa, self._dof_damping, self._dof_decay)
+                its, kappa, active, gmin = cs.step(q, v, kappa, self._dof_damping, self._dof_decay, last)
                 rods_base_frames(b.ibuf, b.fbuf, q, 1)
                 ok = bool(np.all(np.isfinite(q)) and np.all(np.isfinite(v)))
             except (FloatingPointError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
@@ -349,6 +375,11 @@ class DERImplicitSimulator(Simulator):
             state.joint_ref_twist[...] = b.joint_mref_base
             state.t += self._dt
             state.method = self.method
+            if self._bdf2:
+                prev[:, 0] = qn
+                prev[:, 1] = vn
+                have = True
+                self._mark_prev(state)
             if cs.kappa_fixed is None:
                 state.solver["contact_kappa"] = kappa
             if not math.isfinite(gmin):
@@ -360,24 +391,55 @@ class DERImplicitSimulator(Simulator):
         return StepReport(nsteps, True, "ok", iters, 0, 0.0, perf_counter() - t0, gmin_all, csum, cmax)
 
     # ---- loads that change with time ---------------------------------------------------------
-    def _set_step_loads(self, state: State) -> None:
-        """External forces at the start of the step from ``state`` (time ``t_n``, positions ``x_n``)
-        and the driven clamps' targets for its end."""
+    def _set_step_loads(self, state: State, static: bool = False) -> None:
+        """External forces at the start of the step from ``state`` (time ``t_n``, positions ``x_n``;
+        BDF2: at its end, time ``t_{n+1}`` and the wind at positions ``2 x_n - x_{n-1}``, so they do
+        not lower its order; ``static``: always ``t_n``, ``x_n``) and the driven clamps' targets for its end."""
         b, w, t = self.batch, self.world, state.t
+        x = state.vertex_x
+        if self._bdf2 and not static:
+            t = state.t + self._dt
+            if w.loads.wind is not None:
+                prev, have = self._prev(state)
+                if have:
+                    x = 2.0 * x - prev[self._vertex_dof, 0]
         if self._timed_forces or w.loads.wind is not None:
             b.dof_fext[:] = self._fext_constant
             for v, pf in self._timed_forces:
                 b.dof_fext[self._vertex_dof[v]] += pf.at(t)
             if w.loads.wind is not None:
-                u = np.asarray(w.loads.wind.velocity(state.vertex_x, t), dtype=float)
+                u = np.asarray(w.loads.wind.velocity(x, t), dtype=float)
                 require(u.shape == state.vertex_x.shape and bool(np.all(np.isfinite(u))),
                         f"wind velocity must return finite (N, 3) values [m/s] (got shape {u.shape})")
                 b.dof_fext[self._vertex_dof] += self._wind_weight * u
         for k, (motion, xs, centre, m1) in enumerate(self._drive_rest):
-            R, d = motion(t + self._dt)
+            R, d = motion(state.t + self._dt)
             R = np.asarray(R, dtype=float)
             b.drive_target[k, 0:6] = ((xs - centre) @ R.T + centre + np.asarray(d, dtype=float)).reshape(-1)
             b.drive_target[k, 6:9] = R @ m1
+
+    # ---- BDF2's previous step -------------------------------------------------------------------
+    def _prev(self, state: State) -> tuple[np.ndarray, bool]:
+        """The state's previous-step array (D, 2) (created when missing or malformed; a (0, 2) array
+        for backward Euler) and whether it holds step ``n - 1`` of this state (module docstring)."""
+        b = self.batch
+        if not self._bdf2:
+            return b.no_prev, False
+        sv = state.solver
+        prev, at = sv.get("bdf2_prev"), sv.get("bdf2_prev_at")
+        shape_ok = prev is not None and prev.shape == (b.n_dof, 2) and prev.dtype == np.float64 \
+            and prev.flags.c_contiguous
+        have = bool(shape_ok and state.method == self.method and at is not None and np.shape(at) == (2,)
+                    and float(at[0]) == state.t and float(at[1]) == self._dt)
+        if not shape_ok:
+            prev = np.zeros((b.n_dof, 2))
+            sv["bdf2_prev"] = prev
+        return prev, have
+
+    def _mark_prev(self, state: State) -> None:
+        """Record that ``state.solver["bdf2_prev"]`` holds the step before ``state.t`` (BDF2 only)."""
+        if self._bdf2:
+            state.solver["bdf2_prev_at"] = np.array([state.t, self._dt])
 
     # ---- protocol ------------------------------------------------------------------------------
     def initial_state(self) -> State:
@@ -412,16 +474,24 @@ class DERImplicitSimulator(Simulator):
         if self._contact is not None:
             return self._advance_contact(state, nsteps, tv)
         b = self.batch
+        if self._bdf2:
+            prev, have = self._prev(state)
+        else:
+            prev, have = b.no_prev, False
         if not self._stepwise:
             if self._parallel:
-                failed = b.advance(x, state.vertex_v, theta, tv, state.edge_ref_d1, state.joint_ref_twist, nsteps, True)
+                failed = b.advance(x, state.vertex_v, theta, tv, state.edge_ref_d1, state.joint_ref_twist, nsteps, True,
+                                   prev, have)
             else:  # one rod: the compiled call directly (the fewest microseconds per call)
+                b.ibuf[I_HAVE_PREV] = have
                 failed = advance_serial(b.ibuf, b.fbuf, x, state.vertex_v, theta, tv, state.edge_ref_d1,
-                                        state.joint_ref_twist, nsteps)
+                                        state.joint_ref_twist, prev, nsteps)
             if failed:
-                self._replay_and_fail(state, tv, nsteps, failed, t0)
+                self._replay_and_fail(state, tv, nsteps, failed, t0, prev=prev, have=have)
             state.t += nsteps * self._dt
             state.method = self.method
+            if self._bdf2:
+                self._mark_prev(state)
             fb = b.fbuf
             return StepReport(nsteps, True, "ok", int(fb[F_NEWTON_MAX]), 0, float(fb[F_RESIDUAL_MAX]),
                               perf_counter() - t0)
@@ -429,17 +499,20 @@ class DERImplicitSimulator(Simulator):
         for s in range(nsteps):
             self._set_step_loads(state)
             failed = b.advance(state.vertex_x, state.vertex_v, state.edge_theta, tv, state.edge_ref_d1,
-                               state.joint_ref_twist, 1, self._parallel)
+                               state.joint_ref_twist, 1, self._parallel, prev, have)
             if failed:
                 self._replay_and_fail(state, tv, nsteps, s + 1, t0, done=s)
             state.t += self._dt
             state.method = self.method
+            if self._bdf2:
+                have = True
+                self._mark_prev(state)
             iters += int(b.fbuf[F_NEWTON_MAX])
             residual = float(b.fbuf[F_RESIDUAL_MAX])
         return StepReport(nsteps, newton_iters=iters, residual=residual, wall_s=time.perf_counter() - t0)
 
     def _replay_and_fail(self, state: State, tv: np.ndarray, nsteps: int, failed: int, t0: float,
-                         done: int | None = None):
+                         done: int | None = None, prev: np.ndarray | None = None, have: bool = False):
         """Step ``failed`` of this call failed (the state is still at the call's start, or at step
         ``done`` of a stepwise call): redo the good steps, then raise :class:`SimulationError`."""
         b = self.batch
@@ -448,9 +521,10 @@ class DERImplicitSimulator(Simulator):
             done = failed - 1
             if done > 0:
                 b.advance(state.vertex_x, state.vertex_v, state.edge_theta, tv, state.edge_ref_d1,
-                          state.joint_ref_twist, done, self._parallel)
+                          state.joint_ref_twist, done, self._parallel, prev if self._bdf2 else None, have)
                 state.t += done * self._dt
                 state.method = self.method
+                self._mark_prev(state)
         report = StepReport(done, False, "step failed", wall_s=time.perf_counter() - t0)
         self._fail(state, None, report, f"step {done + 1} of {nsteps} failed on rod(s) {rods[:10]} (non-finite "
                                         "unknowns, a degenerate edge, or a line search that found no descent; "
@@ -466,7 +540,7 @@ class DERImplicitSimulator(Simulator):
                              "contact); step with damping instead")
         t0 = time.perf_counter()
         if self._timed_forces or self.world.loads.wind is not None:
-            self._set_step_loads(state)
+            self._set_step_loads(state, static=True)
         b = self.batch
         iters, worst, msgs = 0, 0.0, []
         for r, model in enumerate(self.models):
@@ -497,6 +571,8 @@ class DERImplicitSimulator(Simulator):
         if not msgs:
             state.vertex_v[...] = 0.0
             state.solver["edge_theta_v"] = np.zeros(self.world.n_edges)
+            state.solver.pop("bdf2_prev", None)
+            state.solver.pop("bdf2_prev_at", None)
             state.method = self.method
         return StaticReport(not msgs, "converged" if not msgs else "; ".join(msgs), iters, worst,
                             time.perf_counter() - t0)
