@@ -6,8 +6,10 @@ Every scene, scene file and benchmark that steps a :class:`rodlab.solvers.Simula
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,39 +51,141 @@ class Recording:
 
 def warm_up(sim, state) -> None:
     """Compile the simulator's kernels outside any timing: one step on a copy of ``state``
-    (simulators keep no history outside the state, so this changes nothing)."""
-    sim.advance(state.copy(), 1)
+    (simulators keep no history outside the state, so this changes nothing). A step that fails
+    here is not reported: the same step fails again in the run, which then reports it with the
+    frames up to there."""
+    from . import runctl
+    from .model import SimulationError
+
+    c0, t0 = runctl.compile_seconds(), time.perf_counter()
+    try:
+        sim.advance(state.copy(), 1)
+    except SimulationError:
+        return
+    took = time.perf_counter() - t0 - (runctl.compile_seconds() - c0)
+    with contextlib.suppress(TypeError):
+        _STEP_S[sim] = max(took, 0.0)
+
+
+_STEP_S: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+"""Wall time of the warm-up step per simulator [s] (compilation excluded): sizes the first call
+of :func:`record` (an upper bound: it includes loading kernels from the cache)."""
+
+
+def _known_step_seconds(sim) -> float | None:
+    for s in (sim, getattr(sim, "sim", None)):  # a wrapper (a scene's tap) around a simulator
+        with contextlib.suppress(TypeError):
+            if s is not None and s in _STEP_S:
+                return _STEP_S[s]
+    return None
+
+
+def _probe_seconds_per_step(sim, state) -> float | None:
+    """Wall time of one step [s], measured on copies of ``state`` (kernels compiled first), or
+    None when a step fails."""
+    try:
+        sim.advance(state.copy(), 1)
+        probe = state.copy()
+        t0 = time.perf_counter()
+        sim.advance(probe, 2)
+        return (time.perf_counter() - t0) / 2
+    except Exception:  # noqa: BLE001 - only an estimate for the refusal message
+        return None
+
+
+FIRST_CHUNK_S_PER_VERTEX = 20e-6
+"""First guess of a step's cost per vertex [s] where no warm-up step was timed (the first call of
+a run is sized by the warm-up step's time, else by this guess; later calls by the measured time
+per step)."""
 
 
 def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes: dict | None = None,
            warmup: bool = True, stop=None) -> Recording:
-    """Advance ``state`` by ``nsteps`` in about ``frames`` chunks (one ``advance`` call each),
-    keeping a frame after each. ``probes``: name -> ``fn(state)`` recorded per frame;
-    ``stop(state)``: end early when true; ``progress.update(done, total)`` is called per chunk."""
+    """Advance ``state`` by ``nsteps``, keeping a frame about every ``nsteps / frames`` steps.
+    ``probes``: name -> ``fn(state)`` recorded per frame; ``stop(state)``: end early when true;
+    ``progress.update(done, total)`` is called after every ``advance`` call.
+
+    Frames are at fixed step counts (``nsteps // frames`` steps apart, the last at ``nsteps``);
+    each frame's steps are advanced in calls of at most about :data:`rodlab.runctl.CHUNK_S` of wall
+    time (sized from the measured time per step), so Ctrl-C inside a :func:`rodlab.runctl.session`
+    stops the run within a chunk. Memory is bounded by the frames, not by ``nsteps``; a run over
+    the limits of :func:`rodlab.runctl.check_run_size` is refused before stepping (``RunTooLarge``).
+
+    When a step fails (:class:`rodlab.model.SimulationError`, a non-finite state) or the run is
+    interrupted, the exception raised carries ``recording``: the frames up to the last good state
+    (the state the simulator restored, kept as the last frame). ``wall_s`` leaves out the time
+    numba spent compiling during the calls.
+    """
+    from . import runctl
+    from .model import SimulationError, check_steps
+
+    nsteps = check_steps(nsteps)
+    per = max(1, nsteps // max(int(frames), 1))
+    n_frames = -(-nsteps // per) + 1
+    frame_bytes = 2 * n_frames * int(state.vertex_x.nbytes)
+    ctl = runctl.active()
+    forced = ctl is not None and ctl.force
+    if not forced and (nsteps > runctl.MAX_STEPS or frame_bytes > runctl.available_memory_bytes()):
+        runctl.check_run_size(nsteps, frame_bytes, seconds_per_step=_probe_seconds_per_step(sim, state))
     if warmup and nsteps > 0:
         warm_up(sim, state)
     probes = probes or {}
     ts, xs = [state.t], [state.vertex_x.copy()]
     values = {name: [fn(state)] for name, fn in probes.items()}
-    per = max(1, nsteps // max(int(frames), 1))
     done, wall, newton, linear = 0, 0.0, 0, 0
     gap, csum, cmax = math.inf, 0, 0
-    while done < nsteps:
-        k = min(per, nsteps - done)
-        t0 = time.perf_counter()
-        rep = sim.advance(state, k)
-        wall += time.perf_counter() - t0
-        done += rep.steps
-        newton += rep.newton_iters
-        linear += rep.linear_iters
-        gap, csum, cmax = min(gap, rep.contact_min_gap), csum + rep.contacts_sum, max(cmax, rep.contacts_max)
+    known = _known_step_seconds(sim)
+    first = known if known else FIRST_CHUNK_S_PER_VERTEX * max(state.vertex_x.shape[0], 1)
+    chunk = max(1, int((0.8 if known else 0.25) * runctl.CHUNK_S / first))
+
+    def recording():
+        return Recording(np.array(ts), np.array(xs), done, wall, newton, linear,
+                         {k: np.array(v) for k, v in values.items()}, gap, csum, cmax)
+
+    def keep_frame():
         ts.append(state.t)
         xs.append(state.vertex_x.copy())
         for name, fn in probes.items():
             values[name].append(fn(state))
-        if progress is not None:
-            progress.update(done, nsteps)
-        if stop is not None and stop(state):
-            break
-    return Recording(np.array(ts), np.array(xs), done, wall, newton, linear, {k: np.array(v) for k, v in values.items()},
-                     gap, csum, cmax)
+
+    with runctl.stepping():
+        try:
+            while done < nsteps:
+                frame_end = min(done + per, nsteps)
+                while done < frame_end:
+                    if runctl.interrupt_requested():
+                        raise runctl.Interrupted("interrupted")
+                    k = min(chunk, frame_end - done)
+                    c0 = runctl.compile_seconds()
+                    t0 = time.perf_counter()
+                    rep = sim.advance(state, k)
+                    took = time.perf_counter() - t0
+                    took = max(took - (runctl.compile_seconds() - c0), 0.0)
+                    wall += took
+                    done += rep.steps
+                    newton += rep.newton_iters
+                    linear += rep.linear_iters
+                    gap, csum, cmax = min(gap, rep.contact_min_gap), csum + rep.contacts_sum, max(cmax, rep.contacts_max)
+                    if not np.all(np.isfinite(state.vertex_x)):
+                        raise SimulationError(f"the state became non-finite (NaN or inf) by t = {state.t:.6g} s; "
+                                              "try a smaller dt")
+                    if progress is not None:
+                        progress.update(done, nsteps)
+                    if rep.steps == 0:  # the simulator made no progress (its report says why): end here
+                        frame_end = nsteps = done
+                    per_step = took / max(rep.steps, 1)
+                    target = int(0.8 * runctl.CHUNK_S / per_step) if per_step > 0 else 8 * chunk
+                    chunk = max(1, min(target, 8 * chunk))
+                keep_frame()
+                if stop is not None and stop(state):
+                    break
+            if runctl.interrupt_requested():
+                raise runctl.Interrupted("interrupted")
+        except (Exception, KeyboardInterrupt) as exc:
+            if np.all(np.isfinite(state.vertex_x)) and state.t > ts[-1]:
+                keep_frame()
+            rec = recording()
+            exc.recording = rec
+            runctl.remember_partial(rec)
+            raise
+    return recording()

@@ -1,7 +1,7 @@
-"""Generalized-alpha Cosserat rod ("GA paper": /work/shared/papers/generalized-alpha-cosserat.txt,
-docs/galpha.md): 12 nodal unknowns (u, omega, kappa, n) in local director coordinates (plus the
-local gravity vector), generalized-alpha in time and space, Newton relaxation on a block-banded
-Jacobian."""
+"""Generalized-alpha Cosserat rod ("GA paper": Sobottka, Lay and Weber, "Stable Integration of the
+Dynamic Cosserat Equations with Application to Hair Modeling", 2008; docs/galpha.md): 12 nodal
+unknowns (u, omega, kappa, n) in local director coordinates (plus the local gravity vector),
+generalized-alpha in time and space, Newton relaxation on a block-banded Jacobian."""
 
 from .boundary import Boundary, RootMotion, TipLoad, TipMotion, line_constraint
 from .model import Coefficients, GAlphaRod

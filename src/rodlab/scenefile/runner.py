@@ -276,7 +276,8 @@ def simulate(spec: SceneSpec, *, progress=None) -> SceneRun:
 def write_outputs(run: SceneRun, out_dir, *, plot: bool = True) -> list[Path]:
     """Write ``metrics.json``, ``trajectory.npz`` (``t`` (F,), ``x`` (F, N, 3), ``rod_offsets``
     (R + 1,), ``rod_closed`` (R,), per-body ``body_x``/``body_q`` when bodies exist; metadata: the
-    normalized scene file) and, with ``plot``, ``world.png``."""
+    normalized scene file), with ``plot``, ``world.png`` (tubes and time series) and
+    ``world_views.png`` (side views), and with ``[output] animate``, ``animation.mp4``/``.gif``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = []
@@ -292,7 +293,17 @@ def write_outputs(run: SceneRun, out_dir, *, plot: bool = True) -> list[Path]:
     if plot:
         from ..viz.world_plots import plot_world_recording
 
-        files.extend(plot_world_recording(world, rec, out, title=f"{run.spec.name} ({run.spec.method})"))
+        files.extend(plot_world_recording(world, rec, out, title=f"{run.spec.name} ({run.spec.method})", state=run.state))
+    if run.spec.data["output"].get("animate"):  # [output] animate = "mp4" | "gif" (docs/pictures.md)
+        from ..render.animate import RenderDependencyError
+        from ..viz.world_plots import animate_world_recording
+
+        try:
+            files.append(animate_world_recording(world, rec, out, run.spec.data["output"]["animate"], title=run.spec.name))
+        except RenderDependencyError as exc:  # keep the run; say what to install
+            import sys
+
+            print(f"rodlab: note: no animation: {exc}", file=sys.stderr)
     return files
 
 
@@ -335,30 +346,34 @@ class _LazyProgress:
             self._bar.close()
 
 
-def cli_run(path: str, sets: list[str] | None, out: str | None, *, plot: bool = True) -> int:
-    """``rodlab run FILE.toml``: run, write, print the summary; bad input raises
-    :class:`SceneFileError` (the CLI prints it and exits 2); a failed run prints and returns 1."""
-    import sys
-
-    from ..cli import _fmt
+def cli_run(path: str, sets: list[str] | None, out: str | None, *, plot: bool = True, force: bool = False) -> int:
+    """``rodlab run FILE.toml``: check ``out``, run, write the outputs atomically, print the summary;
+    bad input raises :class:`SceneFileError` (the CLI prints it and exits 2); a failed run writes
+    ``metrics.json`` (``success`` false, ``error``, ``t_reached``) and the frames up to the last
+    good state, prints one line and returns 3; an interrupted run the same, returning 130."""
+    from .. import runctl
+    from ..cli import _fmt, _is_simulation_failure, report_failure
+    from ..io.outputs import atomic_output_dir, check_output_dir, relocate
     from ..scenes.registry import TqdmProgress
-    from ..solvers import SimulationError
 
     spec_path = Path(path)
     out_dir = Path(out) if out else Path("rodlab-out") / spec_path.stem
     spec = load(spec_path, parse_sets(sets))
+    check_output_dir(out_dir)
     progress = _LazyProgress(lambda: TqdmProgress(spec.name))
-    try:
-        run = simulate(spec, progress=progress)
-    except SimulationError as exc:
+    with runctl.session(force=force):
+        try:
+            run = simulate(spec, progress=progress)
+        except (Exception, KeyboardInterrupt) as exc:
+            progress.close()
+            if not (isinstance(exc, KeyboardInterrupt) or _is_simulation_failure(exc)):
+                raise
+            return report_failure(f"{spec_path}", exc, out_dir, hint="a smaller simulation.dt (--set simulation.dt=...)",
+                                  metrics={"scene": spec.name, "method": spec.method},
+                                  meta={"scene": spec.name, "method": spec.method, "scene_file": dumps(spec)})
         progress.close()
-        print(f"rodlab: error: {exc}", file=sys.stderr)
-        return 1
-    except BaseException:
-        progress.close()
-        raise
-    progress.close()
-    run.files = write_outputs(run, out_dir, plot=spec.pictures and plot)
+        with atomic_output_dir(out_dir) as tmp:
+            run.files = relocate(write_outputs(run, tmp, plot=spec.pictures and plot), tmp, out_dir)
     print(f"scene {run.spec.name} ({spec_path}):")
     for k, v in run.metrics.items():
         print(f"  {k:28s} {_fmt(v)}")

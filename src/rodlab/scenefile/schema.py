@@ -96,7 +96,7 @@ SIMULATION = {
     "frames": _int(1, None, 100_000),
     "options": Field("table", {}),
 }
-OUTPUT = {"frames": _int(1, 100, 100_000), "pictures": Field("bool", True)}
+OUTPUT = {"frames": _int(1, 100, 100_000), "pictures": Field("bool", True), "animate": Field("str", None, choices=("mp4", "gif"))}
 ROD_COMMON = {
     "shape": Field("str", "straight", choices=SHAPES),
     "radius": _pos(0.01, "m"),

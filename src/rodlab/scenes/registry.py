@@ -18,6 +18,19 @@ class SceneError(ValueError):
     """Unknown scene or parameter, or a value outside its allowed range."""
 
 
+class UnknownScene(SceneError):
+    """No scene of that name is registered."""
+
+
+class UnknownParameter(SceneError):
+    """The scene has no parameter of that name."""
+
+
+class UnavailableCombination(SceneError):
+    """The parameters are each allowed but the scene cannot run them together (e.g. an option
+    the chosen method does not have)."""
+
+
 @dataclass(frozen=True)
 class Param:
     """A scene parameter. ``low``/``high`` bound numbers (inclusive unless ``*_open``); ``choices`` bound strings."""
@@ -97,20 +110,41 @@ class Progress:
 
 
 class TqdmProgress(Progress):
+    """A progress bar on stderr, drawn at the first update (so a run's compile, shown by
+    :func:`rodlab.runctl.session`, comes before it); its elapsed time and ETA leave out the time
+    numba spends compiling during the run (:func:`rodlab.runctl.compile_seconds`)."""
+
     def __init__(self, desc: str):
+        self._desc = desc
+        self._bar = None
+        self._shown = 0
+        self._compile_s = 0.0
+
+    def _make(self):
         from tqdm import tqdm
 
-        self._bar = tqdm(total=1000, desc=desc, unit="‰", leave=False, bar_format="{l_bar}{bar}| {elapsed}<{remaining}")
-        self._shown = 0
+        from ..runctl import compile_seconds
+
+        self._compile_s = compile_seconds()
+        return tqdm(total=1000, desc=self._desc, unit="‰", leave=False, bar_format="{l_bar}{bar}| {elapsed}<{remaining}")
 
     def update(self, done, total):
+        from ..runctl import compile_seconds
+
+        if self._bar is None:
+            self._bar = self._make()
+        compiled = compile_seconds()
+        if compiled > self._compile_s:  # a compile since the last update: not part of the stepping time
+            self._bar.start_t += compiled - self._compile_s
+            self._compile_s = compiled
         target = int(1000 * min(max(done / total if total else 1.0, 0.0), 1.0))
         if target > self._shown:
             self._bar.update(target - self._shown)
             self._shown = target
 
     def close(self):
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()
 
 
 @dataclass
@@ -120,13 +154,20 @@ class SceneResult:
     ``metrics``: flat dict of numbers, bools and strings (written to metrics.json).
     ``trajectory``: arrays, at least ``t`` (F,) and ``x`` (F, n, 3) (written to trajectory.npz).
     ``plot``: optional ``plot(result, out_dir) -> list[Path]`` writing the scene's pictures;
-    the default draws the centerline at a few frames.
+    the default draws the centerline at a few frames. The run folder's writer
+    (:func:`rodlab.io.outputs.write_scene_outputs`) puts the tube picture (``scene.png``,
+    :func:`rodlab.viz.tubes.plot_tubes`) in front of them.
+    ``world`` / ``state``: the scene's :class:`rodlab.world.World` and final
+    :class:`rodlab.world.State`, where it has them: pictures and animations then draw the real
+    radii, obstacles, bodies and material frames.
     """
 
     metrics: dict
     trajectory: dict
     plot: Callable | None = None
     extra: dict = field(default_factory=dict)
+    world: Any = None
+    state: Any = None
 
 
 @dataclass(frozen=True)
@@ -141,7 +182,7 @@ class Scene:
         for p in self.params:
             if p.name == name:
                 return p
-        raise SceneError(f"scene {self.name!r} has no parameter {name!r}; parameters: {', '.join(p.name for p in self.params)}")
+        raise UnknownParameter(f"scene {self.name!r} has no parameter {name!r}; parameters: {', '.join(p.name for p in self.params)}")
 
     def resolve(self, overrides: dict) -> dict:
         values = {p.name: p.default for p in self.params}
@@ -177,7 +218,7 @@ def scenes() -> dict[str, Scene]:
 def get_scene(name: str) -> Scene:
     all_scenes = scenes()
     if name not in all_scenes:
-        raise SceneError(f"unknown scene {name!r}; available: {', '.join(all_scenes)}")
+        raise UnknownScene(f"unknown scene {name!r}; available: {', '.join(all_scenes)}")
     return all_scenes[name]
 
 
@@ -185,12 +226,17 @@ def run_scene(name: str, *, progress: Progress | None = None, **params) -> Scene
     """Run scene ``name`` with parameter overrides; returns its :class:`SceneResult`.
 
     Checks every metric for NaN/inf: a scene that produced one raises instead of reporting it.
+    The default ``wall_s`` (the scene's whole run, for scenes that do not set it) leaves out the
+    time numba spent compiling (:func:`rodlab.runctl.compile_seconds`).
     """
+    from ..runctl import compile_seconds
+
     scene = get_scene(name)
     values = scene.resolve(params)
+    compiled = compile_seconds()
     start = time.perf_counter()
     result = scene.run(values, progress or Progress())
-    result.metrics.setdefault("wall_s", time.perf_counter() - start)
+    result.metrics.setdefault("wall_s", max(time.perf_counter() - start - (compile_seconds() - compiled), 0.0))
     for k, v in result.metrics.items():
         if isinstance(v, (float, np.floating)) and not math.isfinite(v) and not k.endswith("_theory"):
             raise FloatingPointError(f"scene {name!r} produced a non-finite metric {k}={v}")
@@ -199,5 +245,10 @@ def run_scene(name: str, *, progress: Progress | None = None, **params) -> Scene
     result.metrics = {k: (v.item() if isinstance(v, (np.number, np.bool_)) else v) for k, v in result.metrics.items()}
     x = np.asarray(result.trajectory.get("x"))
     if x.size and not np.all(np.isfinite(x)):
-        raise FloatingPointError(f"scene {name!r} produced non-finite positions")
+        exc = FloatingPointError(f"scene {name!r} produced non-finite positions")
+        t = np.asarray(result.trajectory.get("t", []))
+        if x.ndim == 3 and t.shape == x.shape[:1]:  # the frames before the first non-finite one
+            good = int(np.argmin(np.all(np.isfinite(x.reshape(x.shape[0], -1)), axis=1)))
+            exc.trajectory = {"t": t[:good], "x": x[:good]}
+        raise exc
     return result
