@@ -83,7 +83,7 @@ def test_cli_elastica_reference_quick(tmp_path, capsys):
 
 
 class _FakeScenes:
-    """Stands in for scenes that are still being written: parameters and a run function."""
+    """Stands in for the registered scenes: their parameter values and a run function."""
 
     def __init__(self, values, run):
         self.values, self.run = values, run
@@ -121,7 +121,7 @@ def test_helical_michell_uniform_twist_cases_with_fake_scenes(tmp_path, monkeypa
         return SceneResult({"max_twist_deviation": 3e-9}, {})
 
     fake = _FakeScenes({
-        "helical-buckling": dict(length=9.29, alpha=1.345, beta=0.789, turns=27.0, shortening=0.3),
+        "helical-buckling": dict(n=300, L=9.29, alpha=1.345, beta=0.789, turns=27.0, shortening=0.3),
         "michell": dict(alpha=1.0, beta=0.5, twist=1.0),
         "uniform-twist": dict(n=20),
     }, run)
@@ -134,9 +134,13 @@ def test_helical_michell_uniform_twist_cases_with_fake_scenes(tmp_path, monkeypa
     assert (tmp_path / "helical-buckling.png").exists()
 
     # a Michell scene that never goes unstable fails; a missing metric is an error
-    fake.run = lambda scene, params: SceneResult({"stable": True}, {}) if scene == "michell" else SceneResult({}, {})
+    fake.run = lambda scene, params: (SceneResult({"stable": True, "critical_twist_theory": crit}, {}) if scene == "michell"
+                                      else SceneResult({}, {}))
     rows = V.case_michell(ctx)
-    assert [r.status for r in rows] == ["pass", "FAIL"]
+    assert [r.status for r in rows] == ["pass", "pass", "FAIL"]
+    # a Michell scene whose own critical twist disagrees with the closed form fails
+    fake.run = lambda scene, params: SceneResult({"stable": params["twist"] < crit, "critical_twist_theory": 1.01 * crit}, {})
+    assert [r.status for r in V.case_michell(ctx)] == ["pass", "FAIL", "pass"]
     assert V.case_uniform_twist(ctx)[0].status == "error"
     # a helical scene whose phi0 is 10 % off fails
     fake.run = lambda scene, params: SceneResult({"phi0": 1.1 * th.phi0, "envelope_error": 0.01}, {"t": [0.0], "x": x})

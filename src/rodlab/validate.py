@@ -111,28 +111,18 @@ class Unavailable(Exception):
     """The scene, method or parameter does not exist in this build."""
 
 
-def _scene_names() -> set[str]:
-    from .scenes.registry import scenes
-
-    return set(scenes())
-
-
 def _resolve(scene: str, params: dict) -> dict:
-    from .scenes.registry import SceneError, get_scene
+    from .scenes.registry import UnknownParameter, UnknownScene, get_scene
 
-    if scene not in _scene_names():
-        raise Unavailable(f"scene {scene!r} is not registered")
     try:
         return get_scene(scene).resolve(params)
-    except SceneError as exc:
-        if "has no parameter" in str(exc):
-            raise Unavailable(str(exc)) from None
-        raise
+    except (UnknownScene, UnknownParameter) as exc:
+        raise Unavailable(str(exc)) from None
 
 
 def _run(ctx: Context, scene: str, **params):
     """Run a scene once per parameter set (cached in ctx); raises :class:`Unavailable`."""
-    from .scenes.registry import SceneError, run_scene
+    from .scenes.registry import UnavailableCombination, UnknownParameter, UnknownScene, run_scene
 
     _resolve(scene, params)
     key = (scene, tuple(sorted(params.items())))
@@ -141,12 +131,8 @@ def _run(ctx: Context, scene: str, **params):
     t0 = time.perf_counter()
     try:
         result = run_scene(scene, **params)
-    except SceneError as exc:
-        if "not available" in str(exc) or "has no parameter" in str(exc):
-            raise Unavailable(str(exc)) from None
-        raise
-    except NotImplementedError as exc:
-        raise Unavailable(f"{scene} {params}: not implemented: {exc}") from None
+    except (UnknownScene, UnknownParameter, UnavailableCombination) as exc:
+        raise Unavailable(str(exc)) from None
     ctx.echo(f"  {scene} {' '.join(f'{k}={v}' for k, v in params.items())}: {time.perf_counter() - t0:.1f} s")
     ctx.cache[key] = result
     return result
@@ -156,25 +142,6 @@ def _metric(result, name: str):
     if name not in result.metrics:
         raise KeyError(f"scene did not report metric {name!r} (has: {', '.join(sorted(result.metrics))})")
     return result.metrics[name]
-
-
-def _first(values: dict, *names):
-    for n in names:
-        if n in values:
-            return values[n]
-    return None
-
-
-def _stiffnesses(values: dict) -> tuple[float | None, float | None]:
-    """(alpha, beta) from a scene's parameters: explicit, or E/G and a circular radius."""
-    alpha = _first(values, "alpha", "bending_stiffness", "EI")
-    beta = _first(values, "beta", "twisting_stiffness", "twist_stiffness", "GJ")
-    r = _first(values, "radius", "r")
-    if alpha is None and r is not None and "E" in values:
-        alpha = values["E"] * math.pi * r**4 / 4.0
-    if beta is None and r is not None and "G" in values:
-        beta = values["G"] * math.pi * r**4 / 2.0
-    return alpha, beta
 
 
 def _savefig(ctx: Context, fig, name: str) -> None:
@@ -369,37 +336,26 @@ def case_helical(ctx: Context) -> list[Row]:
     except Unavailable as exc:
         return [Row(name, "scene", status=NA, note=str(exc))]
     rows = []
-    alpha, beta = _stiffnesses(values)
-    L = _first(values, "L", "length")
-    turns = _first(values, "turns", "N")
-    shortening = _first(values, "shortening", "D", "end_shortening")
-    theory = None
-    if None not in (alpha, beta, L, turns, shortening):
-        theory = helical_buckling_theory(L, alpha, beta, turns, shortening)
+    theory = helical_buckling_theory(values["L"], values["alpha"], values["beta"], values["turns"], values["shortening"])
     try:
         phi0 = float(_metric(result, "phi0"))
-        if theory is not None:
-            rows.append(compare(name, "phi0 vs theory (computed here)", theory.phi0, phi0, 0.03, relative=True))
-            if "phi0_theory" in result.metrics:
-                rows.append(compare(name, "scene's phi0_theory vs theory here", theory.phi0, float(result.metrics["phi0_theory"]),
-                                    1e-6, relative=True))
-        else:
-            rows.append(compare(name, "phi0 vs phi0_theory", float(_metric(result, "phi0_theory")), phi0, 0.03, relative=True,
-                                note="reference reported by the scene (its parameters could not be mapped)"))
+        rows.append(compare(name, "phi0 vs theory (computed here)", theory.phi0, phi0, 0.03, relative=True))
+        rows.append(compare(name, "scene's phi0_theory vs theory here", theory.phi0, float(_metric(result, "phi0_theory")),
+                            1e-6, relative=True))
         env_err = float(_metric(result, "envelope_error"))
         rows.append(compare(name, "envelope_error (scene)", 0.0, env_err, 0.05))
     except KeyError as exc:
         rows.append(Row(name, "metrics", status=ERROR, note=str(exc)))
     x = np.asarray(result.trajectory.get("x", []))
     curves = []  # (n, s/s*, f) for the plot
-    if theory is not None and x.ndim == 3:
+    if x.ndim == 3:
         err, sc, fc = _helical_envelope_error(x[-1], theory)
         if err is not None:
             rows.append(compare(name, "envelope error from the final centerline (computed here)", 0.0, err, 0.05,
                                 note=f"max |f - tanh^2| over |s| <= 3 s*, s* = {theory.s_star:.4g}"))
             curves.append((x.shape[1], sc, fc))
     # full mode: refinement study as in Fig. 7 (phi0 and the envelope at coarser n)
-    if not ctx.quick and theory is not None and "n" in values:
+    if not ctx.quick:
         ns = sorted({max(20, values["n"] // 4), max(20, values["n"] // 2), values["n"]})
         errs = []
         try:
@@ -455,25 +411,18 @@ def case_michell(ctx: Context) -> list[Row]:
     name = "michell"
     try:
         values = _resolve(name, {})
-        if "twist" not in values:
-            raise Unavailable("scene 'michell' has no parameter 'twist'")
-        alpha, beta = _stiffnesses(values)
+        alpha, beta = values["alpha"], values["beta"]
         rows = []
-        if alpha is not None and beta is not None:
-            crit = michell_critical_twist(alpha, beta)
-            note = "critical twist 2 pi sqrt(3) alpha/beta computed here"
-        else:
-            crit = float(_metric(_run(ctx, name), "critical_twist_theory"))
-            note = "critical twist reported by the scene (alpha, beta not among its parameters)"
+        crit = michell_critical_twist(alpha, beta)
+        note = "critical twist 2 pi sqrt(3) alpha/beta computed here"
         for frac, expect in ((0.8, True), (1.25, False)):
             res = _run(ctx, name, twist=frac * crit)
             stable = bool(_metric(res, "stable"))
             rows.append(Row(name, f"twist = {frac} x critical ({frac * crit:.4g} rad): stable", expect, stable, None, "equal",
                             PASS if stable == expect else FAIL, note))
-            if "critical_twist_theory" in res.metrics and alpha is not None and beta is not None:
-                if frac == 0.8:
-                    rows.append(compare(name, "scene's critical_twist_theory vs 2 pi sqrt(3) alpha/beta", crit,
-                                        float(res.metrics["critical_twist_theory"]), 1e-9, relative=True))
+            if frac == 0.8:
+                rows.append(compare(name, "scene's critical_twist_theory vs 2 pi sqrt(3) alpha/beta", crit,
+                                    float(_metric(res, "critical_twist_theory")), 1e-9, relative=True))
         return rows
     except Unavailable as exc:
         return [Row(name, "scene", status=NA, note=str(exc))]
