@@ -1,5 +1,7 @@
-"""Pictures of a multi-rod world: the final frame in 3D and in three side views, each rod its own
-polyline (closed rods drawn closed), the initial frame faint behind it, bodies as dots."""
+"""Pictures of a multi-rod world: the main figure, the final frame drawn as tubes by
+:mod:`rodlab.render` beside the run's time series, and the side views, the final frame in 3D and in
+three projections, each rod its own polyline (closed rods drawn closed), the initial frame faint
+behind it, bodies as dots."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -72,13 +74,45 @@ def plot_world_frame(x, rod_offsets, path, *, rod_closed=None, x_initial=None, b
     return path
 
 
-def plot_world_recording(world, recording, out_dir, *, name: str = "world.png", title: str = "") -> list[Path]:
-    """The final frame of ``recording`` (:class:`rodlab.experiment.Recording`) of ``world`` over its
-    first frame (:func:`plot_world_frame`); returns the written paths."""
+def plot_world_recording(world, recording, out_dir, *, name: str = "world.png", title: str = "", state=None,
+                         view: dict | None = None) -> list[Path]:
+    """Pictures of ``recording`` (:class:`rodlab.experiment.Recording`) of ``world``: ``name``,
+    the main figure, the final frame as tubes (:mod:`rodlab.render`; the stripe follows the
+    material director of ``state``, the final :class:`rodlab.world.State`, when given) beside the
+    run's time series (probes, energies, tip); and ``*_views.png``, the centreline over its
+    first frame in 3D and three side views (:func:`plot_world_frame`). Returns the written paths."""
+    from ..render import RenderScene, render_frame
+    from ..render.figure import scene_figure, series_from_run
+
     x = np.asarray(recording.x)
     t = float(recording.t[-1])
     body = recording.probes.get("body_x")
     label = f"{title}, t = {t:.4g} s" if title else f"t = {t:.4g} s"
-    path = plot_world_frame(x[-1], world.rod_vertex_start, Path(out_dir) / name, rod_closed=world.rod_closed,
+    scene = RenderScene.from_world(world)
+    m1 = None
+    if state is not None and np.allclose(state.vertex_x, x[-1], rtol=0, atol=1e-12):
+        m1, _ = state.material_frames()
+    body_q = recording.probes.get("body_q")
+    bx = state.body_x if state is not None and world.n_bodies else (None if body is None else body[-1])
+    bq = state.body_q if state is not None and world.n_bodies else (None if body_q is None else body_q[-1])
+    image, info = render_frame(scene, x[-1], edge_m1=m1, body_x=bx, body_q=bq, view=view, width=960, height=720)
+    series = series_from_run(recording.t, recording.probes, x=x, world=world)
+    main = scene_figure(image, Path(out_dir) / name, series=series, title=label, caption=info.caption())
+    views = Path(out_dir) / (Path(name).stem + "_views.png")
+    path = plot_world_frame(x[-1], world.rod_vertex_start, views, rod_closed=world.rod_closed,
                             x_initial=x[0] if len(x) > 1 else None, body_x=None if body is None else body[-1], title=label)
-    return [path]
+    return [main, path]
+
+
+def animate_world_recording(world, recording, out_dir, fmt: str = "mp4", *, title: str = "", view: dict | None = None) -> Path:
+    """Write ``out_dir/animation.FMT`` (MP4 or GIF): one tube picture per frame of ``recording``
+    (:func:`rodlab.render.animate.write_animation`), bodies where the probes have ``body_x``."""
+    from ..render import RenderScene
+    from ..render.animate import write_animation
+
+    x = np.asarray(recording.x)
+    body_x, body_q = recording.probes.get("body_x"), recording.probes.get("body_q")
+    ok = lambda a, k: a is not None and np.asarray(a).shape == (x.shape[0], world.n_bodies, k)
+    return write_animation(Path(out_dir) / f"animation.{fmt}", RenderScene.from_world(world), x, recording.t, fmt=fmt,
+                           body_x=body_x if ok(body_x, 3) else None, body_q=body_q if ok(body_q, 4) else None,
+                           view=view, title=title)
