@@ -2,8 +2,12 @@
 
 INPUT is a USC-HairSalon ``.data`` file, a Cem Yuksel ``.hair`` file, or ``synthetic[:STYLE[:STRANDS[:VERTICES]]]``
 (STYLE straight | wavy | curly; defaults wavy, 100 strands, 30 vertices). Coordinates are scaled by
-``--scale`` into metres. Every strand's first edge is its clamped root edge. Strands are optimized in
-parallel over ``--workers`` processes (default: all cores) with a progress bar.
+``--scale`` into metres. Every strand's first edge is its clamped root edge. Strands are optimized as
+Dask tasks of ``--batch`` strands (default: up to 256, at least 4 tasks per worker) on a LocalCluster of
+``--workers`` processes (default: all cores), or on an existing cluster (``--scheduler tcp://HOST:8786``),
+with a progress bar; ``--workers 1`` (or Dask not installed: ``pip install "rodlab[distributed]"``) runs
+them in this process. A task whose worker dies is re-run on another worker; a task that raises is re-run
+``--retries`` times; a batch lost for good is reported per strand (docs/dask.md).
 
 Writes into DIR:
   params.npz     per strand (arrays named s<k>_<name>): optimized stretching stiffness ks [N], rest
@@ -14,11 +18,15 @@ Writes into DIR:
                  (naive vs optimized, over strand length) and a summary
   report.md      the summary as a table
   sagfree_report.png  residuals, drifts and parameter changes per strand
+  strands.csv    one row per strand: strand, success, iterations, residual, residual_initial, drift,
+                 drift_naive (max drift / strand length), time_s (all work on the strand, wall [s]),
+                 cpu_s (the same in CPU time [s]), optimization_s [s], message; also strands.parquet
+                 when pyarrow is installed
 
 Exit status: 0 when every strand converged, 2 for bad input (a malformed file, a bad option), 3 when
-a strand was skipped or did not converge (the report is still written; stderr names the first
-failed strand). report.json is strict JSON: a quantity that could not be computed is ``null`` with
-a ``<name>_reason`` beside it.
+a strand was skipped or did not converge (the report is still written; stderr names the failed
+strands with their iterations and residual). report.json is strict JSON: a quantity that could not be
+computed is ``null`` with a ``<name>_reason`` beside it.
 """
 from __future__ import annotations
 
@@ -51,7 +59,11 @@ def add_subcommand(subparsers) -> None:
                         "exactly on the current face by a Schur-complement correction, docs/sagfree.md; asc: the "
                         "paper's filtered application)")
     p.add_argument("--t-end", type=float, default=1.0, help="forward simulation for the drift report [s]; 0 skips it")
-    p.add_argument("--workers", type=int, default=0, help="processes (default: all cores)")
+    p.add_argument("--workers", type=int, default=0,
+                   help="LocalCluster worker processes (default: all cores; 1: this process, no Dask)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler (tcp://host:8786) instead of a LocalCluster")
+    p.add_argument("--batch", type=int, default=0, help="strands per Dask task (default 0: up to 256, >= 4 tasks per worker)")
+    p.add_argument("--retries", type=int, default=1, help="re-runs of a task that raised on the cluster (default 1)")
     p.add_argument("--max-strands", type=int, default=0, help="only the first N strands (0: all)")
     p.add_argument("--no-plot", action="store_true", help="skip the report figure")
     p.set_defaults(fn=run_sagfree)
@@ -78,6 +90,7 @@ def _work(args):
     k, x, opts = args
     from ..inverse.sagfree import SagFreeOptions, forward_drift, make_problem, optimize_strand
 
+    start, cpu = time.perf_counter(), time.process_time()
     out = {"index": k, "n": int(x.shape[0])}
     try:
         e = np.linalg.norm(np.diff(x, axis=0), axis=1)
@@ -99,11 +112,83 @@ def _work(args):
             out["drift_naive"] = forward_drift(problem, problem.model, opts["t_end"])[0]
     except (ValueError, FloatingPointError) as exc:
         out.update(success=False, message=f"skipped: {exc}", error=True)
+    out["time_s"], out["cpu_s"] = time.perf_counter() - start, time.process_time() - cpu
     return out
 
 
-def _init_worker():
-    os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+def work_batch(batch, opts) -> list[dict]:
+    """One Dask task: optimize the strands ``batch`` (``[(index, x), ...]``) with the options ``opts``."""
+    return [_work((k, x, opts)) for k, x in batch]
+
+
+_WARM_OPTS = dict(radius=5e-4, E=5e8, rho=1000.0, scheme="alm", delta=0.4, max_iters=1, t_end=1.0 / 60.0, precond="asc-schur")
+
+
+def warm_kernels() -> None:
+    """Compile (or load from the numba cache) every kernel a strand's optimization and drift check use,
+    with one iteration on a small strand: run once here before the workers start (so the cache is
+    written once) and once per worker (:class:`rodlab.distributed.WarmUpPlugin`), not per task."""
+    from ..hair.generator import synthetic_hairstyle
+
+    x = np.ascontiguousarray(synthetic_hairstyle(1, 8, style="wavy", seed=0)[0], dtype=float)
+    _work((0, x, _WARM_OPTS))
+
+
+def _batch_size(n: int, workers: int, batch: int) -> int:
+    return batch if batch else max(1, min(256, math.ceil(n / (4 * max(workers, 1)))))
+
+
+def _lost(batch, exc) -> list[dict]:
+    return [{"index": k, "n": int(x.shape[0]), "success": False, "error": True,
+             "message": f"lost: its task failed on the cluster after its retries ({type(exc).__name__}: {exc})"}
+            for k, x in batch]
+
+
+def optimize_groom(client, jobs, opts, *, workers: int, batch: int = 0, retries: int = 1,
+                   bar=None) -> tuple[list[dict], int, int]:
+    """Optimize the strands ``jobs`` (``[(index, x), ...]``) on the Dask ``client`` in tasks of ``batch``
+    strands (0: up to 256, >= 4 tasks per worker), each submitted with ``retries``. Returns the per-strand
+    results in strand order (a batch whose task failed for good: its strands with ``success = False`` and
+    ``message`` starting ``lost:``), the batch size and the number of tasks."""
+    from ..distributed.cluster import gather_as_completed
+
+    size = _batch_size(len(jobs), workers, batch)
+    batches = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+    futures = {client.submit(work_batch, b, opts, pure=False, retries=retries): b for b in batches}
+    results = []
+
+    def done(fut, rows):
+        results.extend(rows)
+        if bar is not None:
+            bar.update(len(rows))
+
+    def error(fut, exc):
+        results.extend(_lost(futures[fut], exc))
+        if bar is not None:
+            bar.update(len(futures[fut]))
+
+    gather_as_completed(futures, done, error)
+    results.sort(key=lambda r: r["index"])
+    return results, size, len(batches)
+
+
+def _run_dask(jobs, opts, args, bar) -> tuple[list[dict], dict]:
+    """The strands on Dask; returns the per-strand results and what ran (backend, workers, tasks,
+    batch, startup_s: cluster start and worker warm-up [s])."""
+    from ..distributed.cluster import connect
+
+    t0 = time.perf_counter()
+    with connect(args.scheduler, args.workers, warmup=warm_kernels) as client:
+        if args.scheduler:
+            workers = len(client.scheduler_info(n_workers=-1)["workers"])
+        else:
+            workers = args.workers or os.cpu_count() or 1
+        startup = time.perf_counter() - t0
+        results, size, tasks = optimize_groom(client, jobs, opts, workers=workers, batch=args.batch, retries=args.retries,
+                                              bar=bar)
+    info = dict(backend="dask scheduler " + args.scheduler if args.scheduler else "dask LocalCluster", workers=workers,
+                tasks=tasks, batch=size, startup_s=startup)
+    return results, info
 
 
 def run_sagfree(args) -> int:
@@ -114,9 +199,21 @@ def run_sagfree(args) -> int:
         if not (v > 0 and math.isfinite(v)):
             print(f"rodlab sagfree: error: --{name} must be a finite number > 0 (got {v})", file=sys.stderr)
             return 2
-    if args.t_end < 0 or args.max_iters < 0 or args.workers < 0 or args.max_strands < 0:
-        print("rodlab sagfree: error: --t-end, --max-iters, --workers and --max-strands must be >= 0", file=sys.stderr)
+    if args.t_end < 0 or min(args.max_iters, args.workers, args.max_strands, args.batch, args.retries) < 0:
+        print("rodlab sagfree: error: --t-end, --max-iters, --workers, --max-strands, --batch and --retries must be >= 0",
+              file=sys.stderr)
         return 2
+    from ..distributed.cluster import INSTALL_HINT, dask_available
+
+    use_dask = bool(args.scheduler) or args.workers != 1
+    if use_dask and not dask_available():
+        if args.scheduler:
+            print(f"rodlab sagfree: error: --scheduler needs Dask's distributed scheduler, which is not installed; "
+                  f"install it with: {INSTALL_HINT}", file=sys.stderr)
+            return 2
+        print(f"rodlab sagfree: Dask is not installed, so the strands run in this one process; for all cores or a "
+              f"cluster install it with: {INSTALL_HINT}", file=sys.stderr)
+        use_dask = False
     try:
         strands = _load(args.input, args.scale)
     except (HairFormatError, ValueError, OSError) as exc:
@@ -131,26 +228,29 @@ def run_sagfree(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     opts = dict(radius=args.radius, E=args.E, rho=args.rho, scheme=args.scheme, delta=args.delta,
                 max_iters=args.max_iters, t_end=args.t_end, precond=args.precond)
-    workers = args.workers or os.cpu_count() or 1
-    jobs = [(k, np.ascontiguousarray(s, dtype=float), opts) for k, s in enumerate(strands)]
-    # compile once in this process so workers load the numba cache instead of compiling in parallel
-    _work((0, jobs[0][1], dict(opts, t_end=min(opts["t_end"], 1.0 / 60.0), max_iters=1)))
+    jobs = [(k, np.ascontiguousarray(s, dtype=float)) for k, s in enumerate(strands)]
+    # compile once in this process, so that the workers load the numba cache instead of compiling in parallel
+    warm_kernels()
     t0 = time.perf_counter()
-    results = []
     bar = tqdm(total=len(jobs), desc="sagfree", unit="strand")
-    if workers == 1 or len(jobs) == 1:
-        for j in jobs:
-            results.append(_work(j))
-            bar.update(1)
-    else:
-        from concurrent.futures import ProcessPoolExecutor
+    if use_dask:
+        from ..model import ModelError
 
-        with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker) as ex:
-            for r in ex.map(_work, jobs, chunksize=max(1, len(jobs) // (8 * workers))):
-                results.append(r)
-                bar.update(1)
+        try:
+            results, info = _run_dask(jobs, opts, args, bar)
+        except ModelError as exc:  # e.g. the scheduler cannot be reached
+            bar.close()
+            print(f"rodlab sagfree: error: {exc}", file=sys.stderr)
+            return 2
+    else:
+        info = dict(backend="single process", workers=1, tasks=len(jobs), batch=1, startup_s=0.0)
+        results = []
+        for k, x in jobs:
+            results.append(_work((k, x, opts)))
+            bar.update(1)
     bar.close()
     wall = time.perf_counter() - t0
+    workers = info["workers"]
     arrays = {}
     rows = []
     for r in results:
@@ -169,12 +269,13 @@ def run_sagfree(args) -> int:
 
     summary = dict(
         input=args.input, strands=len(rows), converged=len(ok), skipped=sum(1 for r in rows if r.get("error")),
-        workers=workers, wall_s=wall, scheme=args.scheme, delta=args.delta, radius=args.radius, E=args.E, rho=args.rho,
+        workers=workers, wall_s=wall, compute_s=wall - info["startup_s"], scheme=args.scheme, delta=args.delta, radius=args.radius, E=args.E, rho=args.rho,
         residual_max=stat("residual", max), residual_initial_max=stat("residual_initial", max),
         iterations_mean=stat("iterations", np.mean), mprgp_iters_mean=stat("mprgp_iters_mean", np.mean),
         stiffness_change_max=stat("stiffness_change_max", max), rest_change_max=stat("rest_change_max", max),
         drift_max=stat("drift", max), drift_naive_max=stat("drift_naive", max),
-        optimization_s_total=stat("wall_s", sum),
+        optimization_s_total=stat("wall_s", sum), strand_s_total=stat("time_s", sum),
+        **{k: v for k, v in info.items() if k != "workers"},
     )
     from ..io.jsonsafe import dumps
 
@@ -186,6 +287,13 @@ def run_sagfree(args) -> int:
     lines = ["# rodlab sagfree report", "", "| quantity | value |", "| --- | --- |"]
     lines += [f"| {k} | {v:.4g} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in summary.items()]
     (out / "report.md").write_text("\n".join(lines) + "\n")
+    from ..distributed.tables import write_table
+
+    write_table([{"strand": r["index"], "success": bool(r.get("success")), "iterations": r.get("iterations"),
+                  "residual": r.get("residual"), "residual_initial": r.get("residual_initial"), "drift": r.get("drift"),
+                  "drift_naive": r.get("drift_naive"), "time_s": r.get("time_s"), "cpu_s": r.get("cpu_s"),
+                  "optimization_s": r.get("wall_s"),
+                  "message": r.get("message")} for r in rows], out / "strands")
     if not args.no_plot and done:
         _plot(done, out / "sagfree_report.png")
     def fmt(v):
@@ -196,9 +304,15 @@ def run_sagfree(args) -> int:
           f"wrote {out}")
     failed = [r for r in rows if not r.get("success")]
     if failed:
-        first = failed[0]
-        print(f"rodlab sagfree: error: {len(failed)} of {len(rows)} strands failed (first: strand {first['index']}: "
-              f"{first.get('message', 'did not converge')}); see {out / 'report.json'}", file=sys.stderr)
+        print(f"rodlab sagfree: error: {len(failed)} of {len(rows)} strands failed; see {out / 'report.json'} and "
+              f"{out / 'strands.csv'}", file=sys.stderr)
+        for r in failed[:10]:
+            res = r.get("residual")
+            what = (f"{r.get('iterations')} iterations, residual {res:.3g}" if res is not None
+                    else "not optimized")
+            print(f"  strand {r['index']}: {what}: {r.get('message', 'did not converge')}", file=sys.stderr)
+        if len(failed) > 10:
+            print(f"  ... and {len(failed) - 10} more", file=sys.stderr)
         return 3
     return 0
 

@@ -1,0 +1,126 @@
+"""Connecting to Dask: a LocalCluster on this machine or an existing scheduler, a per-worker warm-up
+plugin (compiled kernels loaded once per worker process) and a gather loop with a progress bar.
+
+Fault tolerance: a task whose worker dies (killed, out of memory) is rescheduled by the scheduler on
+another worker, up to ``distributed.scheduler.allowed-failures`` times (Dask's default 3; a LocalCluster's
+nannies restart the dead worker); a task that raises is re-run ``retries`` times (``Client.submit(...,
+retries=)``). Only then does its future hold the error, which callers turn into failed rows.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from typing import Callable, Iterable
+
+from ..model import ModelError
+
+INSTALL_HINT = 'pip install "rodlab[distributed]"'
+
+try:  # the plugin must subclass Dask's WorkerPlugin; without Dask it is never registered
+    from distributed.diagnostics.plugin import WorkerPlugin as _WorkerPlugin
+except ImportError:  # pragma: no cover - exercised only without the extra
+    _WorkerPlugin = object
+
+
+class DaskMissing(ModelError):
+    """Dask's distributed scheduler is not installed; the message says how to install it."""
+
+
+def dask_available() -> bool:
+    """True when ``dask.distributed`` imports."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def require_dask(command: str = "this command") -> None:
+    """Raise :class:`DaskMissing` naming ``command`` and the install command unless Dask imports."""
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as exc:
+        raise DaskMissing(f"{command} runs on Dask's distributed scheduler, which is not installed ({exc}); "
+                          f"install it with: {INSTALL_HINT}") from None
+
+
+class WarmUpPlugin(_WorkerPlugin):
+    """Calls ``fn()`` once when a worker starts (also on workers that join or are restarted later), so the
+    numba kernels are loaded from the on-disk cache once per worker process, not inside the first task of
+    each. The seconds it took are kept as ``worker.rodlab_warmup_s`` (read them with
+    ``client.run(lambda dask_worker: dask_worker.rodlab_warmup_s)``)."""
+
+    idempotent = True
+
+    def __init__(self, fn: Callable[[], object], name: str = "rodlab-warmup"):
+        self.fn = fn
+        self.name = name
+
+    def setup(self, worker):
+        start = time.perf_counter()
+        self.fn()
+        worker.rodlab_warmup_s = time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def connect(scheduler: str | None = None, workers: int = 0, *, warmup: Callable[[], object] | None = None,
+            connect_timeout: float = 30.0):
+    """A Dask ``Client``: to the scheduler at ``scheduler`` (``tcp://host:8786``; its workers must import
+    rodlab and see the same files), else to a new LocalCluster of ``workers`` processes (default: all
+    cores) with one thread each and ``NUMBA_NUM_THREADS=1``. ``warmup``: a picklable function run once per
+    worker (:class:`WarmUpPlugin`). Closes what it opened.
+
+    Raises
+    ------
+    DaskMissing
+        Dask is not installed.
+    ModelError
+        ``workers`` is negative or the scheduler cannot be reached within ``connect_timeout`` seconds.
+    """
+    require_dask("rodlab on Dask")
+    from distributed import Client, LocalCluster
+
+    if workers < 0:
+        raise ModelError(f"workers must be >= 0 (0: all cores), got {workers}")
+    cluster = None
+    dask_log = logging.getLogger("distributed")
+    level = dask_log.level
+    dask_log.setLevel(logging.WARNING)  # the scheduler's start/stop chatter; lost workers still show
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout=connect_timeout)
+        except (OSError, TimeoutError) as exc:
+            raise ModelError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}") from None
+    else:
+        n = workers or os.cpu_count() or 1
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               silence_logs=logging.ERROR, env={"NUMBA_NUM_THREADS": "1"})
+        client = Client(cluster)
+    try:
+        if warmup is not None:
+            client.register_plugin(WarmUpPlugin(warmup))
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+        dask_log.setLevel(level)
+
+
+def gather_as_completed(futures: Iterable, on_done: Callable, on_error: Callable) -> None:
+    """Wait for ``futures`` in completion order: ``on_done(future, result)`` for each that finished,
+    ``on_error(future, exc)`` for each that failed for good (its task raised after its retries, or its
+    workers died ``allowed-failures`` times: ``distributed.KilledWorker``)."""
+    from distributed import as_completed
+
+    for fut in as_completed(list(futures)):
+        try:
+            result = fut.result()
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a reported row, never a crash
+            on_error(fut, exc)
+        else:
+            on_done(fut, result)
+        fut.release()

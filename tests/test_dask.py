@@ -1,0 +1,148 @@
+"""rodlab on Dask (docs/dask.md): a groom on a LocalCluster equals the single-process run, a sweep equals
+direct runs, a sweep survives a killed worker, and both commands explain how to install Dask without it.
+One LocalCluster (2 worker processes, 1 thread each) for the whole module."""
+import csv
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+import cloudpickle  # noqa: E402  (a dependency of distributed)
+
+from rodlab.cli import main  # noqa: E402
+from rodlab.distributed import connect, sweep  # noqa: E402
+from rodlab.distributed.paramsweep import SweepInputError, plan_sweep, run_one  # noqa: E402
+from rodlab.hair.generator import synthetic_hairstyle  # noqa: E402
+from rodlab.inverse.cli import optimize_groom, warm_kernels, work_batch  # noqa: E402
+from rodlab.scenes.registry import run_scene  # noqa: E402
+
+# the crashing task below is defined here: ship it by value (the workers cannot import this test module)
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+TIMING = ("wall_s", "us_per", "ms_per", "cpu_s")
+CHEAP = {"t_end": 0.02, "method": "der"}
+
+
+@pytest.fixture(scope="module")
+def client():
+    warm_kernels()  # compile here once; the workers load the numba cache
+    run_scene("cantilever", n=6, **CHEAP)
+    with connect(workers=2, warmup=warm_kernels) as c:
+        yield c
+
+
+def _same_metrics(a: dict, b: dict):
+    keys = {k for k in a if not any(t in k for t in TIMING)}
+    assert keys, "no metrics compared"
+    for k in keys:
+        assert b[k] == a[k], (k, a[k], b[k])
+
+
+def test_groom_on_dask_equals_single_process(client):
+    strands = synthetic_hairstyle(200, 8, style="wavy", seed=3)
+    jobs = [(k, np.ascontiguousarray(x, dtype=float)) for k, x in enumerate(strands)]
+    opts = dict(radius=5e-4, E=5e8, rho=1000.0, scheme="alm", delta=0.4, max_iters=200, t_end=0.0, precond="asc-schur")
+    single = work_batch(jobs, opts)
+    dist, batch, tasks = optimize_groom(client, jobs, opts, workers=2)
+    assert (batch, tasks) == (25, 8)  # 200 strands / (4 tasks x 2 workers)
+    assert [r["index"] for r in dist] == list(range(200))
+    for a, b in zip(single, dist):
+        assert a["success"] and b["success"]
+        assert a["iterations"] == b["iterations"]
+        for name, v in a["arrays"].items():
+            np.testing.assert_allclose(b["arrays"][name], v, rtol=1e-13, atol=1e-300, err_msg=f"strand {a['index']} {name}")
+
+
+def test_sweep_2x2_equals_direct_runs(client, tmp_path):
+    grid = {"n": ["6", "8"], "E": ["1e7", "1e8"]}
+    res = sweep("cantilever", grid, {"t_end": "0.02", "method": "der"}, tmp_path, client=client, plots=["tip_z:E"],
+                progress=False)
+    assert not res.failed and not res.problems
+    assert [(r["n"], r["E"]) for r in res.rows] == [(6, 1e7), (6, 1e8), (8, 1e7), (8, 1e8)]
+    for r in res.rows:
+        direct = run_scene("cantilever", n=r["n"], E=r["E"], **CHEAP).metrics
+        direct.pop("success")
+        _same_metrics(direct, r)
+        written = json.loads((tmp_path / r["folder"] / "metrics.json").read_text())
+        assert written["tip_z"] == r["tip_z"] and (tmp_path / r["folder"] / "trajectory.npz").exists()
+    # softer rods sag more: the table is not a copy of one run
+    assert res.rows[0]["tip_z"] < res.rows[1]["tip_z"] < 0
+    with open(tmp_path / "sweep.csv") as fh:
+        table = list(csv.DictReader(fh))
+    assert len(table) == 4 and float(table[2]["tip_z"]) == res.rows[2]["tip_z"]
+    assert list(table[0])[:7] == ["run", "folder", "n", "E", "success", "error", "wall_s"]
+    assert (tmp_path / "sweep_tip_z_vs_E.png").stat().st_size > 1000
+
+
+def test_sweep_of_a_scene_file_reports_a_failed_run_as_a_row(client, tmp_path):
+    example = Path(__file__).parents[1] / "examples" / "cantilever-der.toml"
+    res = sweep(str(example), {"simulation.options.projection_tol": ["1e-6", "-1"]},
+                {"simulation.t_end": "0.02", "rod[0].n": "8"}, tmp_path, client=client, progress=False)
+    good, bad = res.rows
+    assert good["success"] and good["error"] is None and good["simulation.options.projection_tol"] == 1e-6
+    assert not bad["success"] and "projection_tol must be > 0" in bad["error"] and math.isfinite(bad["wall_s"])
+    assert (tmp_path / bad["folder"] / "error.txt").exists()
+    assert good["n_vertices"] == 8 and res.failed == [bad]
+
+
+def _crash_on_first_try(job):
+    """Kill the worker process the first time any task of the sweep runs (marker file), then run normally."""
+    marker = Path(job["folder"]).parent / "killed-a-worker"
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return run_one(job)
+    os.close(fd)
+    os._exit(1)
+
+
+def test_sweep_survives_a_killed_worker(client, tmp_path):
+    res = sweep("cantilever", {"n": ["6", "7", "8"]}, {"t_end": "0.02", "method": "der"}, tmp_path, client=client,
+                task=_crash_on_first_try, progress=False)
+    assert (tmp_path / "killed-a-worker").exists()
+    assert [r["n"] for r in res.rows] == [6, 7, 8] and all(r["success"] for r in res.rows)
+    for r in res.rows:
+        _same_metrics({k: v for k, v in run_scene("cantilever", n=r["n"], **CHEAP).metrics.items() if k != "success"}, r)
+
+
+def test_sweep_command_on_an_existing_scheduler(client, tmp_path, capsys):
+    args = ["sweep", "cantilever", "--grid", "n=6,8", "--set", "t_end=0.02", "--set", "method=der", "--no-progress",
+            "--scheduler", client.scheduler.address, "--out", str(tmp_path)]
+    assert main(args + ["--plot", "tip_z:n"]) == 0
+    assert "2/2 runs succeeded" in capsys.readouterr().out
+    assert (tmp_path / "sweep.csv").exists() and (tmp_path / "sweep_tip_z_vs_n.png").exists()
+    assert sorted(p.name for p in tmp_path.glob("run*")) == ["run000_n=6", "run001_n=8"]
+    assert main(args + ["--plot", "tip_zz:n"]) == 2  # an unknown metric: known only after the runs
+    assert "no successful run has a numeric metric 'tip_zz'; metrics:" in capsys.readouterr().err
+
+
+def test_sweep_checks_its_input_before_running(tmp_path, capsys):
+    with pytest.raises(SweepInputError, match=r"n=1 out of range: expected int in \[4, 20000\]"):
+        plan_sweep("cantilever", {"n": ["8", "1"]})
+    with pytest.raises(SweepInputError, match="no parameter 'bogus'"):
+        plan_sweep("cantilever", {"bogus": ["1"]})
+    with pytest.raises(SweepInputError, match="both swept"):
+        plan_sweep("cantilever", {"n": ["8"]}, {"n": "9"})
+    assert main(["sweep", "cantilever", "--grid", "E=1e7,-5", "--out", str(tmp_path)]) == 2
+    assert "E=-5.0 out of range" in capsys.readouterr().err
+    assert main(["sweep", "cantilever", "--grid", "E=1e7", "--plot", "tip_z:n", "--out", str(tmp_path)]) == 2
+    assert "'n' is not a swept parameter" in capsys.readouterr().err
+    assert main(["sweep", "examples/cantilever-der.toml", "--grid", "rod[0].n=1", "--out", str(tmp_path)]) == 2
+    assert "rod[0].n" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing ran
+
+
+def test_without_dask_both_commands_say_how_to_install_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
+    assert main(["sweep", "cantilever", "--grid", "n=6,8", "--out", str(tmp_path / "s")]) == 1
+    assert 'pip install "rodlab[distributed]"' in capsys.readouterr().err
+    out = tmp_path / "g"
+    assert main(["sagfree", "synthetic:straight:2:8", "--out", str(out), "--workers", "2", "--t-end", "0", "--no-plot"]) == 0
+    err = capsys.readouterr().err
+    assert "run in this one process" in err and 'pip install "rodlab[distributed]"' in err
+    assert json.loads((out / "report.json").read_text())["summary"]["backend"] == "single process"
