@@ -58,29 +58,34 @@ def transducer(plt):
 
 
 def torsion(plt):
-    from rodlab import BoundaryConditions, Clamp, Loads, Rod
-    from rodlab.coupling import CoupledDERStepper, RigidBody, Weld
-    from rodlab.der.stepper import DEROptions, suggested_time_step
+    from rodlab import metrics
+    from rodlab.scenes.coupling_scenes import disk_inertia, set_body_velocity
+    from rodlab.solvers import make_simulator
+    from rodlab.world import WorldBuilder
 
     n, L, beta = 10, 0.5, 0.5
     x = np.zeros((n, 3))
     x[:, 2] = -np.linspace(0, L, n)
-    rod = Rod.from_stiffness(x, bending=1.0, twisting=beta, linear_density=0.01, boundary=BoundaryConditions(clamps=(Clamp(0),)))
-    body = RigidBody.disk(1.0, 0.1, 0.01, axis=2)
-    st = CoupledDERStepper(rod, [body], [Weld(0, -1)], Loads(gravity=(0, 0, -9.81)), DEROptions(dt=suggested_time_step(rod)))
-    s = st.initial_state(centers=[x[-2:].mean(0) + [0, 0, -0.02]], body_angular_velocities=[[0, 0, 1.0]])
+    b = WorldBuilder(gravity=(0, 0, -9.81))
+    r = b.add_rod(x, bending=1.0, twisting=beta, linear_density=0.01)
+    b.clamp(r, "start")
+    inertia = disk_inertia(1.0, 0.1, 0.01, axis=2)
+    b.weld(r, "end", b.add_body(1.0, inertia, position=x[-2:].mean(0) + [0, 0, -0.02]))
+    sim = make_simulator(b.build(), "der", projection="symplectic")
+    s = sim.initial_state()
+    set_body_velocity(sim, s, 0, None, [0, 0, 1.0])
     Leff = np.linalg.norm(x[-2:].mean(0) - x[:2].mean(0))
-    T = 2 * np.pi * np.sqrt(body.inertia[2, 2] * Leff / beta)
+    T = 2 * np.pi * np.sqrt(inertia[2] * Leff / beta)
     t, a = [0.0], [0.0]
     for _ in range(300):
-        st.advance(s, max(1, int(3 * T / 300 / st.options.dt)))
-        R = s.rotation(0)
+        sim.advance(s, max(1, int(3 * T / 300 / sim.dt)))
+        R = metrics.body_rotation(s, 0)
         t.append(s.t)
         a.append(np.arctan2(R[1, 0], R[0, 0]))
     t = np.array(t)
     amp = 1.0 * T / (2 * np.pi)
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.plot(t, a, "b.", ms=3, label="coupled DER")
+    ax.plot(t, a, "b.", ms=3, label="der simulator, rigid body")
     tt = np.linspace(0, t[-1], 600)
     ax.plot(tt, amp * np.sin(2 * np.pi * tt / T), "k-", lw=0.8, label="closed form")
     ax.set_xlabel("t [s]")

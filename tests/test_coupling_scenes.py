@@ -1,4 +1,5 @@
-"""Coupling scenes (Bergou 2008, Fig. 6 and 11) through the registry."""
+"""Coupling scenes (Bergou 2008, Fig. 6 and 11) through the registry: World + the ``der``
+simulator's rigid bodies, ``projection="symplectic"`` (RATTLE) by default."""
 import pytest
 
 from rodlab.scenes.registry import SceneError, run_scene
@@ -40,3 +41,12 @@ def test_wilberforce_tuned_spring_exchanges_energy():
 def test_bad_parameter_is_rejected():
     with pytest.raises(SceneError, match="tuning"):
         run_scene("wilberforce", tuning=-1.0)
+    with pytest.raises(SceneError, match="projection"):
+        run_scene("torque-transducer", projection="rattle")
+
+
+def test_shake_is_the_old_name_of_symplectic():
+    a = run_scene("torque-transducer", periods=0.3, projection="shake").metrics
+    b = run_scene("torque-transducer", periods=0.3, projection="symplectic").metrics
+    for key in ("torsional_period", "energy_a_min", "energy_rod_max", "energy_drift_max", "angular_momentum_drift"):
+        assert a[key] == b[key], key

@@ -79,7 +79,7 @@ def test_symmetric_masked_and_cyclic_match_dense(closed, prescribed):
     _close(out, ref)
 
 
-def test_bitwise_equal_to_the_copies_in_der_and_coupling():
+def test_bitwise_equal_to_the_copy_in_der():
     """The copies outside rodlab.linalg give the same bits, so they can be replaced by these kernels."""
     from rodlab.der import kernels as DK
 
@@ -92,15 +92,6 @@ def test_bitwise_equal_to_the_copies_in_der_and_coupling():
             solve_tridiagonal_masked(diag, lower, b, free, closed, o1)
             DK.solve_tridiagonal_masked(diag, lower, b, free, closed, o2)
             assert np.array_equal(o1, o2)
-    ck = pytest.importorskip("rodlab.coupling.kernels")
-    general = getattr(ck, "_solve_tridiag_general", None)
-    if general is not None:
-        lower, diag, upper, _ = _tri(n, 6)
-        free = np.arange(n) % 5 != 2
-        o1, o2 = np.empty(n), np.empty(n)
-        thomas_masked(lower, diag, upper, b, free, o1)
-        general(lower, diag, upper, b, free, o2)
-        assert np.array_equal(o1, o2)
 
 
 def test_tridiagonal_bad_input_and_zero_pivot():

@@ -5,8 +5,8 @@ A weld puts the end edge's two vertices at ``x_k = r_b + R(q_b) p_k`` and its ma
 director at ``m1 = R(q_b) m1^0`` (body-frame offsets ``p_k`` and ``m1^0`` fixed when the world is
 set up). The weld is eliminated, not projected: welded vertices are *placed* from their body's
 pose, so they hold to round-off. The lumped masses of welded vertices are not part of the
-dynamics (the body's mass and inertia stand for everything rigidly attached to it), as in
-:class:`rodlab.coupling.CoupledDERStepper`.
+dynamics (the body's mass and inertia stand for everything rigidly attached to it), as in the
+former single-rod coupling stepper these kernels replaced (docs/coupling.md).
 
 One step for the rods welded to bodies ("coupled rods"; other rods step on their own,
 :func:`rodlab.der.batch.advance_rod`), Bergou 2008, Algorithm 1 with steps 4, 5 and 8:
@@ -60,7 +60,7 @@ and ``H`` is positive definite because ``A`` is (``H`` and ``A`` are the two Sch
 of ``[T' V; V^T P^-1]``). On the contact rows ``dlam_c = P^-1 w``, so body ``b`` moves by
 ``-Mb^-1 U_b^T dlam_c`` without waiting for the rods. A body with a single weld needs no
 correction: ``W_b`` is its own ``1 x 1`` block and sits in ``T'`` exactly (so one rod with its
-bodies is projected exactly as :func:`rodlab.coupling.kernels.coupled_projection` does); such a
+bodies is projected exactly as the single-rod fast projection in the metric of Sec. 8.1); such a
 body is moved by its rod's thread. Per iteration: per rod (parallel) ``T'`` factored,
 ``y = T'^-1 C`` and ``Z_k = T'^-1 e_c`` per weld of a multi-weld body; serially ``P_b^-1``,
 ``H`` (entries ``P^-1`` within a body, ``-Z_l[c_k]`` within a rod) and its sparse Cholesky in an
@@ -85,7 +85,11 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ..coupling.kernels import _normalize_into, _qmul, _quat_log, _rotvec_quat, quat_matrix_into
+from ..geometry.rotations import quat_matrix_into
+from ..geometry.rotations import quat_mul_scalar as _qmul
+from ..geometry.rotations import quat_normalize_into as _normalize_into
+from ..geometry.rotations import quat_to_rotvec_scalar as _quat_log
+from ..geometry.rotations import rotvec_to_quat_scalar as _rotvec_quat
 from ..geometry._vec import JIT
 from . import batch as B
 from . import kernels as K

@@ -14,7 +14,10 @@ import math
 import numpy as np
 from numba import njit
 
-from ..coupling.kernels import _normalize_into, _qmul, _rotvec_quat, quat_matrix_into, world_inverse_inertia
+from ..geometry.rotations import quat_matrix_into, world_inverse_inertia
+from ..geometry.rotations import quat_mul_scalar as _qmul
+from ..geometry.rotations import quat_normalize_into as _normalize_into
+from ..geometry.rotations import rotvec_to_quat_scalar as _rotvec_quat
 from ..geometry._vec import JIT
 from ..geometry.curves import compute_edges
 

@@ -2,6 +2,13 @@
 
 Compiled scalar kernels over 3-vectors, 4-vectors and 3x3 matrices, accurate in the
 small-angle limit (Taylor series below ``1e-4`` rad) and near ``pi``.
+
+Two flavours of the quaternion operations, one implementation: the allocation-free kernels for
+hot loops (:func:`quat_mul_scalar`, :func:`rotvec_to_quat_scalar`, :func:`quat_to_rotvec_scalar`
+take and return scalar tuples; :func:`quat_matrix_into`, :func:`quat_normalize_into` and
+:func:`world_inverse_inertia` write into the caller's arrays; used by the rigid bodies of the DER
+simulator, :mod:`rodlab.der.bodies`), and the array-returning :func:`quat_mul`,
+:func:`rotvec_to_quat`, :func:`quat_to_rotvec`, :func:`quat_to_matrix` built on them.
 """
 from __future__ import annotations
 
@@ -74,14 +81,93 @@ def log_so3(R):
     return quat_to_rotvec(matrix_to_quat(R))
 
 
+# ---- allocation-free kernels (scalars in, scalars out, or written into the caller's arrays) ----
+@njit(**JIT)
+def quat_mul_scalar(p0, p1, p2, p3, q0, q1, q2, q3):
+    """Hamilton product ``p q`` of quaternions given by their (w, x, y, z) components; returns
+    the four components of the product."""
+    return (p0 * q0 - p1 * q1 - p2 * q2 - p3 * q3,
+            p0 * q1 + p1 * q0 + p2 * q3 - p3 * q2,
+            p0 * q2 - p1 * q3 + p2 * q0 + p3 * q1,
+            p0 * q3 + p1 * q2 - p2 * q1 + p3 * q0)
+
+
+@njit(**JIT)
+def rotvec_to_quat_scalar(a0, a1, a2):
+    """Unit quaternion ``exp(a / 2)`` (w, x, y, z) of rotation vector ``a`` [rad] (Taylor series
+    below ``1e-4`` rad)."""
+    t2 = a0 * a0 + a1 * a1 + a2 * a2
+    if t2 < _SMALL * _SMALL:
+        s = 0.5 - t2 / 48.0
+        c = 1.0 - t2 / 8.0 + t2 * t2 / 384.0
+    else:
+        t = math.sqrt(t2)
+        s = math.sin(0.5 * t) / t
+        c = math.cos(0.5 * t)
+    return c, s * a0, s * a1, s * a2
+
+
+@njit(**JIT)
+def quat_to_rotvec_scalar(q0, q1, q2, q3):
+    """Rotation vector [rad] of a unit quaternion (the shorter of ``q`` and ``-q``, ``|w| <= pi``),
+    robust in the small-angle limit."""
+    if q0 < 0.0:
+        q0, q1, q2, q3 = -q0, -q1, -q2, -q3
+    s = math.sqrt(q1 * q1 + q2 * q2 + q3 * q3)
+    if s < _SMALL:
+        # angle / s = 2 atan(s/q0) / s = 2/q0 (1 - s^2/(3 q0^2) + ...) for small s
+        r2 = s * s / (q0 * q0)
+        scale = 2.0 / q0 * (1.0 - r2 / 3.0 + r2 * r2 / 5.0)
+    else:
+        scale = 2.0 * math.atan2(s, q0) / s
+    return scale * q1, scale * q2, scale * q3
+
+
+@njit(**JIT)
+def quat_matrix_into(q, R):
+    """Rotation matrix of unit quaternion ``q`` (w, x, y, z) written into ``R`` (3, 3)."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    R[0, 1] = 2.0 * (x * y - w * z)
+    R[0, 2] = 2.0 * (x * z + w * y)
+    R[1, 0] = 2.0 * (x * y + w * z)
+    R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    R[1, 2] = 2.0 * (y * z - w * x)
+    R[2, 0] = 2.0 * (x * z - w * y)
+    R[2, 1] = 2.0 * (y * z + w * x)
+    R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+
+
+@njit(**JIT)
+def quat_normalize_into(q):
+    """Scale quaternion ``q`` (4,) to unit length in place (the caller keeps it away from zero:
+    hot loops renormalise quaternions that are unit to round-off)."""
+    n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    for i in range(4):
+        q[i] /= n
+
+
+@njit(**JIT)
+def world_inverse_inertia(q, I_inv_body, R, out):
+    """World-frame inverse inertia ``I_w^-1 = R I^-1 R^T`` [1/(kg m^2)] of a body with
+    orientation ``q`` and body-frame inverse inertia ``I_inv_body`` (3, 3), written into ``out``
+    (3, 3); ``R`` (3, 3) is scratch and holds ``R(q)`` on return."""
+    quat_matrix_into(q, R)
+    for i in range(3):
+        for j in range(3):
+            s = 0.0
+            for a in range(3):
+                for c in range(3):
+                    s += R[i, a] * I_inv_body[a, c] * R[j, c]
+            out[i, j] = s
+
+
+# ---- array-returning operations --------------------------------------------------------------
 @njit(**JIT)
 def quat_mul(p, q):
     """Hamilton product ``p q`` of quaternions stored (w, x, y, z)."""
     out = np.empty(4)
-    out[0] = p[0] * q[0] - p[1] * q[1] - p[2] * q[2] - p[3] * q[3]
-    out[1] = p[0] * q[1] + p[1] * q[0] + p[2] * q[3] - p[3] * q[2]
-    out[2] = p[0] * q[2] - p[1] * q[3] + p[2] * q[0] + p[3] * q[1]
-    out[3] = p[0] * q[3] + p[1] * q[2] - p[2] * q[1] + p[3] * q[0]
+    out[0], out[1], out[2], out[3] = quat_mul_scalar(p[0], p[1], p[2], p[3], q[0], q[1], q[2], q[3])
     return out
 
 
@@ -120,56 +206,25 @@ def quat_rotate(q, v):
 
 @njit(**JIT)
 def rotvec_to_quat(w):
-    theta2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
+    """Unit quaternion (w, x, y, z) of rotation vector ``w`` [rad]."""
     out = np.empty(4)
-    if theta2 < _SMALL * _SMALL:
-        s = 0.5 - theta2 / 48.0
-        out[0] = 1.0 - theta2 / 8.0 + theta2 * theta2 / 384.0
-    else:
-        t = math.sqrt(theta2)
-        s = math.sin(0.5 * t) / t
-        out[0] = math.cos(0.5 * t)
-    out[1] = s * w[0]
-    out[2] = s * w[1]
-    out[3] = s * w[2]
+    out[0], out[1], out[2], out[3] = rotvec_to_quat_scalar(w[0], w[1], w[2])
     return out
 
 
 @njit(**JIT)
 def quat_to_rotvec(q):
     """Rotation vector of unit quaternion ``q`` (the shorter of ``q`` and ``-q``), ``|w| <= pi``."""
-    w0 = q[0]
-    v0, v1, v2 = q[1], q[2], q[3]
-    if w0 < 0.0:
-        w0, v0, v1, v2 = -w0, -v0, -v1, -v2
-    s = math.sqrt(v0 * v0 + v1 * v1 + v2 * v2)
-    angle = 2.0 * math.atan2(s, w0)
-    if s < _SMALL:
-        # angle / s = 2 atan(s/w0) / s = 2/w0 (1 - s^2/(3 w0^2) + ...) for small s
-        r2 = s * s / (w0 * w0)
-        scale = 2.0 / w0 * (1.0 - r2 / 3.0 + r2 * r2 / 5.0)
-    else:
-        scale = angle / s
     out = np.empty(3)
-    out[0] = scale * v0
-    out[1] = scale * v1
-    out[2] = scale * v2
+    out[0], out[1], out[2] = quat_to_rotvec_scalar(q[0], q[1], q[2], q[3])
     return out
 
 
 @njit(**JIT)
 def quat_to_matrix(q):
-    w, x, y, z = q[0], q[1], q[2], q[3]
+    """Rotation matrix (3, 3) of unit quaternion ``q`` (w, x, y, z)."""
     R = np.empty((3, 3))
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - w * z)
-    R[0, 2] = 2 * (x * z + w * y)
-    R[1, 0] = 2 * (x * y + w * z)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - w * x)
-    R[2, 0] = 2 * (x * z - w * y)
-    R[2, 1] = 2 * (y * z + w * x)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
+    quat_matrix_into(q, R)
     return R
 
 

@@ -48,6 +48,7 @@ def _straight(n: int, length: float, grading: float = 1.0) -> np.ndarray:
     "localized helical buckling of a clamped twisted rod vs van der Heijden-Thompson (Bergou 2008, Fig. 7)",
     [
         Param("n", 320, "number of vertices (the discrete equilibrium converges to the theory at second order: phi0 0.70, 0.84, 0.88, 0.90 at n = 80, 160, 240, 320)", low=20, high=1000),
+        Param("projection", "fast", "explicit DER inextensibility: fast (Goldenthal fast projection) or symplectic (RATTLE, no projection damping)", choices=("fast", "symplectic")),
         Param("L", 9.29, "rod length between the clamps", low=0.0, low_open=True),
         Param("alpha", 1.345, "bending stiffness", low=0.0, low_open=True),
         Param("beta", 0.789, "twisting stiffness", low=0.0, low_open=True),
@@ -77,7 +78,7 @@ def helical_buckling(p, progress):
     # the far clamp turned `turns` times about the axis and pushed `shortening` towards the other
     b.clamp(r, "end", motion=fixed_pose(exp_so3(2 * math.pi * p["turns"] * axis), -p["shortening"] * axis))
     world = b.build()
-    sim = make_simulator(world, "der", dt=1e-3)
+    sim = make_simulator(world, "der", dt=1e-3, projection=p["projection"])
     state = sim.initial_state()
     # a rotation cannot count whole turns: the angles carry them. A straight rod's twist is
     # uniform, theta_j = 2 pi N s_j / L
@@ -170,6 +171,7 @@ def _localized_guess(theory, x_straight, shortening, theoretical_centerline):
     "twisted ring: circular shape stable below 2 pi sqrt(3) alpha/beta, buckles above (Bergou 2008, Fig. 8)",
     [
         Param("n", 50, "number of vertices", low=12, high=2000),
+        Param("projection", "fast", "explicit DER inextensibility: fast (Goldenthal fast projection) or symplectic (RATTLE, no projection damping)", choices=("fast", "symplectic")),
         Param("alpha", 1.0, "bending stiffness", low=0.0, low_open=True),
         Param("beta", 1.0, "twisting stiffness", low=0.0, low_open=True),
         Param("twist", 14.0, "total twist imposed before closing the ring [rad]"),
@@ -192,7 +194,7 @@ def michell(p, progress):
               rest_curvature=np.zeros((n, 4)), rest_twist=rest_twist)
     world = b.build()
     dt = suggested_time_step(world.rods[0], safety=0.3)
-    sim = make_simulator(world, "der", dt=dt)
+    sim = make_simulator(world, "der", dt=dt, projection=p["projection"])
     state = sim.initial_state()
     # perturb with the modes that go unstable first (out-of-plane, wavenumbers 2 and 3)
     x0 = circle.copy()
@@ -235,6 +237,7 @@ def _out_of_plane(x: np.ndarray) -> float:
     "straight rod, both ends clamped, one end turned: twist per length uniform (Bergou 2008, Eq. 5)",
     [
         Param("n", 50, "number of vertices", low=4, high=5000),
+        Param("projection", "fast", "explicit DER inextensibility: fast (Goldenthal fast projection) or symplectic (RATTLE, no projection damping)", choices=("fast", "symplectic")),
         Param("length", 1.0, "rod length [m]", low=0.0, low_open=True),
         Param("turns", 3.0, "turns of the far clamp"),
         Param("anisotropy", 2.0, "ratio of the two bending stiffnesses (1 = isotropic)", low=1.0),
@@ -254,7 +257,7 @@ def uniform_twist(p, progress):
     b.clamp(r, "end", motion=motion)
     world = b.build()
     dt = min(suggested_time_step(world.rods[0]), p["t_end"] / 200)
-    sim = make_simulator(world, "der", dt=dt, twist_solver="newton")
+    sim = make_simulator(world, "der", dt=dt, twist_solver="newton", projection=p["projection"])
     state = sim.initial_state()
     nsteps = int(math.ceil(p["t_end"] / dt))
     run = record(sim, state, nsteps, frames=50, progress=progress, probes={"twist": lambda st: joint_twist(world, st)})
@@ -281,6 +284,7 @@ def uniform_twist(p, progress):
     [
         Param("shape", "v", "rest centerline: v (V-shaped) or arc (semicircle)", choices=("v", "arc")),
         Param("n", 41, "number of vertices", low=9, high=400),
+        Param("projection", "fast", "explicit DER inextensibility: fast (Goldenthal fast projection) or symplectic (RATTLE, no projection damping)", choices=("fast", "symplectic")),
         Param("turns", 1.0, "largest number of turns of the far clamp", low=0.0, low_open=True),
         Param("stages", 6, "twist levels solved (static continuation)", low=2, high=200),
         Param("anisotropy", 4.0, "ratio of the two bending stiffnesses", low=1.0),
@@ -303,7 +307,7 @@ def twist_asymmetry(p, progress):
     b.clamp(r, "start")
     b.clamp(r, "end", motion=motion)
     world = b.build()
-    sim = make_simulator(world, "der", dt=1e-3)
+    sim = make_simulator(world, "der", dt=1e-3, projection=p["projection"])
     state = sim.initial_state()
     voronoi = joint_voronoi_length(world)
     total = 2 * math.pi * p["turns"]
@@ -365,6 +369,7 @@ def twist_asymmetry(p, progress):
     "naturally curved rod held straight, ends let in: two helices of opposite hand (Bergou 2008, Fig. 2)",
     [
         Param("n", 120, "number of vertices", low=20, high=1000),
+        Param("projection", "fast", "explicit DER inextensibility: fast (Goldenthal fast projection) or symplectic (RATTLE, no projection damping)", choices=("fast", "symplectic")),
         Param("length", 1.0, "rod length [m]", low=0.0, low_open=True),
         Param("curvature", 20.0, "natural curvature [1/m] (no natural twist: a flattened coil)", low=0.0, low_open=True),
         Param("release", 0.7, "end distance after the ends are let in, over the length", low=0.05, high=0.98),
@@ -393,7 +398,7 @@ def perversion(p, progress):
     b.clamp(r, "end", motion=let_in)
     world = b.build()
     dt = suggested_time_step(world.rods[0], safety=0.3)
-    sim = make_simulator(world, "der", dt=dt)
+    sim = make_simulator(world, "der", dt=dt, projection=p["projection"])
     state = sim.initial_state()
     x0 = x.copy()
     rng = np.random.default_rng(0)

@@ -189,11 +189,12 @@ def _plot_tree(world, rec, body_frames, out_dir):
     Param("damping", 0.5, "viscous damping rate of rods and bodies [1/s]", low=0.0),
     Param("projection_tol", 1e-8, "fast projection tolerance on max |e.e - ebar^2| / ebar^2 (the paper's 1e-8)", low=0.0, low_open=True, high=1e-6),
     Param("frames", 60, "frames kept", low=2, high=10000),
+    Param("projection", "fast", "explicit DER inextensibility: fast (Goldenthal fast projection) or symplectic (RATTLE: no projection damping)", choices=("fast", "symplectic")),
     Param("seed", 0, "random seed of the branch directions and lengths", low=0),
 ], paper="Bergou et al. 2008, Sec. 8, Fig. 12")
 def run_tree(p, progress) -> SceneResult:
     world, layout = build_tree(p)
-    options = {"projection_tol": p["projection_tol"]}
+    options = {"projection_tol": p["projection_tol"], "projection": p["projection"]}
     if p["dt"] > 0:
         options["dt"] = p["dt"]
     sim = make_simulator(world, "der", **options)
@@ -228,4 +229,5 @@ def run_tree(p, progress) -> SceneResult:
             "energy": energy, "energy_columns": np.array(["kinetic_rods", "kinetic_bodies", "elastic", "gravity", "total"]),
             "weld_error": rec.probes["weld_error"], "tip_displacement": tip_disp}
     body_frames = rec.probes["body_x"]
-    return SceneResult(m, traj, plot=lambda result, out_dir: _plot_tree(world, rec, body_frames, out_dir))
+    return SceneResult(m, traj, plot=lambda result, out_dir: _plot_tree(world, rec, body_frames, out_dir),
+                       world=world, state=state)

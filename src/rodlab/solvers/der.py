@@ -109,7 +109,7 @@ class DERSimulator(Simulator):
     def _setup_bodies(self) -> None:
         """The body group (:class:`rodlab.der.bodies.BodyModel`): welds in rod order, their
         body-frame offsets and directors from each rod's initial state and the bodies' poses."""
-        from ..coupling.kernels import quat_matrix_into
+        from ..geometry.rotations import quat_matrix_into
 
         w, h, opt = self.world, self._dt, self._options
         welds = sorted(w.welds, key=lambda x: (x.rod, x.edge % w.rods[x.rod].n_edges))
