@@ -1,7 +1,10 @@
-"""Command-line interface: ``rodlab scenes | run | export | demo | validate``.
+"""Command-line interface: ``rodlab COMMAND`` (``rodlab --help`` lists every command).
 
 All quantities are SI: metres, seconds, kilograms, pascals, newtons, radians.
-Exit status 2 on bad input (unknown scene or parameter, value out of range).
+Exit status: 0 ok; 2 bad input (unknown scene or parameter, value out of range, an --out that
+cannot be written, a run over the size limits without --force); 3 the simulation failed (one line
+says what, when and what to try; the run up to its last good state is written); 130 interrupted
+(Ctrl-C; what was computed is written). Options such as -v go before or after the command.
 """
 from __future__ import annotations
 
@@ -10,12 +13,16 @@ import logging
 import sys
 from pathlib import Path
 
+import numpy as np
+
 
 def _parse_sets(items: list[str]) -> dict:
     out = {}
     for item in items:
         if "=" not in item:
-            raise SystemExit(f"--set expects NAME=VALUE (got {item!r})")
+            from .scenes.registry import SceneError
+
+            raise SceneError(f"--set expects NAME=VALUE (got {item!r})")
         k, v = item.split("=", 1)
         out[k.strip()] = v.strip()
     return out
@@ -45,19 +52,101 @@ def cmd_params(args) -> int:
     return 0
 
 
-def run_and_write(name: str, overrides: dict, out: Path, *, plot: bool = True, quiet: bool = False):
-    from .io.outputs import write_scene_outputs
+class RunFailed(Exception):
+    """A run failed or was interrupted after its one line was printed and its outputs written;
+    ``status``: the exit status (3 failed, 130 interrupted)."""
+
+    def __init__(self, status: int):
+        super().__init__(status)
+        self.status = status
+
+
+SIMULATION_FAILURES = ("SimulationError", "FloatingPointError", "LinAlgError", "ZeroDivisionError")
+"""Exceptions (by class name, with their subclasses) that mean "the simulation failed" (exit 3)."""
+
+
+def _is_simulation_failure(exc: BaseException) -> bool:
+    return any(c.__name__ in SIMULATION_FAILURES for c in type(exc).__mro__)
+
+
+def report_failure(label: str, exc: BaseException, out: Path, *, metrics: dict, meta: dict, hint: str) -> int:
+    """The failure contract (module docstring): write ``metrics.json`` (``success`` false,
+    ``error``, ``t_reached``) and the frames up to the last good state into ``out`` (atomically),
+    print one line, return the exit status (130 interrupted, 3 failed)."""
+    from . import runctl
+    from .io.outputs import atomic_output_dir, failure_outputs
+    from .runctl import active
+
+    interrupted = isinstance(exc, KeyboardInterrupt)
+    rec = getattr(exc, "recording", None) or (active().partial if active() is not None else None)
+    if rec is not None:
+        trajectory = {"t": rec.t, "x": rec.x, **{k: v for k, v in rec.probes.items()}}
+        steps = int(rec.steps)
+    else:
+        trajectory, steps = getattr(exc, "trajectory", None), None
+    t = np.asarray(trajectory["t"]) if trajectory is not None else np.zeros(0)
+    t_reached = float(t[-1]) if t.size else None
+    what = "interrupted" if interrupted else " ".join(str(exc).split()) or type(exc).__name__
+    data = {**metrics, "success": False, "error": what, "t_reached": t_reached}
+    if steps is not None:
+        data["steps"] = steps
+    when = f"at t = {t_reached:.6g} s" if t_reached is not None else "before its first frame"
+    runctl.stop_spinner()
+    try:
+        with atomic_output_dir(out) as tmp:
+            failure_outputs(tmp, data, trajectory, meta)
+        wrote = f"wrote metrics.json{' and trajectory.npz' if t.size else ''} to {out}"
+    except OSError as err:
+        wrote = f"could not write {out}: {err}"
+    if interrupted:
+        print(f"rodlab: {label} interrupted {when}; {wrote}", file=sys.stderr)
+        return 130
+    tip = "" if "try " in what else f"; try {hint}"
+    print(f"rodlab: {label} failed {when}: {what}{tip}; {wrote}", file=sys.stderr)
+    return 3
+
+
+def run_and_write(name: str, overrides: dict, out: Path, *, plot: bool = True, quiet: bool = False, force: bool = False):
+    """Run scene ``name`` and write its outputs into ``out`` (atomically, after checking ``out``
+    before any work); a failed or interrupted run raises :class:`RunFailed` after writing what
+    it computed."""
+    from . import runctl
+    from .io.outputs import atomic_output_dir, check_output_dir, relocate, write_scene_outputs
     from .scenes.registry import TqdmProgress, get_scene, run_scene
 
     scene = get_scene(name)
     params = scene.resolve(overrides)
+    check_output_dir(out)
     progress = TqdmProgress(name) if not quiet else None
-    try:
-        result = run_scene(name, progress=progress, **params)
-    finally:
-        if progress:
-            progress.close()
-    files = write_scene_outputs(name, params, result, out, plot=plot)
+    with runctl.session(force=force, spinner=not quiet):
+        try:
+            result = run_scene(name, progress=progress, **params)
+        except (Exception, KeyboardInterrupt) as exc:
+            if not (isinstance(exc, KeyboardInterrupt) or _is_simulation_failure(exc)):
+                raise
+            if progress:
+                progress.close()
+            has_dt = any(p.name == "dt" for p in scene.params)
+            hint = "a smaller time step (--set dt=...)" if has_dt else "milder parameters (rodlab params " + name + ")"
+            raise RunFailed(report_failure(f"scene {name}", exc, out, metrics={"scene": name}, hint=hint,
+                                           meta={"scene": name, "params": params})) from None
+        finally:
+            if progress:
+                progress.close()
+        failed = result.metrics.get("success") is False  # a solver that did not converge, reported by the scene
+        if failed:
+            t = np.asarray(result.trajectory.get("t", []))
+            result.metrics.setdefault("error", str(result.metrics.get("message") or "the scene reported success: false"))
+            result.metrics.setdefault("t_reached", float(t[-1]) if t.size else None)
+        with atomic_output_dir(out) as tmp:
+            files = relocate(write_scene_outputs(name, params, result, tmp, plot=plot), tmp, out)
+    if failed:
+        what = " ".join(str(result.metrics["error"]).split())
+        has_dt = any(p.name == "dt" for p in scene.params)
+        tip = "" if "try " in what else ("; try a smaller time step (--set dt=...)" if has_dt else "; try milder parameters")
+        print(f"rodlab: scene {name} failed: {what} (run to t = {_fmt(result.metrics['t_reached'])} s){tip}; "
+              f"wrote {', '.join(str(f) for f in files)}", file=sys.stderr)
+        raise RunFailed(3)
     if not quiet:
         print(f"scene {name}:")
         for k, v in result.metrics.items():
@@ -70,11 +159,27 @@ def cmd_run(args) -> int:
     if args.scene.lower().endswith(".toml"):  # a scene file (docs/scene-files.md)
         from .scenefile.runner import cli_run
 
-        status = cli_run(args.scene, args.set, args.out, plot=not args.no_plot)
+        if args.animate:  # before the run: a missing imageio-ffmpeg is known now, not after it
+            from .render.animate import check_available
+
+            check_available(args.animate)
+        sets = list(args.set or []) + ([f'output.animate="{args.animate}"'] if args.animate else [])  # the file's key
+        status = cli_run(args.scene, sets, args.out, plot=not args.no_plot, force=args.force)
         out = Path(args.out) if args.out else Path("rodlab-out") / Path(args.scene).stem
         return status or _export_after_run(out, args.export)
     out = Path(args.out or Path("rodlab-out") / args.scene)
-    run_and_write(args.scene, _parse_sets(args.set or []), out, plot=not args.no_plot)
+    if args.animate:
+        from .render.animate import check_available
+
+        check_available(args.animate)
+    result, _ = run_and_write(args.scene, _parse_sets(args.set or []), out, plot=not args.no_plot, force=args.force)
+    if args.animate:  # docs/pictures.md
+        from .scenes.registry import get_scene
+        from .viz.tubes import animate_result
+
+        path = animate_result(result, out, args.animate, scene_name=args.scene,
+                              params=get_scene(args.scene).resolve(_parse_sets(args.set or [])))
+        print(f"wrote {path}")
     return _export_after_run(out, args.export)
 
 
@@ -120,6 +225,32 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_warmup(args) -> int:
+    """``rodlab warmup``: compile every method's kernels into numba's cache (one step of each
+    method's smallest cantilever world) and say how long it took."""
+    import time
+
+    from . import runctl
+    from .scenes.cantilever_world import cantilever_world
+    from .solvers import METHODS, make_simulator
+
+    methods = args.method or list(METHODS)
+    params = dict(n=6, length=0.1, radius=0.001, E=1e7, G=1e7 / 3, rho=1000.0, g=9.81, damping=0.0)
+    total = time.perf_counter()
+    with runctl.session(spinner=False):
+        for method in methods:
+            t0, c0 = time.perf_counter(), runctl.compile_seconds()
+            print(f"warmup {method}: compiling kernels (first run only), or loading them from the cache ...", end="", flush=True)
+            sim = make_simulator(cantilever_world(params, method), method)
+            sim.advance(sim.initial_state(), 1)
+            compiled = runctl.compile_seconds() - c0
+            print(f" ready in {time.perf_counter() - t0:.1f} s"
+                  + (f" ({compiled:.1f} s compiling)" if compiled > 0 else " (loaded from the cache)"))
+    print(f"warmup: {len(methods)} method(s) ready in {time.perf_counter() - total:.1f} s; "
+          "later runs load the kernels from the cache")
+    return 0
+
+
 def cmd_validate(args) -> int:
     from .validate import run_validation
 
@@ -129,6 +260,7 @@ def cmd_validate(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from .io.exports import FORMATS as EXPORT_FORMATS
+    from .solvers import METHODS
 
     parser = argparse.ArgumentParser(prog="rodlab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="log solver diagnostics")
@@ -143,6 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a parameter (SI units); repeatable")
     p.add_argument("--out", help="output folder (default rodlab-out/SCENE)")
     p.add_argument("--no-plot", action="store_true", help="skip the pictures")
+    p.add_argument("--animate", nargs="?", const="mp4", choices=("mp4", "gif"),
+                   help="also write OUT/animation.mp4 (default; needs imageio-ffmpeg: pip install 'rodlab[render]') "
+                        "or animation.gif, one tube picture per recorded frame (docs/pictures.md)")
+    p.add_argument("--force", action="store_true", help="run even when over 1e8 steps or the memory available "
+                                                        "(otherwise refused with an estimate)")
     p.add_argument("--export", action="append", choices=EXPORT_FORMATS, metavar="FORMAT",
                    help=f"after the run, export it into OUT/export ({', '.join(EXPORT_FORMATS)}; docs/exports.md); repeatable")
     p.set_defaults(fn=cmd_run)
@@ -164,6 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", action="append", help="run only cases whose name contains this text")
     p.add_argument("--quick", action="store_true", help="coarser resolutions (what the test suite runs)")
     p.set_defaults(fn=cmd_validate)
+    p = sub.add_parser("warmup", help="compile every method's kernels into the cache (the first run is then fast)")
+    p.add_argument("--method", action="append", choices=METHODS, help="only this method; repeatable (default: all)")
+    p.set_defaults(fn=cmd_warmup)
     _add_method_commands(sub)
     return parser
 
@@ -172,7 +312,7 @@ def _add_method_commands(sub) -> None:
     """Subcommands owned by a method package: ``module.add_subcommand(sub)`` registers its parser."""
     import importlib
 
-    for module_name in ("rodlab.inverse.cli",):
+    for module_name in ("rodlab.inverse.cli", "rodlab.distributed.cli", "rodlab.viewer.cli"):
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -187,13 +327,28 @@ def main(argv: list[str] | None = None) -> int:
     from .scenes.registry import SceneError
 
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # global options anywhere: before or after the subcommand (up to a "--")
+    end = argv.index("--") if "--" in argv else len(argv)
+    verbose = any(a in ("-v", "--verbose") for a in argv[:end])
+    argv = [a for a in argv[:end] if a not in ("-v", "--verbose")] + argv[end:]
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.fn(args) or 0)
     except (SceneError, ModelError) as exc:
         print(f"rodlab: error: {exc}", file=sys.stderr)
         return 2
+    except RunFailed as exc:
+        return exc.status
+    except KeyboardInterrupt:
+        print("rodlab: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if not _is_simulation_failure(exc):
+            raise
+        print(f"rodlab: error: the simulation failed: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
