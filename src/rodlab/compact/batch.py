@@ -12,6 +12,7 @@ from numba import njit, prange
 
 from ..geometry.curves import reference_twist3
 from ..geometry.rotations import matrix_to_quat, quat_mul
+from .bdf2 import BETA, bdf2_start
 from .chain import recenter
 from .sqp import finish_step, predict_start, sqp_solve
 
@@ -117,7 +118,8 @@ def _drive_root(sr, qrefr, R, shift, x0, c0, q0):
         qrefr[0, c] = sign * target[c]
 
 
-def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta, ref_twist, drive_R, drive_shift):
+def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta, ref_twist, drive_R, drive_shift,
+                  integ, p_prev, v_prev, q_prev, omega_prev, prev_dt):
     """``nsteps`` implicit-Euler steps (``static``: one static solve, inertia dropped) of every rod
     (``advance_rods``: in parallel over rods; ``advance_rods_serial``, for one-rod worlds: without
     the parallel region's cost), then the common frame fields of the state (:func:`write_frames`).
@@ -141,6 +143,13 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
     the end of step ``k``, applied to the rest root ``drive_x0`` (D, 3), edge midpoint
     ``drive_c0`` (D, 3) and segment-0 quaternion ``drive_q0`` (D, 4) (:func:`_drive_root`). ``A``,
     ``L`` (R, n, n): per-rod dense blocks of the ``direct`` preconditioner (n = 1 for the others).
+
+    ``integ``: 0 backward Euler (``p_prev`` ... ``prev_dt`` are not touched); 1 BDF2: a step whose
+    history is valid (``prev_dt[0] == dt``) is the backward-Euler step of size ``2/3 dt`` from the
+    start built by :func:`rodlab.compact.bdf2.bdf2_start` out of the state and the previous step's
+    ``p_prev`` (N, 3), ``v_prev`` (N, 3), ``q_prev`` (E, 4), ``omega_prev`` (E, 3); otherwise a
+    backward-Euler step. After every step (all rods finite) the step's start is copied into the
+    history and ``prev_dt[0] = dt``; a static solve sets ``prev_dt[0] = 0``.
     """
     nr, N, E, J, D, nd_max = ib[I_NROD], ib[I_NV], ib[I_NE], ib[I_NJ], ib[I_ND], ib[I_NDENSE]
     vstart, estart, jstart = ib[ib[I_VSTART]:ib[I_VSTART] + nr + 1], ib[ib[I_ESTART]:ib[I_ESTART] + nr + 1], \
@@ -185,7 +194,14 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
     comps, stats, totals = _f2(ib, fb, S_COMPS, nr, 4), _f2(ib, fb, S_STATS, nr, 8), _f2(ib, fb, S_TOTALS, nr, 4)
     totals[:, :] = 0.0
     done = nsteps
+    bdf = integ == 1 and not static
+    if integ == 1 and static:
+        prev_dt[0] = 0.0
+    h = BETA * dt
     for k in range(nsteps):
+        two = bdf and prev_dt[0] == dt  # this step is a BDF2 step
+        a_in_k = 1.0 / (h * h) if two else a_in
+        a_d_k = a_d * dt / h if two else a_d
         for ri in prange(nr):
             v0, v1 = vstart[ri], vstart[ri + 1]
             e0, e1 = estart[ri], estart[ri + 1]
@@ -199,14 +215,18 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
             _copy_rows(vr, v_bk[v0:v1])
             _copy_rows(omr, om_bk[e0:e1])
             ptr, qtr, ppr, thr = p_t[v0:v1], q_t[e0:e1], p_pred[v0:v1], th_pred[e0:e1]
-            _copy_rows(pr, ptr)
-            _copy_rows(qr, qtr)
-            for j in range(v1 - v0):
-                for c in range(3):
-                    ppr[j, c] = vr[j, c] * dt + ptr[j, c]
-            for i in range(e1 - e0):
-                for c in range(3):
-                    thr[i, c] = omr[i, c] * dt
+            if two:
+                bdf2_start(pr, vr, qr, omr, p_prev[v0:v1], v_prev[v0:v1], q_prev[e0:e1], omega_prev[e0:e1],
+                           Jr[e0:e1], dt, h, ptr, qtr, ppr, thr)
+            else:
+                _copy_rows(pr, ptr)
+                _copy_rows(qr, qtr)
+                for j in range(v1 - v0):
+                    for c in range(3):
+                        ppr[j, c] = vr[j, c] * dt + ptr[j, c]
+                for i in range(e1 - e0):
+                    for c in range(3):
+                        thr[i, c] = omr[i, c] * dt
             fr = free[v0:v1]
             if warm and not static:
                 predict_start(sr, qr, vr, omr, dt, fr)
@@ -216,7 +236,7 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
             nd = 3 * (v1 - v0) if kind == 4 else 1
             wpr, wqr = wp[v0:v1], wq[e0:e1]
             sqp_solve(sr, lengths[e0:e1], qrefr, fr, ppr, ptr, qtr, thr, masses[v0:v1], Jr[e0:e1], lbar[h0:h1],
-                      Kh[h0:h1], ubar[h0:h1], gravity, a_in, a_d, kind, max_newton, tol[ri], pcg_rtol, pcg_atol,
+                      Kh[h0:h1], ubar[h0:h1], gravity, a_in_k, a_d_k, kind, max_newton, tol[ri], pcg_rtol, pcg_atol,
                       pcg_maxiter, ls_steps, G[v0:v1], use_g, recenter_each,
                       wpr, wqr, Dj[e0:e1], Qj[e0:e1], gp[v0:v1], gq[e0:e1], Hp[v0:v1], Hqd[e0:e1], Hqo[h0:h1],
                       b[v0:v1], ds[v0:v1], s_try[v0:v1], diag[v0:v1], off[e0:e1], sinv[v0:v1], W[e0:e1],
@@ -237,7 +257,7 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
                 omr[:, :] = 0.0
                 recenter(qr, qrefr, sr)
             else:
-                finish_step(sr, qrefr, pr, qr, ptr, qtr, vr, omr, dt)
+                finish_step(sr, qrefr, pr, qr, ptr, qtr, vr, omr, h if two else dt)
                 if decay != 1.0:
                     for j in range(v1 - v0):
                         for c in range(3):
@@ -258,6 +278,12 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
             _copy_rows(om_bk, omega)
             done = k
             break
+        if bdf:
+            _copy_rows(p_bk, p_prev)
+            _copy_rows(v_bk, v_prev)
+            _copy_rows(q_bk, q_prev)
+            _copy_rows(om_bk, omega_prev)
+            prev_dt[0] = dt
         for ri in range(nr):
             totals[ri, 0] += stats[ri, 0]
             totals[ri, 1] += stats[ri, 1]

@@ -153,7 +153,8 @@ def der_static_multilevel(params: dict, sim, state: State):
     res = None
     for n in levels:
         level = sim if n == params["n"] else make_simulator(cantilever_world(dict(params, n=n), "der"), "der", dt=sim.dt,
-                                                            damping_scheme=sim.opts["damping_scheme"])
+                                                            damping_scheme=sim.opts["damping_scheme"],
+                                                            projection=sim.opts["projection"])
         s0 = (state if n == params["n"] else level.initial_state()) if guess is None else \
             _der_state_at(level, resample(guess, float(params["length"]), n))
         view = RodState(s0.t, s0.rod_x(0), s0.rod_v(0), s0.rod_theta(0), s0.rod_ref_d1(0), s0.rod_ref_twist(0))

@@ -39,6 +39,9 @@ from .registry import Param, SceneResult, register
 
 PRECONDS = ("none", "diagonal", "block-diagonal", "hybrid", "direct")
 FRAMES = 100
+INTEGRATOR_PARAM = Param("integrator", "backward-euler", "time integration (docs/integrators.md): backward-euler "
+                         "(Zhao et al.'s, first order) or bdf2 (second order; not with obstacles or rod contact)",
+                         choices=("backward-euler", "bdf2"))
 
 
 def helix_points(n: int, turns: float, helix_radius: float, pitch: float) -> np.ndarray:
@@ -66,7 +69,8 @@ def _add_rod(b: WorldBuilder, points: np.ndarray, params) -> int:
 
 
 def _options(params) -> dict:
-    return {"dt": params["dt"], "precond": params["precond"], "newton_iters": params["max_newton"]}
+    return {"dt": params["dt"], "precond": params["precond"], "newton_iters": params["max_newton"],
+            "integrator": params.get("integrator", "backward-euler")}
 
 
 def helix_world(params):
@@ -161,6 +165,7 @@ HELIX_PARAMS = [
     Param("t_end", 1.0, "simulated time [s]", low=0.0),
     Param("max_newton", 5, "Newton iterations per step at most (Sec. 4: 5)", low=1, high=1000),
     Param("precond", "hybrid", "PCG preconditioner", choices=PRECONDS),
+    INTEGRATOR_PARAM,
 ]
 
 
@@ -171,7 +176,7 @@ def run_helix(params, progress):
     world = helix_world(params)
     sim, state, m, traj = _run(world, params, progress)
     m.update(tip_z=float(metrics.tip(world, state)[2]), length=float(world.edge_rest_length.sum()))
-    return SceneResult(m, traj)
+    return SceneResult(m, traj, world=world, state=state)
 
 
 DRAG_PARAMS = [
@@ -188,6 +193,7 @@ DRAG_PARAMS = [
     Param("frequency", 1.0, "f: frequency of the root motion [Hz]", low=0.0),
     Param("max_newton", 5, "Newton iterations per step at most", low=1, high=1000),
     Param("precond", "hybrid", "PCG preconditioner", choices=PRECONDS),
+    INTEGRATOR_PARAM,
 ]
 
 
@@ -218,7 +224,7 @@ def run_drag_root(params, progress):
     tip = metrics.tip(world, state)
     m.update(simulated_s=float(state.t), tip_x=float(tip[0]), tip_z=float(tip[2]),
              max_speed=float(np.max(np.linalg.norm(state.vertex_v, axis=1))))
-    return SceneResult(m, traj)
+    return SceneResult(m, traj, world=world, state=state)
 
 
 DROP_PARAMS = [
@@ -236,6 +242,7 @@ DROP_PARAMS = [
     Param("t_end", 1.0, "simulated time [s]", low=0.0),
     Param("max_newton", 5, "Newton iterations per step at most", low=1, high=1000),
     Param("precond", "hybrid", "PCG preconditioner", choices=PRECONDS),
+    INTEGRATOR_PARAM,
 ]
 
 
@@ -262,7 +269,7 @@ def run_drop_cylinders(params, progress):
     x = state.vertex_x
     m["min_clearance"] = min(float(np.min(ob.distance(x))) for ob in world.obstacles) - params["radius"]
     cyl = [(np.array(ob.point), np.array(ob.axis), float(ob.radius)) for ob in world.obstacles]
-    return SceneResult(m, traj, plot=_plot_drop, extra={"cylinders": cyl})
+    return SceneResult(m, traj, plot=_plot_drop, extra={"cylinders": cyl}, world=world, state=state)
 
 
 def _plot_drop(result, out_dir):

@@ -117,6 +117,8 @@ KNOT_PARAMS = [
     Param("dt", 0.003, "time step [s]", low=0.0, low_open=True),
     Param("damping", 0.0, "viscous damping rate [1/s]", low=0.0),
     Param("max_newton", 5, "SQP iterations per step (the paper: 5; more while a contact is violated)", low=1, high=1000),
+    Param("integrator", "backward-euler", "time integration (docs/integrators.md): backward-euler; bdf2 is refused "
+          "with rod contact", choices=("backward-euler", "bdf2")),
 ]
 
 
@@ -135,7 +137,8 @@ def run_knot(params, progress):
     from .. import metrics
 
     world = knot_world(params)
-    sim = make_simulator(world, "compact", dt=params["dt"], newton_iters=params["max_newton"])
+    sim = make_simulator(world, "compact", dt=params["dt"], newton_iters=params["max_newton"],
+                         integrator=params.get("integrator", "backward-euler"))
     state = sim.initial_state()
     nsteps = max(1, int(round(params["t_end"] / params["dt"])))
     thin = from_arrays(world.rod_vertex_start, world.rod_closed, 0.1 * params["radius"],

@@ -46,6 +46,9 @@ def gusty_wind(speed: float, period: float):
     Param("drag", 2e-5, "linear air drag per unit length [N s/m^2]", low=0.0),
     Param("damping", 0.5, "viscous damping rate [1/s]", low=0.0),
     Param("frames", 50, "frames kept (capped so frames x vertices <= 4e6)", low=2, high=10000),
+    Param("projection", "fast", "method der: fast (Goldenthal fast projection) or symplectic (RATTLE)", choices=("fast", "symplectic")),
+    Param("integrator", "backward-euler", "methods der-implicit, compact: backward-euler (first order) or bdf2 "
+          "(second order)", choices=("backward-euler", "bdf2")),
     Param("seed", 0, "random seed of the strands' lengths and phases", low=0),
 ])
 def run_hairstyle(params, progress) -> SceneResult:
@@ -60,6 +63,10 @@ def run_hairstyle(params, progress) -> SceneResult:
         options["dt"] = params["dt"]
     if params["newton_iters"] > 0:
         options["newton_iters"] = params["newton_iters"]
+    if params["method"] == "der":
+        options["projection"] = params["projection"]
+    if params["method"] in ("der-implicit", "compact"):
+        options["integrator"] = params["integrator"]
     sim = make_simulator(world, params["method"], **options)
     state = sim.initial_state()
     nsteps = int(math.ceil(params["t_end"] / sim.dt - 1e-9))
@@ -75,4 +82,4 @@ def run_hairstyle(params, progress) -> SceneResult:
          "mean_tip_drop": float(np.mean(rest_tips[:, 2] - tips[:, 2])),
          "mean_tip_shift_x": float(np.mean(tips[:, 0] - rest_tips[:, 0]))}
     traj = {"t": run.t, "x": run.x, "rod_offsets": np.array(world.rod_vertex_start)}
-    return SceneResult(m, traj)
+    return SceneResult(m, traj, world=world, state=state)

@@ -41,6 +41,10 @@ frame fields are written after every call: ``edge_ref_d1`` = the first director 
 with rod contact or point forces it is (K, 4): ``(0, segment a, segment b, 0)`` for an edge-edge
 row, ``(1, rod, obstacle, vertex)`` for an obstacle row.
 
+With ``integrator="bdf2"`` ``state.solver`` also holds BDF2's history, the previous step's start:
+``bdf2_x``, ``bdf2_v`` (N, 3), ``bdf2_q`` (E, 4), ``bdf2_omega`` (E, 3) and ``bdf2_dt`` (1,) [s]
+(0: none; docs/integrators.md).
+
 What a call did beyond :class:`~rodlab.solvers.base.StepReport` (linear solves, active contacts
 per step) is in ``sim.last_call`` (:class:`CallStats`), overwritten by every call.
 """
@@ -69,6 +73,8 @@ from .base import Simulator, StaticReport, StepReport, UnsupportedFeature
 FEATURES = frozenset({"pinned vertices", "anisotropic bending", "rods given by stiffness", "prescribed clamp motion",
                       "obstacles", "rod contact", "point forces"})
 PRECONDS = ("none", "diagonal", "block-diagonal", "hybrid", "direct")
+INTEGRATORS = ("backward-euler", "bdf2")
+_HISTORY = (("bdf2_x", "v", 3), ("bdf2_v", "v", 3), ("bdf2_q", "e", 4), ("bdf2_omega", "e", 3))
 _SOLVER_KEYS = ("s", "qref", "q", "omega")
 _new = object.__new__
 
@@ -218,7 +224,11 @@ class CompactSimulator(Simulator):
     also ``contact_ccd_passes`` (4: re-solves of a step after continuous detection found pairs
     that were not candidates; 0 = discrete detection only, as in the paper) and
     ``contact_newton_iters`` (30: SQP iterations at most while a candidate row is violated by more
-    than 1e-3 of the smallest radius; ``newton_iters`` otherwise).
+    than 1e-3 of the smallest radius; ``newton_iters`` otherwise). ``integrator``:
+    ``"backward-euler"`` (Zhao et al.'s implicit Euler, the default) or ``"bdf2"`` (second order:
+    the same SQP on BDF2's incremental potential, docs/integrators.md; its history, the previous
+    step's start, lives in ``state.solver["bdf2_*"]``, and a step without a history of this ``dt``
+    is one backward-Euler step; refused with obstacles, rod contact or point forces).
 
     A step whose SQP stops on a PCG or line-search failure is kept (as the first-wave drivers did)
     and reported (``StepReport.success`` false, ``message``); a non-finite step raises
@@ -232,12 +242,22 @@ class CompactSimulator(Simulator):
                "recenter_every_iteration": False, "warm_start": True, "damping_scheme": "implicit",
                "static_newton_iters": 300, "static_rtol": 1e-9, "contact_proximity": None,
                "contact_max_qp_iterations": 100, "contact_ccd_passes": 4,
-               "contact_newton_iters": 30}
+               "contact_newton_iters": 30, "integrator": "backward-euler"}
 
     def _setup(self, dt):
         w, o = self.world, self.opts
         self._dt = float(dt) if dt is not None else 0.01
         require(o["precond"] in PRECONDS, f"precond must be one of {', '.join(PRECONDS)} (got {o['precond']!r})")
+        require(isinstance(o["integrator"], str) and o["integrator"] in INTEGRATORS,
+                f"integrator must be one of {', '.join(INTEGRATORS)} (got {o['integrator']!r})")
+        self._integ = INTEGRATORS.index(o["integrator"])
+        if self._integ:
+            for what, present in (("obstacles", bool(w.obstacles)), ("rod contact", bool(w.contact.rods)),
+                                  ("point forces", bool(w.loads.point_forces))):
+                if present:
+                    raise UnsupportedFeature(f"method compact supports integrator={o['integrator']!r} only without "
+                                             f"{what} (the contact solver steps by backward Euler: use "
+                                             f"integrator='backward-euler')")
         ccd = o["contact_ccd_passes"]
         require(isinstance(ccd, (int, np.integer)) and not isinstance(ccd, bool) and ccd >= 0,
                 f"contact_ccd_passes must be an integer >= 0 (got {ccd!r})")
@@ -311,6 +331,7 @@ class CompactSimulator(Simulator):
             f[name][...] = np.array([e[k] for e in rest], dtype=float).reshape(f[name].shape)
         self._drive_rest = (f["drive_x0"], f["drive_c0"], f["drive_q0"])
         self._driver = advance_rods if R > 1 else advance_rods_serial
+        self._empty_history = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), np.zeros((0, 3)), np.zeros(1))
         self._checked = None  # the arrays of the last state checked by _own (advance's fast path)
         self._contact = None
         self._joint = None
@@ -445,10 +466,11 @@ class CompactSimulator(Simulator):
         writes the common frame fields; returns (steps done, wall time [s])."""
         sv = self._own_fast(state)
         drive_R, drive_shift = self._drive_targets(state.t, nsteps, static) if self._drives else self._no_drive
+        hist = self._history(sv) if self._integ else self._no_history(sv)
         t0 = perf_counter()
         done = self._driver(nsteps, static, self._ib, self._fb, sv["s"], sv["qref"], sv["q"], state.vertex_x,
                             state.vertex_v, sv["omega"], state.edge_ref_d1, state.edge_theta, state.joint_ref_twist,
-                            drive_R, drive_shift)
+                            drive_R, drive_shift, self._integ, *hist)
         wall = perf_counter() - t0
         if not static:
             dt = self._dt
@@ -456,6 +478,36 @@ class CompactSimulator(Simulator):
                 state.t += dt
         self._last = done
         return done, wall
+
+    def _history(self, sv: dict) -> tuple:
+        """BDF2's history in ``sv`` (the previous step's start: ``bdf2_x``, ``bdf2_v`` (N, 3),
+        ``bdf2_q`` (E, 4), ``bdf2_omega`` (E, 3), and ``bdf2_dt`` (1,) its step [s], 0 = none);
+        missing or malformed entries are replaced by an empty history (the next step is then a
+        backward-Euler step)."""
+        w = self.world
+        rows = {"v": w.n_vertices, "e": w.n_edges}
+        out = []
+        ok = True
+        for key, entity, cols in _HISTORY:
+            a = sv.get(key)
+            if (a is None or a.__class__ is not np.ndarray or a.shape != (rows[entity], cols) or a.dtype != np.float64
+                    or not a.flags.c_contiguous):
+                a = sv[key] = np.zeros((rows[entity], cols))
+                ok = False
+            out.append(a)
+        a = sv.get("bdf2_dt")
+        if a is None or a.__class__ is not np.ndarray or a.shape != (1,) or a.dtype != np.float64 or not ok:
+            a = sv["bdf2_dt"] = np.zeros(1)
+        out.append(a)
+        return tuple(out)
+
+    def _no_history(self, sv: dict) -> tuple:
+        """Backward Euler keeps no history; a BDF2 history left in ``sv`` by a ``bdf2`` simulator
+        is marked stale (``bdf2_dt = 0``), so a later BDF2 step restarts by backward Euler."""
+        stale = sv.get("bdf2_dt")
+        if stale is not None:
+            stale[...] = 0.0
+        return self._empty_history
 
     @property
     def last_call(self) -> CallStats:
@@ -584,7 +636,7 @@ class CompactSimulator(Simulator):
 
     def advance(self, state: State, nsteps: int = 1) -> StepReport:
         """Advance ``state`` in place by ``nsteps`` implicit-Euler steps (Zhao et al., Alg. 1; with
-        obstacles Alg. 1 + Alg. 2, one rod after the other)."""
+        obstacles Alg. 1 + Alg. 2, one rod after the other), or BDF2 steps (``integrator``)."""
         if nsteps.__class__ is not int or nsteps < 0 or state.__class__ is not State:  # the checks' slow path
             self._check_steps(state, nsteps)
         if self._contact is not None:
