@@ -267,7 +267,8 @@ def test_sagfree_with_a_failing_strand_exits_nonzero_with_strict_json(tmp_path, 
     rc = main(["sagfree", str(tmp_path / "short.data"), "--out", str(out), "--workers", "1", "--no-plot"])
     captured = capsys.readouterr()
     assert rc == 3
-    assert "1 of 1 strands failed (first: strand 0: skipped: strand has 3 vertices" in captured.err
+    assert "1 of 1 strands failed" in captured.err
+    assert "strand 0: not optimized: skipped: strand has 3 vertices (need >= 4)" in captured.err
     assert "max residual n/a" in captured.out and "nan" not in captured.out
     report = loads_strict((out / "report.json").read_text())
     assert report["summary"]["converged"] == 0

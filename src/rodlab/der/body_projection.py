@@ -155,7 +155,7 @@ def _rod_measure(m, w, bm, bw, r, it, solve, vel, X, V, BX, BQ, BV, BW):
     correction along the gradients of the step's start (edges of ``x_old = v3[1]``, kept in
     ``e3[2]``, and levers from the bodies' start poses ``bw.body_old``); the matrix is the same
     Woodbury system built from those gradients (simplified Newton, as
-    :func:`rodlab.der.rattle.shake_projection`). ``vel`` true: RATTLE's velocity step, the same
+    :func:`rodlab.der.projection.shake_projection`). ``vel`` true: RATTLE's velocity step, the same
     solve with ``C`` replaced by ``dC/dt`` (welded vertices moving with their bodies) at the
     current positions, applied to the velocities (``V``, ``BV``, ``BW``) instead of positions;
     it is linear, so one solve is exact."""

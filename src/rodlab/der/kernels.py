@@ -487,81 +487,6 @@ def isotropic_bending_forces(kb, tangents, lengths, lbar, bend_k, forces):
         scatter_bending_force(k, e, f, k, k + 1, k + 2, g0, g1, g2, kb, tangents, lengths, forces)
 
 
-# --------------------------------------------------------------------------------------------
-# inextensibility by fast manifold projection (Bergou 2008, Sec. 8.1; Goldenthal et al. 2007)
-# --------------------------------------------------------------------------------------------
-@njit(**JIT)
-def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_diag, a_lower, rhs, active, dlam,
-                    slide_v, slide_axis, slide_w, slide_edge, slide_side):
-    """Project ``x`` onto ``C_j = e_j . e_j - ebar_j . ebar_j = 0`` in the mass metric.
-
-    Each iteration is one Newton step of Goldenthal's fast projection: solve the (cyclic)
-    tridiagonal ``(grad C M^-1 grad C^T) dlam = C`` and move ``x -= M^-1 grad C^T dlam``.
-    Stops when ``max_j |C_j| / ebar_j^2 <= tol``. Returns ``(iterations, final violation)``.
-
-    Sliding clamps (``slide_*``, see :func:`run_steps`): the clamped edge's two vertices share one
-    unknown, the slide along ``slide_axis[k]`` with inverse mass ``slide_w[k]``; it enters only the
-    one constraint ``slide_edge[k]`` that joins the clamp to the free rod (the clamped edge itself
-    keeps its length), with ``grad_s C = 2 side (e . axis)``, ``side = +1`` when the slider is that
-    edge's first vertex and ``-1`` when it is its second.
-    """
-    nv = x.shape[0]
-    ne = rest_lengths.shape[0]
-    viol = 0.0
-    for j in range(ne):
-        b = j + 1
-        if b == nv:
-            b = 0
-        active[j] = inv_mass[j] + inv_mass[b] > 0.0
-    for k in range(slide_edge.shape[0]):
-        active[slide_edge[k]] = True
-    for it in range(max_iter + 1):
-        compute_edges(x, closed, edges)
-        viol = 0.0
-        for j in range(ne):
-            c = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest_lengths[j] ** 2
-            rhs[j] = c if active[j] else 0.0
-            viol = max(viol, abs(rhs[j]) / (rest_lengths[j] * rest_lengths[j]))
-        if viol <= tol or it == max_iter:
-            return it, viol
-        for j in range(ne):
-            b = j + 1
-            if b == nv:
-                b = 0
-            a_diag[j] = 4.0 * (edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2) * (inv_mass[j] + inv_mass[b])
-            if not active[j]:
-                a_diag[j] = 1.0
-            nxt = j + 1
-            if nxt == ne:
-                nxt = 0
-            if (j + 1 < ne or closed) and active[j] and active[nxt]:
-                a_lower[j] = -4.0 * inv_mass[b] * (edges[j, 0] * edges[nxt, 0] + edges[j, 1] * edges[nxt, 1] + edges[j, 2] * edges[nxt, 2])
-            else:
-                a_lower[j] = 0.0
-        for k in range(slide_edge.shape[0]):
-            j = slide_edge[k]
-            ea = edges[j, 0] * slide_axis[k, 0] + edges[j, 1] * slide_axis[k, 1] + edges[j, 2] * slide_axis[k, 2]
-            a_diag[j] += 4.0 * slide_w[k] * ea * ea
-        solve_tridiagonal_masked(a_diag, a_lower, rhs, active, closed, dlam)
-        for k in range(slide_edge.shape[0]):  # before the loop below moves x (edges[] is of the old x)
-            j = slide_edge[k]
-            ea = edges[j, 0] * slide_axis[k, 0] + edges[j, 1] * slide_axis[k, 1] + edges[j, 2] * slide_axis[k, 2]
-            ds = slide_side[k] * slide_w[k] * 2.0 * dlam[j] * ea
-            for c in range(2):
-                for d in range(3):
-                    x[slide_v[k, c], d] += ds * slide_axis[k, d]
-        for j in range(ne):
-            b = j + 1
-            if b == nv:
-                b = 0
-            lam = 2.0 * dlam[j]
-            for d in range(3):
-                g = lam * edges[j, d]
-                x[b, d] -= inv_mass[b] * g
-                x[j, d] += inv_mass[j] * g
-    return max_iter, viol
-
-
 def no_sliders():
     """The ``slide_*`` arguments of :func:`fast_projection` / :func:`run_steps` for a rod without
     sliding clamps (empty arrays of the compiled types)."""
@@ -820,5 +745,5 @@ def fd_reduced_hessian(x, free_idx, h, closed, tangents0, ref_d1_0, ref_twist0, 
                 out[3 * r + d, col] = -(fp[free_idx[r], d] - fm[free_idx[r], d]) / (2.0 * h)
 
 
-# the RATTLE pieces use the solvers above (imported last: rodlab.der.rattle imports this module)
-from .rattle import shake_projection, velocity_projection  # noqa: E402
+# the constraint projections use the solvers above (imported last: rodlab.der.projection imports this module)
+from .projection import fast_projection, shake_projection, velocity_projection  # noqa: E402

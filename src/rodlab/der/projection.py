@@ -1,11 +1,16 @@
-"""RATTLE constraint steps for inextensible DER (Andersen 1983, "Rattle: a velocity version of
-the Shake algorithm for molecular dynamics calculations"; Hairer, Lubich, Wanner, "Geometric
-Numerical Integration", 2006, Sec. VII.1): the SHAKE position correction along the constraint
-gradients of the step's start and the velocity projection onto the constraints' tangent space at
-the step's end, on the same tridiagonal (or cyclic) systems ``G M^-1 G^T`` as Goldenthal's fast
-projection (:func:`rodlab.der.kernels.fast_projection`). Used by
-:func:`rodlab.der.kernels.run_steps` with ``symplectic=True`` (the ``der`` simulator's
-``projection="symplectic"``).
+"""Inextensibility of a DER rod's edges, ``C_j = e_j . e_j - ebar_j^2 = 0``, on the tridiagonal
+(or cyclic) systems ``G M^-1 G^T`` of the constraint gradients ``G``:
+
+- :func:`fast_projection`: Goldenthal et al.'s fast manifold projection (Bergou et al. 2008,
+  "Discrete Elastic Rods", Sec. 8.1; the ``der`` simulator's ``projection="fast"``);
+- :func:`shake_projection` and :func:`velocity_projection`: the RATTLE step (Andersen 1983,
+  "Rattle: a velocity version of the Shake algorithm for molecular dynamics calculations";
+  Hairer, Lubich, Wanner, "Geometric Numerical Integration", 2006, Sec. VII.1): the SHAKE position
+  correction along the constraint gradients of the step's start and the velocity projection
+  onto the constraints' tangent space at the step's end (``projection="symplectic"``).
+
+All three build the matrix with :func:`_constraint_matrix` and move the unknowns with
+:func:`_apply_multipliers`. Used by :func:`rodlab.der.kernels.run_steps`.
 """
 from __future__ import annotations
 
@@ -65,6 +70,50 @@ def _apply_multipliers(y, inv_mass, edges, dlam, slide_v, slide_axis, slide_w, s
             g = lam * edges[j, d]
             y[b, d] -= inv_mass[b] * g
             y[j, d] += inv_mass[j] * g
+
+
+# --------------------------------------------------------------------------------------------
+# inextensibility by fast manifold projection (Bergou 2008, Sec. 8.1; Goldenthal et al. 2007)
+# --------------------------------------------------------------------------------------------
+@njit(**JIT)
+def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_diag, a_lower, rhs, active, dlam,
+                    slide_v, slide_axis, slide_w, slide_edge, slide_side):
+    """Project ``x`` onto ``C_j = e_j . e_j - ebar_j . ebar_j = 0`` in the mass metric.
+
+    Each iteration is one Newton step of Goldenthal's fast projection: solve the (cyclic)
+    tridiagonal ``(grad C M^-1 grad C^T) dlam = C`` and move ``x -= M^-1 grad C^T dlam``, the
+    gradients taken at the current ``x``. Stops when ``max_j |C_j| / ebar_j^2 <= tol``. Returns
+    ``(iterations, final violation)``.
+
+    Sliding clamps (``slide_*``, see :func:`rodlab.der.kernels.run_steps`): the clamped edge's two
+    vertices share one unknown, the slide along ``slide_axis[k]`` with inverse mass
+    ``slide_w[k]``; it enters only the one constraint ``slide_edge[k]`` that joins the clamp to the
+    free rod (the clamped edge itself keeps its length), with ``grad_s C = 2 side (e . axis)``,
+    ``side = +1`` when the slider is that edge's first vertex and ``-1`` when it is its second.
+    """
+    nv = x.shape[0]
+    ne = rest_lengths.shape[0]
+    viol = 0.0
+    for j in range(ne):
+        b = j + 1
+        if b == nv:
+            b = 0
+        active[j] = inv_mass[j] + inv_mass[b] > 0.0
+    for k in range(slide_edge.shape[0]):
+        active[slide_edge[k]] = True
+    for it in range(max_iter + 1):
+        compute_edges(x, closed, edges)
+        viol = 0.0
+        for j in range(ne):
+            c = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest_lengths[j] ** 2
+            rhs[j] = c if active[j] else 0.0
+            viol = max(viol, abs(rhs[j]) / (rest_lengths[j] * rest_lengths[j]))
+        if viol <= tol or it == max_iter:
+            return it, viol
+        _constraint_matrix(edges, inv_mass, closed, active, slide_axis, slide_w, slide_edge, a_diag, a_lower)
+        solve_tridiagonal_masked(a_diag, a_lower, rhs, active, closed, dlam)
+        _apply_multipliers(x, inv_mass, edges, dlam, slide_v, slide_axis, slide_w, slide_edge, slide_side)
+    return max_iter, viol
 
 
 @njit(**JIT)
@@ -129,4 +178,4 @@ def velocity_projection(v, inv_mass, closed, active, edges, a_diag, a_lower, rhs
     _apply_multipliers(v, inv_mass, edges, mu, slide_v, slide_axis, slide_w, slide_edge, slide_side)
 
 
-__all__ = ["shake_projection", "velocity_projection"]
+__all__ = ["fast_projection", "shake_projection", "velocity_projection"]
