@@ -61,7 +61,9 @@ def test_drag_root_refuses_segments_below_three_vertices():
 def test_drop_cylinders_gives_the_first_wave_numbers_and_draws_the_cylinders(tmp_path):
     r = run_scene("drop-cylinders", n=31, t_end=0.4)
     m = r.metrics
-    assert set(m) == COMMON_KEYS | {"mean_contacts", "max_contacts", "min_clearance", "wall_s"}
+    assert set(m) == COMMON_KEYS | {"mean_contacts", "max_contacts", "min_gap", "bounces", "min_clearance", "wall_s"}
+    assert m["bounces"] == 0  # the active set stops the normal velocity dead (docs/contact-compact.md)
+    assert -0.01 * 0.03 <= m["min_gap"] < 1e-3  # radius 0.03 m: the bound is -0.01 r
     assert m["success"] and m["steps"] == 40
     assert m["mean_contacts"] == pytest.approx(1.65, rel=1e-14) and m["max_contacts"] == 3
     assert m["newton_iters"] == 0.75 and m["pcg_iters"] == pytest.approx(6.063953488372093, rel=1e-14)
