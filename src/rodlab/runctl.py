@@ -6,7 +6,8 @@
   :class:`Interrupted` with the recording up to the last good state; outside the loop (building
   a world, compiling) it raises at once; a second Ctrl-C always raises at once. The session also
   shows ``compiling kernels (first run only)`` while numba compiles and carries ``force`` (run
-  sizes over the limits of :func:`check_run_size` allowed).
+  sizes over the limits of :func:`check_run_size` allowed) and ``checkpoint`` (the run's
+  :class:`rodlab.checkpoint.Checkpointer`, docs/checkpoints.md).
 - :func:`compile_seconds`: seconds spent compiling numba kernels so far in this process (the
   ``numba:compile`` events of numba's event API; loading a kernel from the cache is not a
   compile), so timings and ETAs can leave compilation out.
@@ -134,20 +135,28 @@ class _Spinner:
 
     def _loop(self):
         watch, i = _watch(), 0
+        seen_end = watch.last_end  # a compile that ends between two polls still counts
         while not self.stop_event.wait(0.1):
-            busy = watch.compiling() or (self.shown_at is not None and time.perf_counter() - watch.last_end < 0.5)
+            fresh = watch.last_end > seen_end
+            seen_end = watch.last_end
+            busy = watch.compiling() or fresh or (self.shown_at is not None and time.perf_counter() - watch.last_end < 0.5)
             if busy and self.shown_at is None:
-                self.shown_at = time.perf_counter()
-                if not self.tty:
-                    self._write("compiling kernels (first run only) ...\n")
+                self._show()
             if busy and self.tty:
                 i += 1
                 self._write(f"\r{self.FRAMES[i % 4]} compiling kernels (first run only) "
                             f"{time.perf_counter() - self.shown_at:5.1f} s")
             if not busy and self.shown_at is not None:
                 self._done()
+        if self.shown_at is None and (watch.compiling() or watch.last_end > seen_end):
+            self._show()  # compiled after the last poll (a short run)
         if self.shown_at is not None:
             self._done()
+
+    def _show(self):
+        self.shown_at = time.perf_counter()
+        if not self.tty:
+            self._write("compiling kernels (first run only) ...\n")
 
     def _done(self):
         took = time.perf_counter() - self.shown_at
@@ -164,8 +173,9 @@ class _Spinner:
 class Control:
     """The active session's settings and flags (module docstring)."""
 
-    def __init__(self, force: bool = False):
+    def __init__(self, force: bool = False, checkpoint=None):
         self.force = bool(force)
+        self.checkpoint = checkpoint  # a rodlab.checkpoint.Checkpointer, or None
         self.interrupt_requested = False
         self.in_loop = 0
         self.partial = None  # the recording of the last record() that stopped early
@@ -187,11 +197,13 @@ def active() -> Control | None:
 
 
 @contextlib.contextmanager
-def session(*, force: bool = False, spinner: bool = True):
+def session(*, force: bool = False, spinner: bool = True, checkpoint=None):
     """Run inside a controlled session (module docstring); yields its :class:`Control`.
-    The SIGINT handler is installed only from the main thread."""
+    The SIGINT handler is installed only from the main thread. ``checkpoint``: a
+    :class:`rodlab.checkpoint.Checkpointer` that the recording loop writes checkpoints with (and
+    resumes from), or None."""
     global _ACTIVE
-    ctl, previous = Control(force), _ACTIVE
+    ctl, previous = Control(force, checkpoint), _ACTIVE
     _ACTIVE = ctl
     _watch()
     handler = None
