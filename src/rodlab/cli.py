@@ -95,6 +95,9 @@ def report_failure(label: str, exc: BaseException, out: Path, *, metrics: dict, 
     try:
         with atomic_output_dir(out) as tmp:
             failure_outputs(tmp, data, trajectory, meta)
+            from .checkpoint import carry_over
+
+            carry_over(out, tmp)  # rodlab resume continues from it
         wrote = f"wrote metrics.json{' and trajectory.npz' if t.size else ''} to {out}"
     except OSError as err:
         wrote = f"could not write {out}: {err}"
@@ -106,10 +109,11 @@ def report_failure(label: str, exc: BaseException, out: Path, *, metrics: dict, 
     return 3
 
 
-def run_and_write(name: str, overrides: dict, out: Path, *, plot: bool = True, quiet: bool = False, force: bool = False):
+def run_and_write(name: str, overrides: dict, out: Path, *, plot: bool = True, quiet: bool = False, force: bool = False,
+                  checkpoint=None):
     """Run scene ``name`` and write its outputs into ``out`` (atomically, after checking ``out``
     before any work); a failed or interrupted run raises :class:`RunFailed` after writing what
-    it computed."""
+    it computed. ``checkpoint``: a :class:`rodlab.checkpoint.Checkpointer` (docs/checkpoints.md)."""
     from . import runctl
     from .io.outputs import atomic_output_dir, check_output_dir, relocate, write_scene_outputs
     from .scenes.registry import TqdmProgress, get_scene, run_scene
@@ -118,7 +122,7 @@ def run_and_write(name: str, overrides: dict, out: Path, *, plot: bool = True, q
     params = scene.resolve(overrides)
     check_output_dir(out)
     progress = TqdmProgress(name) if not quiet else None
-    with runctl.session(force=force, spinner=not quiet):
+    with runctl.session(force=force, spinner=not quiet, checkpoint=checkpoint):
         try:
             result = run_scene(name, progress=progress, **params)
         except (Exception, KeyboardInterrupt) as exc:
@@ -155,6 +159,31 @@ def run_and_write(name: str, overrides: dict, out: Path, *, plot: bool = True, q
     return result, files
 
 
+def _checkpointer(args, out: Path, is_file: bool, sets: list[str] | None = None):
+    """The :class:`rodlab.checkpoint.Checkpointer` of ``rodlab run --checkpoint-every`` (or None)."""
+    if args.checkpoint_every is None:
+        return None
+    from . import checkpoint as ck
+
+    every = ck.check_interval(args.checkpoint_every)
+    options = {"plot": not args.no_plot, "animate": args.animate, "export": list(args.export or [])}
+    if is_file:
+        path = Path(args.scene)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            from .scenefile.schema import SceneFileError
+
+            raise SceneFileError(f"cannot read the scene file ({exc.strerror or exc})", source=str(path)) from None
+        identity = ck.scene_file_identity(text, str(path), str(path.resolve().parent), list(sets or []))
+    else:
+        from .scenes.registry import get_scene
+
+        ck.check_scene(args.scene)
+        identity = ck.scene_identity(args.scene, get_scene(args.scene).resolve(_parse_sets(args.set or [])))
+    return ck.Checkpointer(out, every, identity, options)
+
+
 def cmd_run(args) -> int:
     if args.scene.lower().endswith(".toml"):  # a scene file (docs/scene-files.md)
         from .scenefile.runner import cli_run
@@ -164,15 +193,17 @@ def cmd_run(args) -> int:
 
             check_available(args.animate)
         sets = list(args.set or []) + ([f'output.animate="{args.animate}"'] if args.animate else [])  # the file's key
-        status = cli_run(args.scene, sets, args.out, plot=not args.no_plot, force=args.force)
         out = Path(args.out) if args.out else Path("rodlab-out") / Path(args.scene).stem
+        ckp = _checkpointer(args, out, True, sets)
+        status = cli_run(args.scene, sets, args.out, plot=not args.no_plot, force=args.force, checkpoint=ckp)
         return status or _export_after_run(out, args.export)
     out = Path(args.out or Path("rodlab-out") / args.scene)
     if args.animate:
         from .render.animate import check_available
 
         check_available(args.animate)
-    result, _ = run_and_write(args.scene, _parse_sets(args.set or []), out, plot=not args.no_plot, force=args.force)
+    result, _ = run_and_write(args.scene, _parse_sets(args.set or []), out, plot=not args.no_plot, force=args.force,
+                              checkpoint=_checkpointer(args, out, False))
     if args.animate:  # docs/pictures.md
         from .scenes.registry import get_scene
         from .viz.tubes import animate_result
@@ -181,6 +212,38 @@ def cmd_run(args) -> int:
                               params=get_scene(args.scene).resolve(_parse_sets(args.set or [])))
         print(f"wrote {path}")
     return _export_after_run(out, args.export)
+
+
+def cmd_resume(args) -> int:
+    """``rodlab resume OUT``: continue the run whose checkpoint is in ``OUT/checkpoint`` to its end
+    and write its outputs as ``rodlab run`` would (docs/checkpoints.md)."""
+    from . import checkpoint as ck
+
+    out = Path(args.out_dir)
+    loaded = ck.load(out)
+    index = loaded["index"]
+    identity, options = index["identity"], index.get("options", {})
+    checker = ck.Checkpointer(out, index["every"], identity, options, resume=loaded)
+    print(f"resuming {out} from its checkpoint at t = {index['t']:.6g} s (step {index['loop']['done']} of "
+          f"{index['loop']['nsteps']})", file=sys.stderr)
+    if identity.get("kind") == "scene_file":
+        from .scenefile.runner import cli_run
+
+        status = cli_run(identity["source"], identity["sets"], str(out), plot=options.get("plot", True),
+                         force=args.force, checkpoint=checker, text=identity["text"], base_dir=identity["base_dir"])
+        return status or _export_after_run(out, options.get("export"))
+    name = identity.get("scene")
+    ck.check_scene(name)
+    result, _ = run_and_write(name, identity["params"], out, plot=options.get("plot", True), force=args.force,
+                              checkpoint=checker)
+    if options.get("animate"):
+        from .scenes.registry import get_scene
+        from .viz.tubes import animate_result
+
+        path = animate_result(result, out, options["animate"], scene_name=name,
+                              params=get_scene(name).resolve(identity["params"]))
+        print(f"wrote {path}")
+    return _export_after_run(out, options.get("export"))
 
 
 def _export_after_run(out: Path, formats) -> int:
@@ -282,7 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "(otherwise refused with an estimate)")
     p.add_argument("--export", action="append", choices=EXPORT_FORMATS, metavar="FORMAT",
                    help=f"after the run, export it into OUT/export ({', '.join(EXPORT_FORMATS)}; docs/exports.md); repeatable")
+    p.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
+                   help="write OUT/checkpoint every SECONDS of simulated time (docs/checkpoints.md); "
+                        "rodlab resume OUT continues a killed or interrupted run")
     p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("resume", help="continue a run from its checkpoint (rodlab run --checkpoint-every) and write its outputs")
+    p.add_argument("out_dir", help="the run's output folder (holding checkpoint/)")
+    p.add_argument("--force", action="store_true", help="as for rodlab run")
+    p.set_defaults(fn=cmd_resume)
     p = sub.add_parser("export", help="export a run folder to VTK (.vtp + .pvd), USD, PLY or hair files (docs/exports.md)")
     p.add_argument("run_dir", help="a folder written by rodlab run --out (trajectory.npz, metrics.json)")
     p.add_argument("--format", required=True, choices=EXPORT_FORMATS,

@@ -100,7 +100,7 @@ per step)."""
 
 
 def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes: dict | None = None,
-           warmup: bool = True, stop=None) -> Recording:
+           warmup: bool = True, stop=None, checkpoint=None) -> Recording:
     """Advance ``state`` by ``nsteps``, keeping a frame about every ``nsteps / frames`` steps.
     ``probes``: name -> ``fn(state)`` recorded per frame; ``stop(state)``: end early when true;
     ``progress.update(done, total)`` is called after every ``advance`` call.
@@ -115,6 +115,13 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
     interrupted, the exception raised carries ``recording``: the frames up to the last good state
     (the state the simulator restored, kept as the last frame). ``wall_s`` leaves out the time
     numba spent compiling during the calls.
+
+    ``checkpoint`` (default: the session's, :func:`rodlab.runctl.session`): a
+    :class:`rodlab.checkpoint.Checkpointer`. With one, the chunks end at fixed step counts (frame
+    ends, multiples of its chunk size and of its interval), a checkpoint of the state and of the loop
+    is written at each multiple of the interval, and a checkpointer built from a saved checkpoint
+    first loads it into ``state`` and continues from it: the recording equals, bit for bit, the one
+    of the uninterrupted run (docs/checkpoints.md).
     """
     from . import runctl
     from .model import SimulationError, check_steps
@@ -127,13 +134,33 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
     forced = ctl is not None and ctl.force
     if not forced and (nsteps > runctl.MAX_STEPS or frame_bytes > runctl.available_memory_bytes()):
         runctl.check_run_size(nsteps, frame_bytes, seconds_per_step=_probe_seconds_per_step(sim, state))
+    ck = checkpoint if checkpoint is not None else (ctl.checkpoint if ctl is not None else None)
+    saved = ck.begin(sim, state, nsteps, per) if ck is not None and nsteps > 0 else None
+    if ck is not None and nsteps == 0:
+        ck = None
     if warmup and nsteps > 0:
         warm_up(sim, state)
     probes = probes or {}
-    ts, xs = [state.t], [state.vertex_x.copy()]
-    values = {name: [fn(state)] for name, fn in probes.items()}
     done, wall, newton, linear = 0, 0.0, 0, 0
     gap, csum, cmax = math.inf, 0, 0
+    frame_end = None
+    if saved is None:
+        ts, xs = [state.t], [state.vertex_x.copy()]
+        values = {name: [fn(state)] for name, fn in probes.items()}
+    else:  # resume: the frames and counters of the checkpoint, the state is already loaded
+        from .checkpoint import CheckpointError
+
+        kept = saved["frames"]
+        if sorted(kept["probes"]) != sorted(probes):
+            raise CheckpointError(f"checkpoint does not match this run: probes {sorted(kept['probes'])} there, "
+                                  f"{sorted(probes)} here")
+        ts, xs = list(kept["t"]), list(kept["x"])
+        values = {name: list(kept["probes"][name]) for name in probes}
+        done, wall, newton, linear = int(saved["done"]), float(saved["wall_s"]), int(saved["newton_iters"]), int(saved["linear_iters"])
+        gap = math.inf if saved["contact_min_gap"] is None else float(saved["contact_min_gap"])
+        csum, cmax, frame_end = int(saved["contacts_sum"]), int(saved["contacts_max"]), int(saved["frame_end"])
+        if progress is not None:
+            progress.update(done, nsteps)
     known = _known_step_seconds(sim)
     first = known if known else FIRST_CHUNK_S_PER_VERTEX * max(state.vertex_x.shape[0], 1)
     chunk = max(1, int((0.8 if known else 0.25) * runctl.CHUNK_S / first))
@@ -148,14 +175,22 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
         for name, fn in probes.items():
             values[name].append(fn(state))
 
+    def save_checkpoint():
+        loop = {"done": done, "nsteps": nsteps, "steps_per_frame": per, "frame_end": frame_end, "wall_s": wall,
+                "newton_iters": newton, "linear_iters": linear,
+                "contact_min_gap": gap if math.isfinite(gap) else None, "contacts_sum": csum, "contacts_max": cmax,
+                "n_frames_kept": len(ts)}
+        ck.save(sim, state, loop, {"t": ts, "x": xs, "probes": values})
+
     with runctl.stepping():
         try:
             while done < nsteps:
-                frame_end = min(done + per, nsteps)
+                if frame_end is None or done >= frame_end:
+                    frame_end = min(done + per, nsteps)
                 while done < frame_end:
                     if runctl.interrupt_requested():
                         raise runctl.Interrupted("interrupted")
-                    k = min(chunk, frame_end - done)
+                    k = min(chunk, frame_end - done) if ck is None else ck.next_boundary(done, frame_end) - done
                     c0 = runctl.compile_seconds()
                     t0 = time.perf_counter()
                     rep = sim.advance(state, k)
@@ -176,9 +211,13 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
                     per_step = took / max(rep.steps, 1)
                     target = int(0.8 * runctl.CHUNK_S / per_step) if per_step > 0 else 8 * chunk
                     chunk = max(1, min(target, 8 * chunk))
+                    if ck is not None and ck.due(done) and done < frame_end:
+                        save_checkpoint()
                 keep_frame()
                 if stop is not None and stop(state):
                     break
+                if ck is not None and ck.due(done):
+                    save_checkpoint()
             if runctl.interrupt_requested():
                 raise runctl.Interrupted("interrupted")
         except (Exception, KeyboardInterrupt) as exc:

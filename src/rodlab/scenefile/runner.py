@@ -346,11 +346,14 @@ class _LazyProgress:
             self._bar.close()
 
 
-def cli_run(path: str, sets: list[str] | None, out: str | None, *, plot: bool = True, force: bool = False) -> int:
+def cli_run(path: str, sets: list[str] | None, out: str | None, *, plot: bool = True, force: bool = False,
+            checkpoint=None, text: str | None = None, base_dir: str | None = None) -> int:
     """``rodlab run FILE.toml``: check ``out``, run, write the outputs atomically, print the summary;
     bad input raises :class:`SceneFileError` (the CLI prints it and exits 2); a failed run writes
     ``metrics.json`` (``success`` false, ``error``, ``t_reached``) and the frames up to the last
-    good state, prints one line and returns 3; an interrupted run the same, returning 130."""
+    good state, prints one line and returns 3; an interrupted run the same, returning 130.
+    ``checkpoint``: a :class:`rodlab.checkpoint.Checkpointer` (docs/checkpoints.md); ``text`` and
+    ``base_dir``: the file's text and folder as recorded in a checkpoint (``rodlab resume``)."""
     from .. import runctl
     from ..cli import _fmt, _is_simulation_failure, report_failure
     from ..io.outputs import atomic_output_dir, check_output_dir, relocate
@@ -358,10 +361,18 @@ def cli_run(path: str, sets: list[str] | None, out: str | None, *, plot: bool = 
 
     spec_path = Path(path)
     out_dir = Path(out) if out else Path("rodlab-out") / spec_path.stem
-    spec = load(spec_path, parse_sets(sets))
+    if text is None:
+        spec = load(spec_path, parse_sets(sets))
+    else:
+        from .schema import loads
+
+        spec = loads(text, name=spec_path.stem, source=str(spec_path), base_dir=base_dir or ".", overrides=parse_sets(sets))
+    if checkpoint is not None and spec.simulation["static"]:
+        raise SceneFileError("--checkpoint-every: a static solve (simulation.static = true) has no time steps to "
+                             "checkpoint", source=str(spec_path))
     check_output_dir(out_dir)
     progress = _LazyProgress(lambda: TqdmProgress(spec.name))
-    with runctl.session(force=force):
+    with runctl.session(force=force, checkpoint=checkpoint):
         try:
             run = simulate(spec, progress=progress)
         except (Exception, KeyboardInterrupt) as exc:
