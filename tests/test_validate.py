@@ -204,3 +204,52 @@ def test_helical_refinement_study_in_full_mode(tmp_path, monkeypatch):
     order = [r for r in rows if r.item == "phi0 convergence order"][0]
     assert order.status == "pass" and order.measured == pytest.approx(2.0, abs=1e-6)
     assert sorted(set(ran)) == [80, 160, 320]
+
+
+def test_html_page_has_every_row_and_each_case_figure_embedded(tmp_path):
+    """Read back with the standard library's HTML parser (not our writer): one table row per
+    validation row with its status class, and the case's figure as a decodable PNG under it."""
+    import base64
+    from html.parser import HTMLParser
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def with_figure(ctx):
+        fig, ax = plt.subplots(figsize=(2, 2))
+        ax.plot([0, 1], [0, 1])
+        V._savefig(ctx, fig, "fake-good.png")
+        return [V.compare("fake-good", "a number", 1.0, 1.0, 1e-6)]
+
+    cases = _fake_cases()
+    cases["fake-good"] = V.Case("fake-good", "", with_figure)
+    V.run_validation(tmp_path, None, True, cases=cases, echo=lambda s: None, html=True)
+
+    class Page(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.images, self.headings, self._h2 = [], [], [], False
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "tr" and "class" in a:
+                self.rows.append(a["class"])
+            if tag == "img":
+                self.images.append((self.headings[-1], a["src"]))
+            self._h2 = tag == "h2"
+
+        def handle_data(self, data):
+            if self._h2:
+                self.headings.append(data)
+                self._h2 = False
+
+    page = Page()
+    page.feed((tmp_path / "validation.html").read_text())
+    assert sorted(page.rows) == ["error", "fail", "na", "pass"]
+    assert page.headings == ["fake-good", "fake-bad", "fake-missing", "fake-crash"]
+    assert len(page.images) == 1 and page.images[0][0] == "fake-good"
+    png = base64.b64decode(page.images[0][1].split("base64,", 1)[1])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (tmp_path / "validation.html").read_text().count("http")  # offline: no external resources

@@ -317,7 +317,7 @@ def cmd_warmup(args) -> int:
 def cmd_validate(args) -> int:
     from .validate import run_validation
 
-    ok = run_validation(Path(args.out), only=args.only, quick=args.quick)
+    ok = run_validation(Path(args.out), only=args.only, quick=args.quick, html=args.html)
     return 0 if ok else 1
 
 
@@ -370,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="rodlab-validate", help="output folder (default rodlab-validate)")
     p.add_argument("--only", action="append", help="run only cases whose name contains this text")
     p.add_argument("--quick", action="store_true", help="coarser resolutions (what the test suite runs)")
+    p.add_argument("--html", action="store_true", help="also write validation.html: every row and its figures on one offline page")
     p.set_defaults(fn=cmd_validate)
     p = sub.add_parser("warmup", help="compile every method's kernels into the cache (the first run is then fast)")
     p.add_argument("--method", action="append", choices=METHODS, help="only this method; repeatable (default: all)")

@@ -500,9 +500,11 @@ def _json_value(v):
 
 
 def run_validation(out_dir: Path, only: list[str] | None = None, quick: bool = False, *,
-                   cases: dict[str, Case] | None = None, echo: Callable[[str], None] = print) -> bool:
+                   cases: dict[str, Case] | None = None, echo: Callable[[str], None] = print, html: bool = False) -> bool:
     """Run the registered cases (those whose name contains one of ``only``), print the table and
-    write ``validation.md``, ``validation.json`` and plots to ``out_dir``.
+    write ``validation.md``, ``validation.json`` and plots to ``out_dir`` (and, with ``html``,
+    ``validation.html``: every row and its case's figures on one self-contained page,
+    :mod:`rodlab.validate_html`).
 
     ``only`` items of the form ``CASE/METHOD`` (e.g. ``cantilever/galpha``) select case ``CASE``
     restricted to that method (for the per-method cases ``cantilever`` and ``convergence``).
@@ -555,6 +557,10 @@ def run_validation(out_dir: Path, only: list[str] | None = None, quick: bool = F
     echo(f"{summary['passed']} passed, {summary['failed']} failed, {summary['errors']} errors, "
          f"{summary['not_available']} not available ({summary['wall_s']:.1f} s); results in {out_dir}")
     (out_dir / "validation.md").write_text(format_markdown(rows, summary, ctx.plots))
+    if html:
+        from .validate_html import format_html
+
+        (out_dir / "validation.html").write_text(format_html(rows, summary, ctx.plots, columns=COLUMNS, fmt=_fmt))
     payload = {"summary": summary, "rows": [{k: _json_value(v) for k, v in asdict(r).items()} | {"pass": r.passed} for r in rows],
                "plots": [p.name for p in ctx.plots]}
     (out_dir / "validation.json").write_text(jsonsafe.dumps(payload, indent=2, default=str))
