@@ -108,7 +108,9 @@ def test_vtk_frames_match_the_trajectory(which, hair_run, cant_run, tmp_path):
     entries = read_pvd(run_dir / "export" / f"{meta['scene']}.pvd")
     assert [e[0] for e in entries] == t.tolist()          # times exactly as simulated
     velocity = np.gradient(x, t, axis=0)                   # numpy's non-uniform 2nd-order differences
-    radius = meta["params"].get("radius", 1e-3)
+    from rodlab.world.hairstyle import HAIR_RADIUS
+
+    radius = meta["params"]["radius"] if which == "cant" else HAIR_RADIUS  # each run's world radius
     assert len(entries) == x.shape[0] >= 2
     for k, (_, path) in enumerate(entries):
         points, fields, cells, time = read_vtp(path)
@@ -137,7 +139,10 @@ def test_usd_points_counts_widths_and_time(hair_run):
     assert curves and curves.GetTypeAttr().Get() == UsdGeom.Tokens.linear
     assert not stage.GetPrimAtPath("/Rods/closed")
     assert list(curves.GetCurveVertexCountsAttr().Get()) == np.diff(offsets).tolist() == [5, 5, 5]
-    np.testing.assert_array_equal(np.array(curves.GetWidthsAttr().Get()), np.full(15, 2e-3, dtype=np.float32))
+    from rodlab.world.hairstyle import HAIR_RADIUS
+
+    # the run records its world's rod radii (rod_radius): widths are the hair's diameter
+    np.testing.assert_array_equal(np.array(curves.GetWidthsAttr().Get()), np.full(15, 2 * HAIR_RADIUS, dtype=np.float32))
     assert curves.GetWidthsInterpolation() == UsdGeom.Tokens.vertex
     tps = stage.GetTimeCodesPerSecond()
     assert tps == pytest.approx((len(t) - 1) / (t[-1] - t[0]), rel=1e-12)

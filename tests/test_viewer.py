@@ -101,13 +101,34 @@ def test_decimation_is_stated_in_the_page(run_dir):
     assert len(data["t"]) == F and data["rod_offsets"] == [0, 13]
 
 
-def test_obstacles_only_from_a_recorded_scene_file():
+def test_obstacles_from_a_recorded_scene_file_or_world():
     obs, note = obstacles_of({})
     assert obs == [] and "does not record obstacles" in note
     obs, _ = obstacles_of({"scene_file": '[[obstacle]]\nkind = "plane"\nnormal = [0, 0, 2]\n'})
     assert obs == [{"kind": "plane", "point": [0.0, 0.0, 0.0], "normal": [0.0, 0.0, 2.0]}]
     with pytest.raises(ViewerError, match=r"obstacle\[0\].kind"):
         obstacles_of({"scene_file": '[[obstacle]]\nkind = "cone"\n'})
+
+
+def test_a_named_scene_run_records_its_obstacles_and_rod_radius(tmp_path):
+    """A named scene's run folder carries its world's obstacles and radii, read back by the viewer
+    and by the exporters' loader (drop-cylinders: three cylinders, rod radius 0.03 m)."""
+    from rodlab.io.exports import load_run
+    from rodlab.io.outputs import write_scene_outputs
+    from rodlab.scenes.registry import get_scene, run_scene
+
+    params = get_scene("drop-cylinders").resolve({"n": 11, "t_end": 0.02})
+    result = run_scene("drop-cylinders", **params)
+    write_scene_outputs("drop-cylinders", params, result, tmp_path, plot=False)
+    run = load_run(tmp_path)
+    assert run.radius_source == "trajectory rod_radius" and np.allclose(run.vertex_radius, 0.03)
+    from rodlab.state import load_arrays
+
+    _, meta = load_arrays(tmp_path / "trajectory.npz")
+    obs, note = obstacles_of(meta)
+    assert [o["kind"] for o in obs] == ["cylinder"] * 3 and "from the scene's world" in note
+    assert [o["point"][0] for o in obs] == [-params["spacing"], 0.0, params["spacing"]]
+    assert all(o["radius"] == params["cylinder_radius"] for o in obs)
 
 
 def test_bad_input_names_the_parameter(run_dir, tmp_path, capsys):

@@ -34,7 +34,16 @@ def write_scene_outputs(scene_name: str, params: dict, result, out_dir, *, plot:
     path.write_text(dumps({"scene": scene_name, **result.metrics}, indent=2) + "\n")
     written.append(path)
     path = out / "trajectory.npz"
-    save_arrays(path, {k: np.asarray(v) for k, v in result.trajectory.items()}, {"scene": scene_name, "params": params})
+    arrays = {k: np.asarray(v) for k, v in result.trajectory.items()}
+    meta = {"scene": scene_name, "params": params}
+    world = getattr(result, "world", None)
+    if world is not None:  # what exports and the viewer draw: each rod's radius, the obstacles
+        from ..world.obstacles import obstacle_record
+
+        arrays.setdefault("rod_radius", np.asarray(world.rod_radius, dtype=float))
+        if world.obstacles:
+            meta["obstacles"] = [obstacle_record(ob) for ob in world.obstacles]
+    save_arrays(path, arrays, meta)
     written.append(path)
     if plot:
         from ..viz.plots import plot_trajectory

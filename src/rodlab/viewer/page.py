@@ -87,16 +87,21 @@ def _floats(values, n: int, what: str) -> list[float]:
 
 
 def obstacles_of(meta: dict) -> tuple[list[dict], str]:
-    """The obstacles a run records: the ``[[obstacle]]`` tables of its scene file (the TOML text in
-    ``trajectory.npz``'s metadata ``scene_file``), as dicts with SI lengths; and a note saying
-    where they came from or why there are none."""
+    """The obstacles a run records: ``trajectory.npz``'s metadata ``obstacles`` (a named scene's
+    world, :func:`rodlab.world.obstacles.obstacle_record`) or the ``[[obstacle]]`` tables of its
+    scene file (the TOML text in the metadata ``scene_file``), as dicts with SI lengths; and a note
+    saying where they came from or why there are none."""
     text = meta.get("scene_file")
-    if not isinstance(text, str):
-        return [], "obstacles: none drawn (the run folder does not record obstacles; only scene-file runs do)"
-    try:
-        tables = tomllib.loads(text).get("obstacle", [])
-    except tomllib.TOMLDecodeError as exc:
-        return [], f"obstacles: none drawn (the recorded scene file does not parse: {exc})"
+    source = "the recorded scene file"
+    if isinstance(meta.get("obstacles"), list):  # a named scene's world (rodlab.io.outputs)
+        tables, source = meta["obstacles"], "the scene's world"
+    elif not isinstance(text, str):
+        return [], "obstacles: none drawn (the run folder does not record obstacles)"
+    else:
+        try:
+            tables = tomllib.loads(text).get("obstacle", [])
+        except tomllib.TOMLDecodeError as exc:
+            return [], f"obstacles: none drawn (the recorded scene file does not parse: {exc})"
     out = []
     for i, o in enumerate(tables):
         kind = o.get("kind")
@@ -121,7 +126,7 @@ def obstacles_of(meta: dict) -> tuple[list[dict], str]:
             out.append({"kind": kind, "vertices": v.reshape(-1).tolist(), "triangles": tri.reshape(-1).tolist()})
         else:
             raise ViewerError(f"scene file {what}.kind must be plane, sphere, capsule, cylinder or mesh (got {kind!r})")
-    note = f"obstacles: {len(out)} from the recorded scene file" if out else "obstacles: none (the scene file has none)"
+    note = f"obstacles: {len(out)} from {source}" if out else f"obstacles: none ({source} has none)"
     return out, note
 
 

@@ -158,3 +158,22 @@ def _point_triangle_distance(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.
 
 Obstacle = Plane | Sphere | Capsule | Cylinder | TriangleMesh
 OBSTACLE_KINDS = {"plane": Plane, "sphere": Sphere, "capsule": Capsule, "cylinder": Cylinder, "mesh": TriangleMesh}
+
+
+def obstacle_record(obstacle) -> dict:
+    """A JSON-ready description of ``obstacle``: ``kind`` (plane, sphere, capsule, cylinder, mesh:
+    the scene-file kinds) and its fields in SI units, as a scene file's ``[[obstacle]]`` table."""
+    if isinstance(obstacle, Plane):
+        return {"kind": "plane", "point": obstacle.point.tolist(), "normal": obstacle.normal.tolist()}
+    if isinstance(obstacle, Sphere):
+        return {"kind": "sphere", "center": obstacle.center.tolist(), "radius": float(obstacle.radius)}
+    if isinstance(obstacle, Capsule):
+        return {"kind": "capsule", "a": obstacle.a.tolist(), "b": obstacle.b.tolist(), "radius": float(obstacle.radius)}
+    if isinstance(obstacle, Cylinder):
+        return {"kind": "cylinder", "point": obstacle.point.tolist(), "axis": obstacle.axis.tolist(),
+                "radius": float(obstacle.radius)}
+    if isinstance(obstacle, TriangleMesh):
+        return {"kind": "mesh", "vertices": np.asarray(obstacle.vertices).tolist(),
+                "triangles": np.asarray(obstacle.triangles).tolist()}
+    raise TypeError(f"not an obstacle: {type(obstacle).__name__}")
+
