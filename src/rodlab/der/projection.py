@@ -22,6 +22,32 @@ from .kernels import solve_tridiagonal_masked
 
 
 @njit(**JIT)
+def _mark_active(inv_mass, nv, ne, slide_edge, active):
+    """``active[j]``: edge ``j`` (of a rod of ``nv`` vertices) has a free vertex or a slider, so
+    its constraint is solved."""
+    for j in range(ne):
+        b = j + 1
+        if b == nv:
+            b = 0
+        active[j] = inv_mass[j] + inv_mass[b] > 0.0
+    for k in range(slide_edge.shape[0]):
+        active[slide_edge[k]] = True
+
+
+@njit(**JIT)
+def _violation(x, closed, rest_lengths, active, edges, rhs):
+    """Edges of ``x`` into ``edges``, ``rhs[j] = C_j`` on active edges (0 elsewhere); returns
+    ``max_j |C_j| / ebar_j^2``."""
+    compute_edges(x, closed, edges)
+    viol = 0.0
+    for j in range(rest_lengths.shape[0]):
+        c = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest_lengths[j] ** 2
+        rhs[j] = c if active[j] else 0.0
+        viol = max(viol, abs(rhs[j]) / (rest_lengths[j] * rest_lengths[j]))
+    return viol
+
+
+@njit(**JIT)
 def _constraint_matrix(edges, inv_mass, closed, active, slide_axis, slide_w, slide_edge, a_diag, a_lower):
     """``G M^-1 G^T`` of the length constraints for the edge vectors ``edges`` (tridiagonal or
     cyclic, sliders included; inactive rows are identity rows): the matrix of
@@ -91,23 +117,11 @@ def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_d
     free rod (the clamped edge itself keeps its length), with ``grad_s C = 2 side (e . axis)``,
     ``side = +1`` when the slider is that edge's first vertex and ``-1`` when it is its second.
     """
-    nv = x.shape[0]
     ne = rest_lengths.shape[0]
     viol = 0.0
-    for j in range(ne):
-        b = j + 1
-        if b == nv:
-            b = 0
-        active[j] = inv_mass[j] + inv_mass[b] > 0.0
-    for k in range(slide_edge.shape[0]):
-        active[slide_edge[k]] = True
+    _mark_active(inv_mass, x.shape[0], ne, slide_edge, active)
     for it in range(max_iter + 1):
-        compute_edges(x, closed, edges)
-        viol = 0.0
-        for j in range(ne):
-            c = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest_lengths[j] ** 2
-            rhs[j] = c if active[j] else 0.0
-            viol = max(viol, abs(rhs[j]) / (rest_lengths[j] * rest_lengths[j]))
+        viol = _violation(x, closed, rest_lengths, active, edges, rhs)
         if viol <= tol or it == max_iter:
             return it, viol
         _constraint_matrix(edges, inv_mass, closed, active, slide_axis, slide_w, slide_edge, a_diag, a_lower)
@@ -130,25 +144,13 @@ def shake_projection(x, x_old, inv_mass, rest_lengths, closed, tol, max_iter, ed
     ``(iterations, final violation)`` and leaves the edges of the final ``x`` in ``edges``.
     Sliders as in :func:`fast_projection`.
     """
-    nv = x.shape[0]
     ne = rest_lengths.shape[0]
-    for j in range(ne):
-        b = j + 1
-        if b == nv:
-            b = 0
-        active[j] = inv_mass[j] + inv_mass[b] > 0.0
-    for k in range(slide_edge.shape[0]):
-        active[slide_edge[k]] = True
+    _mark_active(inv_mass, x.shape[0], ne, slide_edge, active)
     compute_edges(x_old, closed, edges0)
     _constraint_matrix(edges0, inv_mass, closed, active, slide_axis, slide_w, slide_edge, a_diag, a_lower)
     viol = 0.0
     for it in range(max_iter + 1):
-        compute_edges(x, closed, edges)
-        viol = 0.0
-        for j in range(ne):
-            c = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest_lengths[j] ** 2
-            rhs[j] = c if active[j] else 0.0
-            viol = max(viol, abs(rhs[j]) / (rest_lengths[j] * rest_lengths[j]))
+        viol = _violation(x, closed, rest_lengths, active, edges, rhs)
         if viol <= tol or it == max_iter:
             return it, viol
         solve_tridiagonal_masked(a_diag, a_lower, rhs, active, closed, dlam)
