@@ -80,7 +80,8 @@ def test_symmetric_masked_and_cyclic_match_dense(closed, prescribed):
 
 
 def test_bitwise_equal_to_the_copy_in_der():
-    """The copies outside rodlab.linalg give the same bits, so they can be replaced by these kernels."""
+    """What rodlab.der solves with gives the same bits as rodlab.linalg's kernel (der now imports it:
+    its own copy was replaced)."""
     from rodlab.der import kernels as DK
 
     n = 19

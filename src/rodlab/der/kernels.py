@@ -33,6 +33,8 @@ from ..geometry.curves import (
     reference_twist,
     time_parallel_update,
 )
+from ..linalg.tridiagonal import solve_tridiagonal_masked
+from .projection import fast_projection, shake_projection, velocity_projection
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,114 +129,6 @@ def twist_gradient_hessian(kb, ref_d1, ref_d2, theta, ref_twist, lbar, omega_bar
         h_diag[e] += tw
         h_diag[f] += tw
         h_lower[e] -= tw
-
-
-@njit(**JIT)
-def solve_tridiagonal_masked(h_diag, h_lower, rhs, free, closed, out):
-    """Solve ``H d = rhs`` on the free unknowns (others get ``d = 0``); H tridiagonal or cyclic.
-
-    Thomas algorithm; for a closed rod with every unknown free the cyclic corner is handled by
-    Sherman-Morrison. A vanishing pivot raises (the caller regularises).
-    """
-    n = h_diag.shape[0]
-    nfree = 0
-    for i in range(n):
-        if free[i]:
-            nfree += 1
-    for i in range(n):
-        out[i] = 0.0
-    if nfree == 0:
-        return
-    if closed and nfree == n and n > 2:
-        # cyclic: H = T + u v^T with u = (gamma, 0.., c), v = (1, 0.., a/gamma)
-        corner = h_lower[n - 1]
-        gamma = -h_diag[0] if h_diag[0] != 0.0 else -1.0
-        diag = h_diag.copy()
-        diag[0] -= gamma
-        diag[n - 1] -= corner * corner / gamma
-        y = np.empty(n)
-        z = np.empty(n)
-        u = np.zeros(n)
-        u[0] = gamma
-        u[n - 1] = corner
-        _thomas(diag, h_lower, rhs, n, y)
-        _thomas(diag, h_lower, u, n, z)
-        fac = (y[0] + corner * y[n - 1] / gamma) / (1.0 + z[0] + corner * z[n - 1] / gamma)
-        for i in range(n):
-            out[i] = y[i] - fac * z[i]
-        return
-    if closed and nfree < n:
-        # cut the ring at a prescribed unknown: rotate so it comes last, then solve as a chain
-        p = 0
-        while free[p]:
-            p += 1
-        rd = np.empty(n)
-        rl = np.empty(n)
-        rr = np.empty(n)
-        rf = np.empty(n, dtype=np.bool_)
-        ro = np.empty(n)
-        for i in range(n):
-            src = (p + 1 + i) % n
-            rd[i] = h_diag[src]
-            rl[i] = h_lower[src]
-            rr[i] = rhs[src]
-            rf[i] = free[src]
-        _solve_chain_masked(rd, rl, rr, rf, ro)
-        for i in range(n):
-            out[(p + 1 + i) % n] = ro[i]
-        return
-    _solve_chain_masked(h_diag, h_lower, rhs, free, out)
-
-
-@njit(**JIT)
-def _solve_chain_masked(h_diag, h_lower, rhs, free, out):
-    """Tridiagonal solve over each run of free unknowns (numba caches recursion badly, so the
-    cyclic case calls this rather than itself)."""
-    n = h_diag.shape[0]
-    for i in range(n):
-        out[i] = 0.0
-    i = 0
-    cp = np.empty(n)
-    dp = np.empty(n)
-    while i < n:
-        if not free[i]:
-            i += 1
-            continue
-        start = i
-        while i < n and free[i]:
-            i += 1
-        stop = i
-        b = h_diag[start]
-        if b == 0.0:
-            raise ValueError("singular twist Hessian")
-        cp[start] = h_lower[start] / b if start + 1 < stop else 0.0
-        dp[start] = rhs[start] / b
-        for r in range(start + 1, stop):
-            a = h_lower[r - 1]
-            b = h_diag[r] - a * cp[r - 1]
-            if b == 0.0:
-                raise ValueError("singular twist Hessian")
-            cp[r] = h_lower[r] / b if r + 1 < stop else 0.0
-            dp[r] = (rhs[r] - a * dp[r - 1]) / b
-        out[stop - 1] = dp[stop - 1]
-        for r in range(stop - 2, start - 1, -1):
-            out[r] = dp[r] - cp[r] * out[r + 1]
-
-
-@njit(**JIT)
-def _thomas(diag, lower, rhs, n, out):
-    cp = np.empty(n)
-    dp = np.empty(n)
-    cp[0] = lower[0] / diag[0]
-    dp[0] = rhs[0] / diag[0]
-    for r in range(1, n):
-        a = lower[r - 1]
-        b = diag[r] - a * cp[r - 1]
-        cp[r] = lower[r] / b if r < n - 1 else 0.0
-        dp[r] = (rhs[r] - a * dp[r - 1]) / b
-    out[n - 1] = dp[n - 1]
-    for r in range(n - 2, -1, -1):
-        out[r] = dp[r] - cp[r] * out[r + 1]
 
 
 @njit(**JIT)
@@ -743,7 +637,3 @@ def fd_reduced_hessian(x, free_idx, h, closed, tangents0, ref_d1_0, ref_twist0, 
         for r in range(nf):
             for d in range(3):
                 out[3 * r + d, col] = -(fp[free_idx[r], d] - fm[free_idx[r], d]) / (2.0 * h)
-
-
-# the constraint projections use the solvers above (imported last: rodlab.der.projection imports this module)
-from .projection import fast_projection, shake_projection, velocity_projection  # noqa: E402

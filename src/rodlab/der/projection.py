@@ -18,7 +18,7 @@ from numba import njit
 
 from ..geometry._vec import JIT
 from ..geometry.curves import compute_edges
-from .kernels import solve_tridiagonal_masked
+from ..linalg.tridiagonal import solve_tridiagonal_masked
 
 
 @njit(**JIT)

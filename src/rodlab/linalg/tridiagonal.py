@@ -13,10 +13,9 @@ with ``b_r = diag_r - lower_{r-1} c'_{r-1}``, then back substitution. A zero piv
 
 Masked solves act on the unknowns with ``free[i]`` True: each maximal run of consecutive free
 unknowns is one independent system (the couplings to prescribed unknowns are dropped, their
-``out`` is 0). Kernels are compiled, allocate only their two scratch vectors, and do the same
-operations in the same order as the copies in ``rodlab.der.kernels`` (and the removed coupling fork's)
-(bitwise-equal results, checked by ``tests/test_linalg_solvers.py``), so those can be replaced by
-calls to these.
+``out`` is 0). Kernels are compiled and allocate only their two scratch vectors. The explicit DER
+(``rodlab.der.kernels``'s quasistatic twist, ``rodlab.der.projection``'s constraint solves) calls
+:func:`solve_tridiagonal_masked` from here; it replaced a copy there with bitwise-equal results.
 """
 from __future__ import annotations
 
