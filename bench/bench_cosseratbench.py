@@ -1,7 +1,7 @@
 """rodlab's methods on the cosseratbench suite, beside PyElastica and MuJoCo's cable.
 
     python -m pip install -e . -r bench/requirements-peers.txt   # once (registers the adapters)
-    python bench/bench_cosseratbench.py [--quick]
+    python bench/bench_cosseratbench.py [--quick] [--experiments NAME ...] [--solvers NAME ...] [--elements N ...]
 
 Runs every cosseratbench experiment that a rodlab adapter supports (the others are listed as
 unsupported with the adapter's reason), at the suite's resolutions (the experiment's default
@@ -44,7 +44,11 @@ def _fmt(v) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="default resolution only, no docs update")
-    ap.add_argument("--experiments", nargs="*", help="restrict to these experiments")
+    ap.add_argument("--experiments", nargs="*", help="run only these experiments; the docs table keeps the other "
+                                                      "experiments' rows and notes from its last full run")
+    ap.add_argument("--solvers", nargs="*", help="run only these solvers (default: rodlab's four and the peers)")
+    ap.add_argument("--elements", nargs="*", type=int, help="run only these resolutions (with --experiments: "
+                                                            "the table keeps the other resolutions' rows)")
     args = ap.parse_args(argv)
     logging.getLogger("rodlab").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
@@ -58,6 +62,8 @@ def main(argv=None) -> int:
 
     solvers, notes = {}, []
     for name in RODLAB + PEERS:
+        if args.solvers and name not in args.solvers:
+            continue
         try:
             solvers[name] = registry.load_solver(name) if name in registry.names(registry.SOLVERS) else RODLAB_SOLVERS[name]()
         except Exception as exc:  # a peer that will not import: say so
@@ -95,6 +101,8 @@ def main(argv=None) -> int:
         if ex.name not in supported:
             continue
         resolutions = (ex.n_elements,) if args.quick else (max(ex.n_elements // 2, 2), ex.n_elements, 2 * ex.n_elements)
+        if args.elements:
+            resolutions = tuple(n for n in resolutions if n in args.elements)
         metric_names = list(ex.metrics)
         for n in resolutions:
             for name, solver in solvers.items():
@@ -131,11 +139,26 @@ def main(argv=None) -> int:
     if skipped_peer:
         notes.append("mujoco not run at twice the default resolution (" + ", ".join(sorted(skipped_peer)) +
                      "): its time step is its explicit stability limit, ~h^2, and one such run took 5-7 minutes on this machine")
-    table = md_table(["experiment", "elements", "solver", "outcome", "error metrics", "max strain", "wall [s]"], rows)
+    skipped_solvers = [name for name in RODLAB + PEERS if args.solvers and name not in args.solvers]
+    if skipped_solvers:
+        notes.append(f"{', '.join(skipped_solvers)}: not run on {', '.join(names)} in this pass "
+                     f"(`--solvers {' '.join(args.solvers)}`)")
     for line in notes:
         print(line)
     if args.quick:
         return 0
+    if args.experiments:  # keep the other experiments' rows, notes and driven lists from the page
+        old_rows, old_notes, old_driven = _previous(ROOT / "docs" / "benchmarks.md")
+        order = registry.names(registry.EXPERIMENTS)
+        rerun = {(r[0], int(r[1])) for r in rows}
+        rows = sorted([r for r in old_rows if (r[0], int(r[1])) not in rerun if r[0] not in names or args.elements] + rows,
+                      key=lambda r: (order.index(r[0]) if r[0] in order else len(order), int(r[1])))
+        notes = [n for n in old_notes if args.elements or not any(n.startswith(f"{e}:") for e in names)] + notes
+        notes = list(dict.fromkeys(notes))  # a note repeated by a partial run appears once
+        for name in RODLAB:
+            kept = [e for e in old_driven.get(name, []) if e not in names]
+            driven[name] = [e for e in order if e in kept or e in driven.get(name, [])]
+    table = md_table(["experiment", "elements", "solver", "outcome", "error metrics", "max strain", "wall [s]"], rows)
     import importlib.metadata as md
 
     versions = []
@@ -147,11 +170,15 @@ def main(argv=None) -> int:
     body = "\n".join([
         "## cosseratbench (`bench/bench_cosseratbench.py`)",
         "",
-        f"Produced by `{command_line()}` on {machine()}; {', '.join(versions)}. Each run through `cosseratbench.run` "
+        f"Produced by `{command_line()}` on {machine()}; {', '.join(versions)}" +
+        (" (rows this command did not re-run are kept from earlier runs of this script; the first, of the whole suite "
+         "with every solver, gave those of cantilever, catenary, pendulum and twist)" if args.experiments else "") +
+        ". Each run through `cosseratbench.run` "
         "(the suite's own metrics; wall time of the timed run after the suite's warm-up run, so compilation is excluded). "
         "Resolutions: each experiment's default element count, half and twice it. Error metrics are the experiment's "
         "(relative errors against its analytic reference; `settling_residual` how settled the final state is). "
-        "rodlab's adapters: `src/rodlab/bench_adapters/cosseratbench.py` (`cb_compact.py`, `cb_galpha.py`); "
+        "rodlab's adapters: `src/rodlab/bench_adapters/cosseratbench.py` (`cb_compact.py`, `cb_galpha.py`; the contact "
+        "experiments on a rodlab World: `cb_contact.py`); "
         "what each one drives: " + "; ".join(f"{name}: {', '.join(driven.get(name, [])) or 'nothing'}" for name in RODLAB if name in solvers) + ".",
         "",
         table,
@@ -161,6 +188,29 @@ def main(argv=None) -> int:
     write_section(ROOT / "docs" / "benchmarks.md", "bench_cosseratbench", body, title="Benchmarks")
     print("wrote docs/benchmarks.md")
     return 0
+
+
+def _previous(path: Path) -> tuple[list[list[str]], list[str], dict[str, list[str]]]:
+    """The table rows, notes and per-solver driven experiments of the page's current
+    ``bench_cosseratbench`` section (for a run restricted with ``--experiments``)."""
+    import re
+
+    text = path.read_text()
+    begin, end = text.find("<!-- BEGIN bench_cosseratbench"), text.find("<!-- END bench_cosseratbench")
+    if begin < 0 or end < 0:
+        return [], [], {}
+    rows, notes, driven = [], [], {}
+    for line in text[begin:end].splitlines():
+        if line.startswith("| ") and not line.startswith("| experiment ") and len(line.split(" | ")) == 7:
+            rows.append([c.strip() for c in line.strip().strip("|").split(" | ")])
+        elif line.startswith("- "):
+            notes.append(line[2:])
+        m = re.search(r"what each one drives: (.*)\.$", line)
+        if m:
+            for part in m.group(1).split("; "):
+                name, _, what = part.partition(": ")
+                driven[name] = [] if what == "nothing" else what.split(", ")
+    return rows, notes, driven
 
 
 if __name__ == "__main__":

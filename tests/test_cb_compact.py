@@ -17,6 +17,7 @@ from cosseratbench.scenario import (Cylinder, End, EndCondition, Material, Motio
 # the cosseratbench module first: it imports the per-method adapter modules at its end
 from rodlab.bench_adapters.cosseratbench import SOLVERS  # noqa: E402, I001
 from rodlab.bench_adapters.cb_compact import CompactSolver  # noqa: E402
+from cosseratbench import Capability  # noqa: E402
 
 
 def _beam(force=1e-3, n_frames=3, duration=0.01, start=EndCondition.CLAMPED, end=EndCondition.FREE,
@@ -30,7 +31,8 @@ def test_registered_with_honest_capabilities():
     assert SOLVERS["rodlab-compact"] is CompactSolver
     solver = CompactSolver()
     assert solver.name == "rodlab-compact" and isinstance(solver, cb.Solver)
-    assert solver.capabilities == frozenset()  # inextensible, unshearable, no contact
+    assert solver.capabilities == frozenset({Capability.ROD_CONTACT, Capability.CYLINDER_CONTACT,
+                                             Capability.PLANE_CONTACT})  # inextensible, unshearable, no friction
     with pytest.raises(ValueError, match="time_step_scale"):
         CompactSolver(time_step_scale=-1.0)
 
@@ -175,8 +177,9 @@ def test_driven_start_clamp_moves_and_turns_its_element():
 
 def test_unsupported_features_raise_not_implemented():
     scen = _beam()
-    with_obstacle = Scenario(rods=scen.rods, duration=0.01, obstacles=(Cylinder((0, 0, -1), (0, 1, 0), 0.1, 1.0),))
-    with pytest.raises(NotImplementedError, match="contact"):
+    with_obstacle = Scenario(rods=scen.rods, duration=0.01,
+                             obstacles=(Cylinder((0, 0, -1), (0, 1, 0), 0.1, 1.0, friction=0.3),))
+    with pytest.raises(NotImplementedError, match="friction"):  # contact without friction (cb_contact.py)
         CompactSolver().run(with_obstacle, n_elements=4, n_frames=2)
     with pytest.raises(ValueError, match="n_elements"):
         CompactSolver().run(scen, n_elements=1, n_frames=2)

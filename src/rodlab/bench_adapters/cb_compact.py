@@ -103,13 +103,19 @@ r = cb.run(ex, SOLVERS['rodlab-compact'](), n_elements=N); print(r.metrics, r.wa
   uncertainty near 0.5%), 18 / 20 / 30 s,
   dt = 0.05 s (0.67% at dt = 0.025 s).
 
+Contact
+-------
+Scenarios with obstacles or rods within reach of each other (crossing, capstan, pile) run on a
+rodlab World through ``make_simulator(world, "compact")`` (``cb_contact.py``; capabilities
+``ROD_CONTACT``, ``CYLINDER_CONTACT``, ``PLANE_CONTACT``, not ``ROD_FRICTION``). The compact
+World path refuses Coulomb friction (capstan, pile) and pins away from a rod's root (crossing:
+both ends pinned); those runs are reported unsupported with the simulator's reason.
+
 Not mapped
 ----------
-* obstacles (``NotImplementedError``: rodlab has no contact with the suite's obstacles; the
-  compact method's floor/sphere/cylinder constraints are frictionless and the suite's cylinders
-  have friction and finite length), rod-rod and self-contact, friction (capabilities do not
-  claim them; a scenario that asks for self-contact runs without it, as with the other rodlab
-  adapters);
+* friction (refused), and self-contact in the scenarios above that keep this module's path (a
+  scenario that asks for self-contact without obstacles or touching rods, the twist, runs without
+  it, as with the other rodlab adapters);
 * stretch and shear (inextensible, unshearable: no ``STRETCH``, no ``SHEAR``);
 * rest curvature / twist of the initial centerline (the suite's rods are straight when
   stress-free).
@@ -124,6 +130,8 @@ from numba import njit
 
 from ..compact.sqp import finish_step, predict_start, sqp_solve
 from .cb_common import Diverged, End, EndCondition, Trajectory, _damping, _RodlabSolver
+from .cb_contact import COMPACT_CONTACT, needs_contact, run_world
+from .cb_contact import settings as contact_settings
 
 QUASI_STATIC_STEP = 0.25  # dt * slowest angular frequency, quasi-static scenarios
 DYNAMIC_DISSIPATION = 5e-3  # dt * w^2 * duration, dynamic scenarios (~0.25% amplitude loss)
@@ -251,7 +259,7 @@ def _advance(n_steps, dt, t0, s, qref, p, q, v, omega, accel, free, lengths, mas
 
 def _check_supported(scenario) -> None:
     if scenario.obstacles:
-        raise NotImplementedError("rodlab-compact: rodlab has no contact with the suite's obstacles")
+        raise NotImplementedError("rodlab-compact: obstacles are driven by the World path only (cb_contact.py)")
 
 
 class CompactSolver(_RodlabSolver):
@@ -260,7 +268,7 @@ class CompactSolver(_RodlabSolver):
 
     method = "compact"
     name = "rodlab-compact"
-    capabilities = frozenset()  # inextensible, unshearable, no contact
+    capabilities = COMPACT_CONTACT  # inextensible, unshearable; contact without friction (cb_contact.py)
 
     # ---- numerical choices ------------------------------------------------------------------
     def time_step(self, scenario, frame_dt: float) -> tuple[float, int]:
@@ -275,6 +283,8 @@ class CompactSolver(_RodlabSolver):
         return frame_dt / per_frame, per_frame
 
     def settings(self, scenario, *, n_elements: int, n_frames: int) -> dict:
+        if needs_contact(scenario):
+            return contact_settings(scenario, self.method, self.time_step_scale, n_frames, n_elements)
         out = super().settings(scenario, n_elements=n_elements, n_frames=n_frames)
         dt, per_frame = self.time_step(scenario, scenario.duration / max(n_frames - 1, 1))
         out.update({"time_step": dt, "steps_per_frame": per_frame, "integrator": "implicit Euler (SQP)",
@@ -357,6 +367,9 @@ class CompactSolver(_RodlabSolver):
         return _DirichletRun(solver, state, accel)
 
     def run(self, scenario, *, n_elements: int, n_frames: int):
+        if needs_contact(scenario):  # obstacles or rods within reach: the World path (cb_contact.py)
+            return run_world(self.method, scenario, n_elements=n_elements, n_frames=n_frames,
+                             time_step_scale=self.time_step_scale)
         _check_supported(scenario)
         if n_elements < 2:
             raise ValueError(f"n_elements must be >= 2 (got {n_elements})")

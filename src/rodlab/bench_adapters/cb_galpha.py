@@ -151,7 +151,7 @@ class GAlphaSolver(_RodlabSolver):
 
     def run(self, scenario, *, n_elements: int, n_frames: int):
         if scenario.obstacles:
-            raise NotImplementedError("rodlab-galpha: rodlab has no obstacle contact")
+            raise NotImplementedError("rodlab-galpha: galpha has no obstacle contact in rodlab")
         if n_elements < 2:
             raise ValueError(f"n_elements must be >= 2 (got {n_elements})")
         if n_frames < 2:

@@ -7,7 +7,11 @@ constructs a solver with no arguments (or with the option ``time_step_scale``), 
 
 Capabilities are honest: ``der`` (run with fast projection), ``compact`` and ``galpha`` are
 inextensible (no ``STRETCH``); ``der-implicit`` has a stretching energy (``STRETCH``); none
-shears (no ``SHEAR``); rodlab has no rod or obstacle contact yet (no contact capability). A scenario feature outside what a method's adapter drives raises
+shears (no ``SHEAR``). Contact (``cb_contact.py``): ``der-implicit`` claims ``ROD_CONTACT``,
+``ROD_FRICTION``, ``CYLINDER_CONTACT`` and ``PLANE_CONTACT`` (IPC barrier contact, lagged Coulomb
+friction), ``compact`` the same without ``ROD_FRICTION``; a scenario with obstacles or rods within
+reach of each other (crossing, capstan, pile) runs on a rodlab World through
+``rodlab.solvers.make_simulator``; ``der`` and ``galpha`` claim no contact. A scenario feature outside what a method's adapter drives raises
 ``NotImplementedError`` (the suite reports the run as unsupported):
 
 * ``der`` (explicit Discrete Elastic Rods, Bergou et al. 2008): any number of independent rods
@@ -44,6 +48,8 @@ import numpy as np
 
 from .cb_common import (Capability, Diverged, End, EndCondition, Trajectory, _check_supported, _damping,  # noqa: F401
                         _RodlabSolver)
+from .cb_contact import DER_IMPLICIT_CONTACT, needs_contact, run_world
+from .cb_contact import settings as contact_settings
 
 class DERSolver(_RodlabSolver):
     """Explicit DER (rodlab.der.DERStepper): symplectic Euler, fast projection, quasistatic twist."""
@@ -132,8 +138,13 @@ class DERImplicitSolver(_RodlabSolver):
 
     method = "der-implicit"
     name = "rodlab-der-implicit"
-    capabilities = frozenset({Capability.STRETCH})  # its edges carry a stretching energy
+    capabilities = frozenset({Capability.STRETCH}) | DER_IMPLICIT_CONTACT  # stretching energy; IPC contact, friction
     default_dt = 1.0 / 240.0
+
+    def settings(self, scenario, *, n_elements: int, n_frames: int) -> dict:
+        if needs_contact(scenario):
+            return contact_settings(scenario, self.method, self.time_step_scale, n_frames, n_elements)
+        return super().settings(scenario, n_elements=n_elements, n_frames=n_frames)
 
     def _build(self, crod, n_elements: int, scenario):
         from ..der_implicit.stepper import build_rod, with_params
@@ -178,6 +189,9 @@ class DERImplicitSolver(_RodlabSolver):
     def run(self, scenario, *, n_elements: int, n_frames: int):
         from ..der_implicit.stepper import DERImplicitStepper
 
+        if needs_contact(scenario):  # obstacles or rods within reach: the World path (cb_contact.py)
+            return run_world(self.method, scenario, n_elements=n_elements, n_frames=n_frames,
+                             time_step_scale=self.time_step_scale)
         _check_supported(scenario, sliding_ok=True)
         if n_elements < 2 or n_frames < 2:
             raise ValueError(f"n_elements and n_frames must be >= 2 (got {n_elements}, {n_frames})")

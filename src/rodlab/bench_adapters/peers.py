@@ -134,10 +134,11 @@ def run_der(scene: Scene, dt: float, chunks: int = 20) -> CantileverRun:
 
 
 # ---------------------------------------------------------------------------------- PyElastica
-def run_pyelastica(scene: Scene, dt: float, check_every: int = 2000) -> CantileverRun:
+def run_pyelastica(scene: Scene, dt: float, check_every: int = 2000, probe=None) -> CantileverRun:
     """PyElastica (Gazzola et al.) CosseratRod with ``n - 1`` elements, node 0 and the first
     element's directors fixed (OneEndFixedBC), GravityForces, AnalyticalLinearDamper with the
-    uniform rate ``damping``, PositionVerlet."""
+    uniform rate ``damping``, PositionVerlet. ``probe(t, tip_xz)``, if given, is called every
+    ``check_every`` steps (bench/bench_dynamics.py samples the trajectory with it)."""
     try:
         import elastica as ea
     except ImportError as exc:
@@ -173,6 +174,8 @@ def run_pyelastica(scene: Scene, dt: float, check_every: int = 2000) -> Cantilev
         for _ in range(k):
             t = stepper.step(sim, t, dt)
         done += k
+        if probe is not None:
+            probe(t, rod.position_collection[[0, 2], -1].copy())
         if _exploded(rod.position_collection, scene.length):
             ok = False
             break
@@ -249,14 +252,15 @@ def run_cosseratbench_adapter(solver_cls, scene: Scene, scale: float) -> Cantile
 
 
 # ---------------------------------------------------------------------------------- pypbd
-def run_pypbd(scene: Scene, dt: float, check_every: int = 50) -> CantileverRun:
+def run_pypbd(scene: Scene, dt: float, check_every: int = 50, probe=None) -> CantileverRun:
     """pypbd (PositionBasedDynamics), the direct position-based solver for stiff rods (Deul et
     al. 2018): ``n - 1`` rigid segments (slender boxes, at most half as wide as long, with the
     density that gives the rod's mass per length; see the comment on ``side``) joined at ``n - 2`` joints by one ``DirectPositionBasedSolverForStiffRodsConstraint``
     with E, G and the radius; the first segment static and centred on x = 0 (clamp converging to
     x = 0). PBD's gravity is fixed along -y: the rod bends in the x-y plane, and y is reported as
     z. Viscous damping: velocities and angular velocities scaled by ``exp(-damping dt)`` after
-    each step (from Python). PBD's default 5 substeps per step."""
+    each step (from Python). PBD's default 5 substeps per step. ``probe(t, tip_xz)``, if given, is
+    called every ``check_every`` steps (bench/bench_dynamics.py samples the trajectory with it)."""
     try:
         import pypbd as pbd
     except ImportError as exc:
@@ -309,6 +313,9 @@ def run_pypbd(scene: Scene, dt: float, check_every: int = 50) -> CantileverRun:
                 rb.setAngularVelocity(rb.getAngularVelocity() * factor)
             done += 1
         p = np.asarray(bodies[-1].getPosition())
+        if probe is not None:
+            tp = p + np.asarray(bodies[-1].getRotationMatrix()) @ np.array([0.5 * h, 0.0, 0.0])
+            probe(done * dt, np.array([tp[0], tp[1]]))
         if not np.all(np.isfinite(p)) or np.abs(p).max() > 10 * scene.length:
             ok = False
             break
@@ -361,7 +368,7 @@ def import_dismech_newton():
 
 
 def run_dismech_newton(scene: Scene, dt: float, iterations: int = 10, warmup: int = 3,
-                       stall_window: float = 0.25) -> CantileverRun:
+                       stall_window: float = 0.25, probe=None, probe_every: int = 0) -> CantileverRun:
     """dismech-newton's ``DiSMechSolver`` (implicit Euler; per step ``iterations`` strain-space ADMM
     iterations with a line search, SciPy's SuperLU as the linear solver on the CPU; float32 DOFs) on
     warp's CPU device.
@@ -387,6 +394,9 @@ def run_dismech_newton(scene: Scene, dt: float, iterations: int = 10, warmup: in
     the float32 DOF/step arrays against the stretch/bend stiffness ratio -- not investigated
     further), the step returns its inertial prediction and the rod hangs nearly straight without
     blowing up, which the accuracy check alone would misread as converged-but-inaccurate.
+
+    ``probe(t, tip_xz)``, if given, is called every ``probe_every`` steps (bench/bench_dynamics.py
+    samples the trajectory with it).
     """
     wp, newton, dn = import_dismech_newton()
     n = scene.n
@@ -427,6 +437,8 @@ def run_dismech_newton(scene: Scene, dt: float, iterations: int = 10, warmup: in
             if first_stall is None:
                 first_stall = done
         done += 1
+        if probe is not None and probe_every > 0 and done % probe_every == 0:
+            probe(done * dt, np.array([x[-1, 0], x[-1, 2]], dtype=float))
         s0, s1 = s1, s0
         if first_stall is not None and first_stall < watch:
             ok, msg = False, (f"stalled: step {first_stall} (t = {first_stall * dt:.3g} s) took no line-search step "
