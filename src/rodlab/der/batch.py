@@ -31,7 +31,10 @@ Measured (2 shared cores, one clamped straight rod, ``advance(state, 1)`` minus 
 inside ``advance(state, 1000)``): 18-20 us at 10 vertices, 30-37 us at 50, 73-95 us at 200 (the
 old ``DERStepper.advance(state, 1)``: 116, 146, 247 us). Above ~50 vertices the fixed cost is the
 per-call O(n) frame work of a twist-free rod (refresh with reference twist, the twist-free frame
-rebuild, the energy check's two energies), not Python.
+rebuild, the energy check's two energies), not Python. With :func:`advance_rods_serial` for small
+calls (one unpack, no private copies) and the Python fast path of ``DERSimulator.advance``:
+18, 32-34, 87 us at 10, 50, 200 vertices (median-based, same loaded machine: 23, 38, 96 before;
+docs/benchmarks-world.md (a)).
 
 Per-call inputs (only driven rods use them; else empty arrays): ``call_presc`` (nsteps, P, 3)
 prescribed positions and ``call_m1`` (nsteps, C, 3) clamp directors of rods with a moving clamp,
@@ -225,11 +228,11 @@ def rebuild_twist_free_frames(x, closed, theta, ref_d1, ref_twist, t_start, clam
     material frame is the Bishop frame grown from the prescribed director ``clamp_m1[0]`` of the
     first clamped edge (or from edge 0's material director, carried in time); the angles and the
     reference twist are unwrapped against their previous values."""
-    ne = theta.shape[0]
     compute_edges(x, closed, edges)
     compute_tangents(edges, lengths, t_now)
-    complete_frames(t_start, ref_d1, d2)
-    material_frames(ref_d1, d2, theta, m1_old, v)
+    if clamp_edges.shape[0] == 0:  # only edge 0's old material director is used (the seed)
+        complete_frames(t_start[:1], ref_d1[:1], d2[:1])
+        material_frames(ref_d1[:1], d2[:1], theta[:1], m1_old[:1], v[:1])
     time_parallel_update(t_start, t_now, ref_d1)
     if clamp_edges.shape[0] > 0:
         seed_edge = clamp_edges[0]
@@ -314,6 +317,14 @@ def _chunk(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3,
 def advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed):
     """Advance rod ``r`` by ``nsteps``; sets ``w.rod_status[r]`` and ``w.rod_diag[r]``. The rod's
     state at the call's start is kept in the snapshot buffers (restored by the caller)."""
+    _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, np.bool_(True))
+
+
+@njit(**JIT)
+def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private):
+    """:func:`advance_rod`; ``private``: step copies of the rod's state (for threads), else the
+    state's own rows in place (one thread; a failed rod's rows are then left part-stepped, and
+    the caller's :func:`_finish` restores every rod from the snapshot, as it does anyway)."""
     vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
     es, ee = m.rod_edge_start[r], m.rod_edge_start[r + 1]
     js, je = m.rod_joint_start[r], m.rod_joint_start[r + 1]
@@ -323,7 +334,9 @@ def advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_
     closed = m.rod_flag[r, FLAG_CLOSED] != 0
     # private copies and scratch: views of shared buffers would make every thread update the
     # same reference count (measured: no parallel speed-up at all with shared views)
-    x, v, theta, ref_d1, ref_twist = X[vs:ve].copy(), V[vs:ve].copy(), TH[es:ee].copy(), D1[es:ee].copy(), TW[js:je].copy()
+    x, v, theta, ref_d1, ref_twist = X[vs:ve], V[vs:ve], TH[es:ee], D1[es:ee], TW[js:je]
+    if private:
+        x, v, theta, ref_d1, ref_twist = x.copy(), v.copy(), theta.copy(), ref_d1.copy(), ref_twist.copy()
     v3 = np.empty((2, nv, 3))
     e3 = np.empty((6, ne, 3))
     s = np.empty((7, ne))
@@ -391,11 +404,12 @@ def advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_
         w.rod_energy[r, 0] = e1 - w.rod_energy[r, 2]
         if w.rod_energy[r, 0] > 0.5 * w.rod_energy[r, 1]:
             w.rod_status[r] = ROD_ENERGY
-    X[vs:ve] = x
-    V[vs:ve] = v
-    TH[es:ee] = theta
-    D1[es:ee] = ref_d1
-    TW[js:je] = ref_twist
+    if private:
+        X[vs:ve] = x
+        V[vs:ve] = v
+        TH[es:ee] = theta
+        D1[es:ee] = ref_d1
+        TW[js:je] = ref_twist
 
 
 @njit(**JIT)
@@ -440,11 +454,22 @@ def _advance_rods(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, 
     return _finish_packed(f, i, b, L, X, V, TH, D1, TW)
 
 
-advance_rods_serial = njit(**JIT)(_advance_rods)
+@njit(**JIT)
+def advance_rods_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed):
+    """:func:`advance_rods` on the calling thread, rod after rod, bitwise the same results: no
+    thread-pool wake-up, the packed groups unpacked once per call instead of once per rod plus
+    once for the finish (~2 us each), and each rod stepped in the state's own rows instead of
+    private copies. For one-rod worlds and calls of little work."""
+    m, w = unpack(f, i, b, L)
+    for r in range(w.rod_status.shape[0]):
+        _advance_rod(m, w, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, np.bool_(False))
+    return _finish(m, w, X, V, TH, D1, TW)
+
+
 advance_rods = njit(parallel=True, **JIT)(_advance_rods)
 advance_rods.__doc__ = """Advance every rod by ``nsteps`` steps of ``h`` [s], in parallel over rods (module
-docstring); returns the result code (``STATUS_*`` bits). ``advance_rods_serial``: the same on
-one thread (no thread-pool launch: ~1.6 us less per call, for one rod)."""
+docstring); returns the result code (``STATUS_*`` bits). :func:`advance_rods_serial`: the same
+on one thread."""
 
 
 @njit(**JIT)

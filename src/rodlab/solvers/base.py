@@ -53,6 +53,18 @@ class StepReport:
     contacts_max: int = 0
 
 
+_new = object.__new__
+
+
+def ok_report(steps: int, wall_s: float) -> StepReport:
+    """``StepReport(steps, wall_s=wall_s)`` (a successful call, every other field its default) in
+    ~0.3 us instead of ~2 us: a frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__``; the defaults are read from the class. Equal to the dataclass-built one."""
+    report = _new(StepReport)
+    report.__dict__.update(steps=steps, wall_s=wall_s)
+    return report
+
+
 @dataclass(frozen=True)
 class StaticReport:
     """Result of ``solve_static``: ``success``, ``message``, nonlinear ``iterations``, final

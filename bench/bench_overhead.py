@@ -1,0 +1,144 @@
+"""Per-call overhead of ``advance(state, 1)`` (issue #13 item 3: target <= 5 us), every method.
+
+    python bench/bench_overhead.py                 # table of section (a) of docs/benchmarks-world.md
+    python bench/bench_overhead.py --methods der --sizes 10 200 --calls 2000
+    python bench/bench_overhead.py --dispatch      # numba dispatch cost: positional vs grouped arguments
+
+Overhead = mean wall time of one ``advance(state, 1)`` call minus the per-step time inside one
+``advance(state, K)`` call over the same K steps (both from copies of one state, 20 steps after
+release). The last column, robust to other processes on a shared machine, is the median of
+``advance(state, 1)`` minus the median per-step time of calls of ``advance(state, 20)`` over the
+same steps, scaled by 20/19 (each of those calls carries the overhead once). Every column is the
+best of ``--repeats`` rounds. One clamped rod of 1 m, E = 1e8 Pa, radius 1 cm, gravity, damping
+1 /s, each method's default ``dt``.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from rodlab.solvers import METHODS, simulator_class
+from rodlab.world import WorldBuilder, shapes
+
+CHUNK = 20  # steps per call of the median-based estimate (robust on a loaded machine)
+CANTILEVER = dict(E=1e8, G=1e8 / 3, rho=1000.0, radius=0.01)
+
+
+def one_rod_world(n: int):
+    b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=1.0)
+    b.add_rod(shapes.straight(n, 1.0), **CANTILEVER)
+    b.clamp(0, "start")
+    return b.build()
+
+
+def measure(method: str, n: int, calls: int, repeats: int) -> tuple[float, float, float, float, float]:
+    """``(dt, mean of advance(s, 1) [us], median [us], per step inside advance(s, K) [us], median
+    per step inside the calls of advance(s, CHUNK) over the same K steps [us])``."""
+    sim = simulator_class(method)(one_rod_world(n))
+    start = sim.initial_state()
+    sim.advance(start.copy(), 1)  # compile
+    sim.advance(start, 20)
+    means, medians, inside, chunked = [], [], [], []
+    for _ in range(repeats):
+        state = start.copy()
+        t0 = time.perf_counter()
+        sim.advance(state, calls)
+        inside.append((time.perf_counter() - t0) / calls)
+        state = start.copy()
+        per = []
+        for _ in range(calls // CHUNK):
+            t1 = time.perf_counter()
+            sim.advance(state, CHUNK)
+            per.append((time.perf_counter() - t1) / CHUNK)
+        chunked.append(statistics.median(per))
+        state = start.copy()
+        out = []
+        for _ in range(calls):
+            t1 = time.perf_counter()
+            sim.advance(state, 1)
+            out.append(time.perf_counter() - t1)
+        means.append(statistics.fmean(out))
+        medians.append(statistics.median(out))
+    return sim.dt, 1e6 * min(means), 1e6 * min(medians), 1e6 * min(inside), 1e6 * min(chunked)
+
+
+def overhead_rows(methods, sizes, calls: int, repeats: int) -> list[str]:
+    rows = ["| method | vertices | dt [s] | `advance(s, 1)` median [us] | `advance(s, 1)` mean [us] | "
+            "per step in `advance(s, K)` [us] | overhead (mean - per step) [us] | "
+            f"overhead (median - median per step of `advance(s, {CHUNK})`) [us] |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for method in methods:
+        for n in sizes:
+            k = max(10, calls // (4 if method == "galpha" else 1))
+            dt, mean, median, inside, chunked = measure(method, n, k, repeats)
+            rows.append(f"| {method} | {n} | {dt:.3g} | {median:.1f} | {mean:.1f} | {inside:.1f} | {mean - inside:.1f} | "
+                        f"{(median - chunked) * CHUNK / (CHUNK - 1):.1f} |")
+            print(rows[-1], flush=True)
+    return rows
+
+
+def dispatch_rows(repeats: int = 5, calls: int = 20000) -> list[str]:
+    """Cost [us] of calling a compiled function that reads one element, given 30 arrays of 8
+    float64 positionally or as one named tuple, 12 arrays positionally, or one packed buffer
+    (the layout :mod:`rodlab.der.batch` uses); best of ``repeats`` loops of ``calls`` calls."""
+    from typing import NamedTuple
+
+    from numba import njit
+
+    arrays = [np.zeros(8) for _ in range(30)]
+    Group = NamedTuple("Group", [(f"a{k}", np.ndarray) for k in range(30)])
+    group = Group(*arrays)
+    buf = np.zeros(240)
+
+    @njit(cache=False)
+    def positional(*args):
+        return args[0][0]
+
+    @njit(cache=False)
+    def grouped(g):
+        return g.a0[0]
+
+    @njit(cache=False)
+    def packed(b):
+        return b[0]
+
+    @njit(cache=False)
+    def twelve(a, b, c, d, e, f, g, h, i, j, k, l):
+        return a[0]
+
+    cases = [("30 positional arrays", lambda: positional(*arrays)), ("one named tuple of 30 arrays", lambda: grouped(group)),
+             ("12 positional arrays", lambda: twelve(*arrays[:12])), ("one packed float64 buffer", lambda: packed(buf))]
+    rows = ["| arguments | dispatch [us per call] |", "| --- | ---: |"]
+    for label, fn in cases:
+        fn()
+        best = min(_loop(fn, calls) for _ in range(repeats))
+        rows.append(f"| {label} | {1e6 * best:.2f} |")
+        print(rows[-1], flush=True)
+    return rows
+
+
+def _loop(fn, calls):
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--methods", nargs="*", default=list(METHODS))
+    ap.add_argument("--sizes", nargs="*", type=int, default=[10, 50, 200])
+    ap.add_argument("--calls", type=int, default=400, help="K: calls of advance(s, 1) and steps of advance(s, K)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--dispatch", action="store_true", help="also time numba dispatch of argument layouts")
+    args = ap.parse_args(argv)
+    overhead_rows(args.methods, args.sizes, args.calls, args.repeats)
+    if args.dispatch:
+        dispatch_rows()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""DER's per-call fast path (issue #13 item 3): the serial driver chosen for small calls gives
+bitwise the results of the parallel one, and the fast path's checks still refuse bad input."""
+import numpy as np
+import pytest
+
+from rodlab.der import batch as B
+from rodlab.model import ModelError
+from rodlab.solvers import make_simulator
+from rodlab.solvers.base import StepReport
+from rodlab.world import WorldBuilder, shapes
+
+MAT = dict(E=1e7, G=1e7 / 3, rho=1000.0, radius=0.01)
+
+
+def three_rods():
+    b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=0.5)
+    for k in range(3):
+        r = b.add_rod(shapes.straight(8 + 3 * k, 0.4, start=(0.0, 0.1 * k, 0.0)), **MAT)
+        b.clamp(r, "start")
+    return b.build()
+
+
+def _call(driver, sim, state, nsteps):
+    p, z = sim._packed, sim._no_input
+    return driver(p.f, p.i, p.b, p.layout, nsteps, sim.dt, state.vertex_x, state.vertex_v, state.edge_theta,
+                  state.edge_ref_d1, state.joint_ref_twist, z, z, z)
+
+
+def test_serial_and_parallel_drivers_agree_bitwise():
+    sim = make_simulator(three_rods(), "der")
+    start = sim.initial_state()
+    sim.advance(start, 7)
+    a, b = start.copy(), start.copy()
+    assert _call(B.advance_rods, sim, a, 30) == 0
+    assert _call(B.advance_rods_serial, sim, b, 30) == 0
+    assert np.abs(a.vertex_x - start.vertex_x).max() > 1e-6  # it moved
+    for name in ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+def test_advance_picks_a_driver_without_changing_results(monkeypatch):
+    """``advance`` runs calls of ``SERIAL_WORK`` vertex-steps or fewer on the serial driver: the
+    same calls forced onto the parallel driver give the same trajectory, bit for bit."""
+    import rodlab.solvers.der as der
+
+    def run():
+        sim = make_simulator(three_rods(), "der")
+        state = sim.initial_state()
+        reports = [sim.advance(state, 1) for _ in range(25)]
+        return state, reports
+
+    a, reports = run()
+    monkeypatch.setattr(der, "SERIAL_WORK", -1)
+    b, _ = run()
+    assert reports[-1] == StepReport(1, wall_s=reports[-1].wall_s) and reports[-1].success
+    assert reports[-1].contacts_sum == 0 and reports[-1].contact_min_gap == np.inf
+    assert np.abs(a.vertex_x - three_rods_x0()).max() > 1e-6  # it moved
+    for name in ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert a.t == b.t
+
+
+def three_rods_x0():
+    return make_simulator(three_rods(), "der").initial_state().vertex_x
+
+
+def test_fast_path_still_checks_its_input():
+    sim = make_simulator(three_rods(), "der")
+    state = sim.initial_state()
+    with pytest.raises(ModelError, match="nsteps"):
+        sim.advance(state, -1)
+    with pytest.raises(ModelError, match="nsteps"):
+        sim.advance(state, 2.5)
+    assert sim.advance(state, np.int64(2)).steps == 2
+    other = make_simulator(_one_rod(), "der").initial_state()
+    with pytest.raises(ModelError, match="vertices"):
+        sim.advance(other, 1)
+    with pytest.raises(ModelError, match="State"):
+        sim.advance(object(), 1)
+
+
+def _one_rod():
+    b = WorldBuilder(gravity=(0.0, 0.0, -9.81))
+    b.add_rod(shapes.straight(6, 0.3), **MAT)
+    b.clamp(0, "start")
+    return b.build()
