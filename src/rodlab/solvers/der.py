@@ -31,7 +31,9 @@ for everything rigidly attached to it (:meth:`DERSimulator.energies` and
 """
 from __future__ import annotations
 
+import math
 import time
+from time import perf_counter
 
 import numpy as np
 
@@ -42,13 +44,16 @@ from ..der.stepper import DEROptions, DERStepper, suggested_time_step
 from ..model import Loads, ModelError
 from ..state import RodState
 from ..world import State
-from .base import Simulator, StaticReport, StepReport, UnsupportedFeature
+from .base import Simulator, StaticReport, StepReport, UnsupportedFeature, ok_report
 
 FEATURES = frozenset({"closed rods", "prescribed clamp motion", "swivel clamps", "sliding clamps", "pinned vertices",
                       "anisotropic bending", "rest curvature overrides", "point forces", "rods given by stiffness",
-                      "wind", "rigid bodies"})
+                      "wind", "rigid bodies", "obstacles", "rod contact", "friction"})
 
 PROJECTIONS = ("fast", "symplectic")
+# a call of at most this many vertex-steps runs on the calling thread (B.advance_rods_serial): waking
+# numba's thread pool costs more than it saves on so little work (~0.05-0.1 us per vertex-step)
+SERIAL_WORK = 500
 
 _WHY = {B.ROD_NONFINITE: "the state became non-finite", B.ROD_PROJECTION: "fast projection did not converge",
         B.ROD_DEGENERATE: "the geometry degenerated (singular twist Hessian)"}
@@ -94,6 +99,17 @@ class DERSimulator(Simulator):
         self._setup_batch()
         if w.bodies:
             self._setup_bodies()
+        self._contact = None
+        if w.obstacles or w.contact.rods:
+            self._setup_contact()
+
+    def _setup_contact(self) -> None:
+        """Contact data (:class:`rodlab.der.contact.DERContact`); refused with rigid bodies."""
+        from ..der.contact import DERContact
+
+        if self.world.bodies:
+            raise UnsupportedFeature("method der does not combine contact (obstacles, rod contact) with rigid bodies")
+        self._contact = DERContact(self)
 
     def _check_bodies(self) -> None:
         w = self.world
@@ -248,6 +264,9 @@ class DERSimulator(Simulator):
         self._driver = B.advance_rods if R > 1 else B.advance_rods_serial  # replaced with bodies
         self._no_input = np.zeros((1, 0, 3))
         self._driven = bool(self._moving or self._timed)
+        # advance's fast path: no per-call inputs, no bodies
+        self._plain = not (self._driven or wind is not None or w.bodies)
+        self._shape_x, self._shape_e = (w.n_vertices, 3), (w.n_edges,)
 
     # ---- states --------------------------------------------------------------------------------
     def _rod_state(self, state: State, r: int) -> RodState:
@@ -265,9 +284,28 @@ class DERSimulator(Simulator):
 
     # ---- stepping ------------------------------------------------------------------------------
     def advance(self, state: State, nsteps: int = 1) -> StepReport:
-        self._check_steps(state, nsteps)
-        self._check_layout(state)
-        t0 = time.perf_counter()
+        # the base class's checks on their slow path only (issue #13: a call costs <= 5 us)
+        if nsteps.__class__ is not int or nsteps < 0 or state.__class__ is not State:
+            nsteps = self._check_steps(state, nsteps)
+        if state.vertex_x.shape != self._shape_x or state.edge_theta.shape != self._shape_e:
+            self._check_layout(state)
+        t0 = perf_counter()
+        if nsteps and self._contact is not None:
+            return self._advance_contact(state, nsteps, t0)
+        if nsteps and not self._plain:
+            return self._advance_general(state, nsteps, t0)
+        if nsteps:  # one call of the compiled driver, serial when the call is too small for threads
+            p = self._packed
+            driver = self._driver if nsteps * self._shape_x[0] > SERIAL_WORK else B.advance_rods_serial
+            code = driver(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v, state.edge_theta,
+                          state.edge_ref_d1, state.joint_ref_twist, self._no_input, self._no_input, self._no_input)
+            if code:
+                self._check_code(state, code, nsteps, t0)
+            state.t += nsteps * self._dt
+        return ok_report(nsteps, perf_counter() - t0)
+
+    def _advance_general(self, state: State, nsteps: int, t0: float) -> StepReport:
+        """:meth:`advance` of a world with wind, moving clamps, time-dependent forces or bodies."""
         if nsteps:
             if self.world.loads.wind is not None:
                 wind = self.world.loads.wind
@@ -290,6 +328,47 @@ class DERSimulator(Simulator):
                 self._check_code(state, code, nsteps, t0)
             state.t += nsteps * self._dt
         return StepReport(nsteps, wall_s=time.perf_counter() - t0)
+
+    def _advance_contact(self, state: State, nsteps: int, t0: float) -> StepReport:
+        """The contact branch of :meth:`advance` (docs/contact-der.md): one compiled DER step at a
+        time, then the contact response of :class:`rodlab.der.contact.DERContact`."""
+        c = self._contact
+        if self.world.loads.wind is not None:
+            wind = self.world.loads.wind
+            u = np.asarray(wind.velocity(state.vertex_x, state.t), dtype=float)
+            np.multiply(self._wind_gain[:, None], u, out=self.work.vertex_wind_force)
+        presc = m1 = timed = self._no_input
+        if self._driven:
+            presc, m1, timed = self._call_inputs(state, nsteps)
+        p = self._packed
+        start = state.copy()
+        gap_min, n_sum, n_max = math.inf, 0, 0
+        for s in range(nsteps):
+            x0 = state.vertex_x.copy()
+            ps = presc[s:s + 1] if self._moving else presc
+            ms = m1[s:s + 1] if self._moving else m1
+            ts = timed[s:s + 1] if self._timed else timed
+            # one step per call: the serial driver (the parallel one costs ~6 ms per call to wake its threads
+            # on 2 loaded cores; measured)
+            code = B.advance_rods_serial(p.f, p.i, p.b, p.layout, 1, self._dt, state.vertex_x, state.vertex_v,
+                                         state.edge_theta, state.edge_ref_d1, state.joint_ref_twist, ps, ms, ts)
+            if code:
+                state.assign(start)
+                self._check_code(state, code, 1, t0)
+            state.t += self._dt
+            m1_step = ms[0] if self._moving else self.model.clamp_m1
+            n, gap = c.respond(state, x0, state.vertex_x.copy(), np.ascontiguousarray(m1_step))
+            if not (np.all(np.isfinite(state.vertex_x)) and np.all(np.isfinite(state.vertex_v))):
+                state.assign(start)
+                report = StepReport(0, False, "contact response produced a non-finite state", wall_s=time.perf_counter() - t0)
+                self._fail(state, None, report, f"der contact: the state became non-finite at step {s + 1} of {nsteps} "
+                                                "(try a smaller dt); the state is restored to the call's start")
+            n_sum += n
+            n_max = max(n_max, n)
+            gap_min = min(gap_min, gap)
+        gap_min = min(gap_min, c.min_gap(state.vertex_x))
+        return StepReport(nsteps, wall_s=time.perf_counter() - t0, contact_min_gap=gap_min, contacts_sum=n_sum,
+                          contacts_max=n_max)
 
     def _call_inputs(self, state: State, nsteps: int):
         """Prescribed positions and directors of moving clamps and time-dependent forces for
