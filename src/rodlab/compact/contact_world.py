@@ -29,6 +29,11 @@ from its start, at most ``ccd_passes`` times.
 
 Point forces ``f`` on vertices enter the objective as ``-f . p_j`` (constant over the step, taken
 at the end of the step, as gravity is).
+
+Clamps of edges other than the first, sliding clamps and pins of vertices other than 0
+(:mod:`rodlab.compact.end_clamps`) add linear **equality** rows on a vertex's position (the last
+``n_eq`` rows of every step): always in the working set, multipliers of either sign, ``|C|`` in
+the merit function; their clamped frames are Dirichlet values set before the step.
 """
 from __future__ import annotations
 
@@ -44,6 +49,7 @@ from ..contact.detect import detect, min_gap, _obstacle_table
 from ..contact.narrowphase import segment_segment, vrow
 from ..model import require
 from .chain import chain_forward, jac_mul, jac_t_mul
+from .end_clamps import EndClamps
 from .energies import reduced_hessian
 from .sqp import CompactState, finish_step, prepare_preconditioner, split_damping, tension_stiffness
 
@@ -189,6 +195,11 @@ class WorldContactSolver:
         self.rmax = float(np.max(self.geometry.edge_radius)) if self.geometry.n_edges else 0.0
         rmin = float(np.min(self.geometry.edge_radius)) if self.geometry.n_edges else 0.0
         self.violation_tol = 1e-3 * rmin if rmin > 0 else 1e-9
+        # clamps away from the root, sliding clamps, pins away from the root: Dirichlet frames and
+        # equality rows (rodlab.compact.end_clamps), the last ``n_eq`` rows of every step
+        self.clamps = EndClamps(world, [sol.model for sol in self.solvers])
+        self.n_eq = self.clamps.n_rows
+        self._t1 = 0.0
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _sl(self, r):
@@ -224,10 +235,29 @@ class WorldContactSolver:
         return verts, coef, val
 
     def _rows(self, P, ee, cand):
-        """All inequality rows at ``P``: (verts (K, 4), coef (K, 4, 3), values (K,))."""
+        """All rows at ``P``: (verts (K, 4), coef (K, 4, 3), values (K,)): the inequality rows
+        (edge-edge, then obstacle), then the ``n_eq`` equality rows of the clamps at the step's end."""
         verts_e, coef_e, val_e = edge_edge_rows(P, self.geometry, *ee)
         verts_o, coef_o, val_o = self._obstacle_rows(P, cand)
+        if self.n_eq:
+            verts_c, coef_c, val_c = self.clamps.rows(P, self._t1)
+            return (np.concatenate([verts_e, verts_o, verts_c]), np.concatenate([coef_e, coef_o, coef_c]),
+                    np.concatenate([val_e, val_o, val_c]))
         return (np.concatenate([verts_e, verts_o]), np.concatenate([coef_e, coef_o]), np.concatenate([val_e, val_o]))
+
+    def _infeasibility(self, cvals):
+        """``|C_A|_1`` of the merit function (Eq. 11): violated inequality rows and every equality row."""
+        ne = self.n_eq
+        if ne == 0:
+            return float(np.sum(np.maximum(0.0, -cvals)))
+        return float(np.sum(np.maximum(0.0, -cvals[:-ne])) + np.sum(np.abs(cvals[-ne:])))
+
+    def _worst(self, cvals):
+        """Largest violation [m] of any row (inequality rows below zero, equality rows either way)."""
+        ne = self.n_eq
+        if ne == 0:
+            return float(np.max(-cvals, initial=0.0))
+        return max(float(np.max(-cvals[:-ne], initial=0.0)), float(np.max(np.abs(cvals[-ne:]))))
 
     def _solve_a(self, rhs, ctx, touched=None):
         out = np.zeros_like(rhs)
@@ -263,9 +293,9 @@ class WorldContactSolver:
             dp[sl] = tmp_p
 
     # ---- the QP of Eq. 12 by a primal active-set method (Alg. 2) ---------------------------------
-    def _solve_qp(self, b, rows, keys, active_prev, ctx):
+    def _solve_qp(self, b, rows, prev_mask, ctx):
         verts, coef, cvals = rows
-        K = len(keys)
+        K = cvals.shape[0]
         z = self._solve_a(-b, ctx)
         cols = {}
 
@@ -278,7 +308,8 @@ class WorldContactSolver:
         # primal active set with step control (Nocedal and Wright, "Numerical Optimization",
         # 2006, Alg. 16.3): d stays feasible for the rows outside W; W starts from the last step's
         # active rows and the violated or touching ones (Zhao et al., Alg. 2)
-        W = [k for k in range(K) if keys[k] in active_prev or cvals[k] <= 0.0]
+        n_in = K - self.n_eq  # equality rows (the last n_eq) are always in the working set
+        W = [int(k) for k in np.nonzero(prev_mask | (cvals <= 0.0))[0]]
         inW = np.zeros(K, dtype=bool)
         inW[W] = True
         d = np.zeros_like(z)
@@ -324,9 +355,10 @@ class WorldContactSolver:
                 W.append(block)  # the first row the step runs into (Alg. 2: insert)
                 inW[block] = True
                 continue
-            if W:
+            ineq = [i for i, k in enumerate(W) if k < n_in]
+            if ineq:
                 scale = 1e-12 * (1.0 + float(np.max(np.abs(lam))))
-                i = int(np.argmin(lam))
+                i = min(ineq, key=lambda i: lam[i])
                 if lam[i] < -scale:
                     inW[W[i]] = False  # a row that pulls: remove it (Alg. 2)
                     del W[i]
@@ -362,6 +394,9 @@ class WorldContactSolver:
         """One implicit-Euler step of every rod (``states``: one :class:`CompactState` per rod, views
         into the flat ``x``, ``v`` (N, 3)), in place; ``active_prev`` (set of row keys) the active
         set of the last step, updated. Returns :class:`StepInfo`."""
+        self._t1 = t + dt
+        if self.clamps:
+            self.clamps.drive_frames(states, self._t1)
         backup = [st.copy() for st in states]
         (pairs, nref), cand = self._candidates(x, v, dt)
         x0 = np.array(x)
@@ -369,14 +404,17 @@ class WorldContactSolver:
         total = dict(newton=0, pcg=0, solves=0, qp=0)
         while True:
             info, keys, W = self._sqp(states, t, dt, (pairs, nref), cand, active_prev)
+            n_rows = pairs.shape[0] + len(cand) + self.n_eq
             for k in ("newton", "pcg", "solves", "qp"):
                 total[k] += getattr(info, k)
             if not info.finite or not self.rods or passes >= self.ccd_passes:
                 break
             hits = impacts(self.geometry, x0, x, obstacles=False)
-            known = {(int(a), int(b)) for a, b in pairs}
-            new = [(int(a), int(b), float(tau)) for a, b, tau in zip(hits.pair_a, hits.pair_b, hits.toi)
-                   if (int(a), int(b)) not in known]
+            n_seg = max(int(self.geometry.n_edges), 1)
+            hit_a, hit_b = np.asarray(hits.pair_a, dtype=np.int64), np.asarray(hits.pair_b, dtype=np.int64)
+            fresh = ~np.isin(hit_a * n_seg + hit_b, pairs[:, 0] * n_seg + pairs[:, 1])
+            new = [(int(a), int(b), float(tau)) for a, b, tau in zip(hit_a[fresh], hit_b[fresh],
+                                                                     np.asarray(hits.toi)[fresh])]
             if not new:
                 break
             add = np.array([[a, b] for a, b, _ in new], dtype=np.int64)
@@ -390,14 +428,25 @@ class WorldContactSolver:
                     getattr(st, name)[...] = getattr(bk, name)
             passes += 1
         active_prev.clear()
-        active_prev.update(keys[k] for k in W)
+        active_prev.update(keys(k) for k in W if k < n_rows - self.n_eq)
         return info._replace(newton=total["newton"], pcg=total["pcg"], solves=total["solves"], qp=total["qp"],
                              ccd_passes=passes)
 
     def _sqp(self, states, t, dt, ee, cand, active_prev):
         solvers, N = self.solvers, self.N
         t1 = t + dt
-        keys = [("e", int(a), int(b)) for a, b in ee[0]] + [("o",) + c for c in cand]
+        pairs, n_e, n_o = ee[0], ee[0].shape[0], len(cand)
+
+        def keys(k):
+            """The key of row ``k`` in ``active_prev``: ("e", a, b) or ("o", rod, obstacle, vertex)."""
+            return ("e", int(pairs[k, 0]), int(pairs[k, 1])) if k < n_e else ("o",) + tuple(cand[k - n_e])
+
+        # rows active at the end of the last step (Alg. 2's warm start) and every equality row
+        n_seg = max(int(self.geometry.n_edges), 1)
+        prev_e = np.array([(k[1], k[2]) for k in active_prev if k[0] == "e"], dtype=np.int64).reshape(-1, 2)
+        prev_mask = np.concatenate([np.isin(pairs[:, 0] * n_seg + pairs[:, 1], prev_e[:, 0] * n_seg + prev_e[:, 1]),
+                                    np.array([("o",) + tuple(c) in active_prev for c in cand], dtype=bool),
+                                    np.ones(self.n_eq, dtype=bool)])
         preds = []
         for st, sol in zip(states, solvers):
             a_d = 0.0 if sol.damping_scheme == "exponential" else sol.damping / dt
@@ -411,7 +460,7 @@ class WorldContactSolver:
         while True:
             E = self._energy(S, QREF, preds, 2, t1, P)
             rows = self._rows(P, ee, cand)
-            worst = float(np.max(-rows[2], initial=0.0))
+            worst = self._worst(rows[2])
             if it >= self.max_newton or (it >= opts.max_newton and worst <= self.violation_tol):
                 break
             b = np.empty((N, 3))
@@ -430,7 +479,7 @@ class WorldContactSolver:
             if not ok:
                 ctx["pcg_fail"] = True
                 break
-            d, lam, W, g_lam = self._solve_qp(b, rows, keys, active_prev, ctx)
+            d, lam, W, g_lam = self._solve_qp(b, rows, prev_mask, ctx)
             cvals = rows[2]
             viol = float(np.max(np.abs(cvals[W]))) if W else 0.0
             resid = float(np.linalg.norm(b - g_lam))
@@ -438,14 +487,14 @@ class WorldContactSolver:
                 converged = True
                 break
             inv_mu = 1.1 * (float(np.max(np.abs(lam))) if len(lam) else 0.0) + 1e-12
-            phi0 = E + inv_mu * float(np.sum(np.maximum(0.0, -cvals)))
-            slope = float(np.sum(b * d)) - inv_mu * float(np.sum(np.maximum(0.0, -cvals)))
+            phi0 = E + inv_mu * self._infeasibility(cvals)
+            slope = float(np.sum(b * d)) - inv_mu * self._infeasibility(cvals)
             alpha, accepted = 1.0, False
             P_try = np.empty((N, 3))
             for _ in range(opts.line_search_steps):
                 S_try = S + alpha * d
                 E_try = self._energy(S_try, QREF, preds, 0, t1, P_try)
-                phi = E_try + inv_mu * float(np.sum(np.maximum(0.0, -self._rows(P_try, ee, cand)[2])))
+                phi = E_try + inv_mu * self._infeasibility(self._rows(P_try, ee, cand)[2])
                 e_round = 1e-14 * sum(float(np.sum(np.abs(sol.ws.comps))) for sol in solvers)
                 if phi <= phi0 + 1e-4 * alpha * min(slope, 0.0) or phi - phi0 <= e_round:
                     accepted = True
@@ -475,10 +524,11 @@ class WorldContactSolver:
             finish_step(st.s, st.qref, st.p, st.q, p_t, q_t, st.v, st.omega, dt)
             split_damping(st, sol.damping, sol.damping_scheme, dt)
         cvals = self._rows(P, ee, cand)[2]
-        max_viol = float(np.max(np.maximum(0.0, -cvals))) if cvals.size else 0.0
+        max_viol = self._worst(cvals) if cvals.size else 0.0
         msg = "converged" if converged else ("PCG did not converge" if ctx["pcg_fail"] else
                                              ("line search made no progress" if ls_fail else "newton iteration limit reached"))
-        return StepInfo(not ctx["pcg_fail"], msg, it, ctx["pcg"], ctx["solves"], resid, len(W), ctx["qp"], 0, max_viol,
+        n_contact = sum(1 for k in W if k < n_e + n_o)
+        return StepInfo(not ctx["pcg_fail"], msg, it, ctx["pcg"], ctx["solves"], resid, n_contact, ctx["qp"], 0, max_viol,
                         True), keys, W
 
 

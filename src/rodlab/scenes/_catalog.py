@@ -7,12 +7,14 @@ SCENE_MODULES = (
     "rodlab.scenes.der_scenes",
     "rodlab.scenes.compact_scenes",
     "rodlab.scenes.knot_scenes",
+    "rodlab.scenes.zhao_contact_scenes",
     "rodlab.scenes.galpha_scenes",
     "rodlab.scenes.sagfree_scenes",
     "rodlab.scenes.coupling_scenes",
     "rodlab.scenes.world_scenes",
     "rodlab.scenes.tree",
     "rodlab.scenes.friction_scenes",
+    "rodlab.scenes.der_contact_scenes",
 )
 
 for _name in SCENE_MODULES:

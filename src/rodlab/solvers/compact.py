@@ -27,9 +27,11 @@ thickness ``delta`` = the sum of the two contact radii (``world.contact.thicknes
 rod's radius) next to the obstacle rows, discrete detection at the start of each step and
 continuous detection (:func:`rodlab.contact.impacts`) after it, re-solving the step with the
 pairs it finds. Every contact step reports ``contact_min_gap``, ``contacts_sum`` and
-``contacts_max`` in its :class:`~rodlab.solvers.base.StepReport`. Capsules and triangle meshes,
-Coulomb friction, clamps or pins away from the root, swivel or sliding clamps, closed rods and
-wind are refused by name.
+``contacts_max`` in its :class:`~rodlab.solvers.base.StepReport`. Clamps of other edges, sliding
+clamps (``slide_axis``) and pins of other vertices take that path too: the clamped segment's
+frame is a Dirichlet condition, the clamped or pinned vertex's position equality rows of the step
+(:mod:`rodlab.compact.end_clamps`). Capsules and triangle meshes, Coulomb friction, swivel
+clamps, closed rods and wind are refused by name.
 
 State layout (``state.method == "compact"``): ``vertex_x``/``vertex_v`` are the chain's positions
 ``p`` and velocities ``v``; ``state.solver`` holds ``s`` (N, 3) (per rod: root position, then the
@@ -62,6 +64,7 @@ from ..compact.batch import (F_A_D, F_A_IN, F_ATOL, F_DECAY, F_DT, F_NEWTON, F_R
                               I_NJ, I_NROD, I_NV, I_SECTIONS, I_SIOPT, I_VSTART, _drive_root, advance_rods,
                               advance_rods_serial, arenas, write_frames)
 from ..compact.chain import chain_forward, frames_from_polyline
+from ..compact.end_clamps import needs_rows
 from ..compact.energies import darboux, eval_energy
 from ..compact.pcg import PRECONDITIONERS
 from ..compact.sqp import CompactModel
@@ -71,7 +74,7 @@ from ..world.obstacles import Cylinder, Plane, Sphere
 from .base import Simulator, StaticReport, StepReport, UnsupportedFeature
 
 FEATURES = frozenset({"pinned vertices", "anisotropic bending", "rods given by stiffness", "prescribed clamp motion",
-                      "obstacles", "rod contact", "point forces"})
+                      "obstacles", "rod contact", "point forces", "sliding clamps"})
 PRECONDS = ("none", "diagonal", "block-diagonal", "hybrid", "direct")
 INTEGRATORS = ("backward-euler", "bdf2")
 _HISTORY = (("bdf2_x", "v", 3), ("bdf2_v", "v", 3), ("bdf2_q", "e", 4), ("bdf2_omega", "e", 3))
@@ -142,23 +145,20 @@ def compact_model_of(world, r: int) -> CompactModel:
 
 
 def dirichlet_mask(world, r: int) -> np.ndarray:
-    """Coordinates of ``s`` (n, 3) held fixed for rod ``r``: clamp of edge 0 (moving or not) -> root
-    position and segment-0 rotation; pin of vertex 0 -> root position. Raises
-    :class:`UnsupportedFeature` for every other clamp or pin, moving or not."""
+    """Coordinates of ``s`` (n, 3) held fixed for rod ``r``: a clamp of edge ``e`` (moving, sliding
+    or not) -> the rotation of segment ``e`` (``s[e + 1]``), and for edge 0 unless it slides the
+    root position; a pin of vertex 0 -> the root position. The positions of other clamps and pins
+    are equality rows of the step (:mod:`rodlab.compact.end_clamps`)."""
     rod = world.rods[r]
     fixed = np.zeros((rod.n_vertices, 3), dtype=bool)
     for clamp in rod.boundary.clamps:
         edge = clamp.edge % rod.n_edges
-        if edge != 0:
-            what = "a moving clamp (prescribed clamp motion)" if clamp.motion is not None else "a clamp"
-            raise UnsupportedFeature(f"method compact does not support {what} of edge {edge} of rod {r} "
-                                     f"(only the first edge, its root, can be clamped or moved)")
-        fixed[0] = fixed[1] = True
+        fixed[edge + 1] = True
+        if edge == 0 and clamp.slide_axis is None:
+            fixed[0] = True
     for vertex in rod.boundary.fixed_vertices:
-        if vertex % rod.n_vertices != 0:
-            raise UnsupportedFeature(f"method compact does not support a pin of vertex {vertex} of rod {r} "
-                                     f"(only vertex 0, its root, can be pinned)")
-        fixed[0] = True
+        if vertex % rod.n_vertices == 0:
+            fixed[0] = True
     return fixed
 
 
@@ -253,7 +253,8 @@ class CompactSimulator(Simulator):
         self._integ = INTEGRATORS.index(o["integrator"])
         if self._integ:
             for what, present in (("obstacles", bool(w.obstacles)), ("rod contact", bool(w.contact.rods)),
-                                  ("point forces", bool(w.loads.point_forces))):
+                                  ("point forces", bool(w.loads.point_forces)),
+                                  ("clamps or pins away from the root, or sliding clamps", needs_rows(w))):
                 if present:
                     raise UnsupportedFeature(f"method compact supports integrator={o['integrator']!r} only without "
                                              f"{what} (the contact solver steps by backward Euler: use "
@@ -284,7 +285,7 @@ class CompactSimulator(Simulator):
         rest = []
         for r, rod in enumerate(w.rods):
             for c in rod.boundary.clamps:
-                if c.motion is not None:  # dirichlet_mask refused every clamp but edge 0's
+                if c.motion is not None and c.edge % rod.n_edges == 0 and c.slide_axis is None:  # the others: end_clamps
                     x0 = np.array(rod.rest_positions[:2], dtype=float)
                     rod_drive[r] = len(self._drives)
                     self._drives.append((r, c.motion))
@@ -336,7 +337,7 @@ class CompactSimulator(Simulator):
         self._contact = None
         self._joint = None
         self._cgeom = None
-        if self._obstacles or w.contact.rods or w.loads.point_forces:
+        if self._obstacles or w.contact.rods or w.loads.point_forces or needs_rows(w):
             from ..compact.active_set import ConstrainedSolver
             from ..compact.sqp import SolverOptions
 
@@ -352,7 +353,7 @@ class CompactSimulator(Simulator):
                              for r, md in enumerate(self.models)]
             from ..compact.contact_world import WorldContactSolver, contact_geometry
 
-            if w.contact.rods or w.loads.point_forces:
+            if w.contact.rods or w.loads.point_forces or needs_rows(w):
                 self._joint = WorldContactSolver(w, self._contact, rods=w.contact.rods,
                                                  proximity=None if prox is None else float(prox),
                                                  max_qp_iterations=int(o["contact_max_qp_iterations"]),
