@@ -75,8 +75,8 @@ BAD = [
      ["simulation.options.bogus", "method der has no option 'bogus'", "its options: dt, ", "damping_scheme"]),
     ("bad option value", "[simulation.options]\ndamping_scheme = 'sideways'\n" + ROD,
      ["simulation.options.damping_scheme", "sideways"]),
-    ("unsupported feature", ROD + "[[obstacle]]\nkind = 'plane'\nnormal = [0.0, 0.0, 1.0]\npoint = [0.0, 0.0, -1.0]\n",
-     ["simulation.method", "method der does not support obstacles"]),
+    ("unsupported feature", "[simulation]\nmethod = 'galpha'\n" + ROD + "[[obstacle]]\nkind = 'plane'\nnormal = [0.0, 0.0, 1.0]\npoint = [0.0, 0.0, -1.0]\n",
+     ["simulation.method", "method galpha does not support obstacles"]),
     ("wind drag", ROD + "[wind]\nvelocity = [1.0, 0.0, 0.0]\ndrag = 0\n", ["wind.drag", "> 0 N s/m^2"]),
     ("weld rod", ROD + "[[body]]\nmass = 1.0\ninertia = [1.0, 1.0, 1.0]\n[[weld]]\nrod = 3\nend = 'end'\nbody = 0\n",
      ["weld[0].rod", "3 is out of range", "rods 0..0"]),
@@ -99,6 +99,16 @@ BAD = [
     ("points n", "[[rod]]\nshape = 'points'\npoints = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]\nn = 3\n",
      ["rod[0].n", "points has 2 vertices"]),
     ("frames twice", "[simulation]\nframes = 10\n[output]\nframes = 20\n" + ROD, ["simulation.frames", "disagrees"]),
+    ("clamp table twice", ROD + "[[clamp]]\nrod = 0\nend = 'start'\nslide_axis = [1.0, 0.0, 0.0]\n",
+     ["clamp[0].end", "clamped twice", "not both"]),
+    ("clamp table rod", ROD + "[[clamp]]\nrod = 2\nend = 'end'\n", ["clamp[0].rod", "2 is out of range", "rods 0..0"]),
+    ("clamp table end", ROD + "[[clamp]]\nrod = 0\nend = 'middle'\n", ["clamp[0].end", "'middle'", "'start', 'end'"]),
+    ("clamp twist axis without rate", ROD + "[[clamp]]\nrod = 0\nend = 'end'\ntwist_axis = [1.0, 0.0, 0.0]\n",
+     ["clamp[0].twist_rate", "missing"]),
+    ("clamp slide axis zero", ROD + "[[clamp]]\nrod = 0\nend = 'end'\nslide_axis = [0.0, 0.0, 0.0]\n",
+     ["clamp[0].slide_axis", "nonzero"]),
+    ("weld a clamp-table end", ROD + "[[clamp]]\nrod = 0\nend = 'end'\nslide_axis = [1.0, 0.0, 0.0]\n[[body]]\nmass = 1.0\n"
+     "inertia = [1.0, 1.0, 1.0]\n[[weld]]\nrod = 0\nend = 'end'\nbody = 0\n", ["weld[0]", "both clamped and welded"]),
 ]
 
 
@@ -483,3 +493,21 @@ def test_bad_contact_sections_are_named(section, needles):
         loads(text).build_world()
     for needle in needles:
         assert needle in str(err.value)
+
+
+def test_clamp_tables_slide_and_twist():
+    """``[[clamp]]``: a sliding clamp along x turned at 10 rad/s about its rest edge (ramped in over
+    0.1 s): the world's clamp carries the axis, and its motion turns by the ramped angle."""
+    text = ROD + ("[[clamp]]\nrod = 0\nend = 'end'\nslide_axis = [1.0, 0.0, 0.0]\ntwist_rate = 10.0\n"
+                  "twist_ramp = 0.1\n")
+    spec = loads(text)
+    assert loads(dumps(spec)).data == spec.data
+    clamps = {c.edge % 9: c for c in spec.build_world().rods[0].boundary.clamps}
+    assert sorted(clamps) == [0, 8] and clamps[0].motion is None and clamps[0].slide_axis is None
+    end = clamps[8]
+    assert end.slide_axis == (1.0, 0.0, 0.0) and not end.free_rotation
+    for t, angle in ((0.05, 10.0 * 0.05**2 / 0.2), (0.5, 10.0 * (0.5 - 0.05))):
+        R, d = end.motion(t)
+        assert np.allclose(d, 0.0)
+        assert np.allclose(R @ [1.0, 0.0, 0.0], [1.0, 0.0, 0.0], atol=1e-12)  # about the edge (x)
+        assert abs(math.remainder(math.atan2(R[2, 1], R[1, 1]) - angle, 2 * math.pi)) < 1e-12

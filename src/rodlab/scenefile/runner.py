@@ -21,7 +21,7 @@ from .. import metrics as M
 from ..experiment import Recording, record
 from ..hair.formats import HairFormatError, read_hair_file
 from ..io import jsonsafe
-from ..model import ModelError
+from ..model import ModelError, twist_about_axis
 from ..state import save_arrays
 from ..world import State, World, WorldBuilder, shapes
 from ..world.obstacles import Capsule, Cylinder, Plane, Sphere, TriangleMesh
@@ -115,7 +115,8 @@ def build_world_indexed(spec: SceneSpec) -> tuple[World, list[list[int]]]:
         with _context(spec, f"body[{i}]"):
             b.add_body(body["mass"], body["inertia"], body["position"], body["orientation"])
     n_rods = sum(len(g) for g in groups)
-    for name, items in (("weld", spec.data.get("weld", [])), ("point_force", spec.data.get("point_force", []))):
+    for name, items in (("weld", spec.data.get("weld", [])), ("clamp", spec.data.get("clamp", [])),
+                        ("point_force", spec.data.get("point_force", []))):
         for i, item in enumerate(items):
             if item["rod"] >= n_rods:
                 raise spec.error(f"{name}[{i}].rod", f"{item['rod']} is out of range: the scene has rods 0..{n_rods - 1} "
@@ -124,12 +125,13 @@ def build_world_indexed(spec: SceneSpec) -> tuple[World, list[list[int]]]:
     for i, w in enumerate(spec.data.get("weld", [])):
         if w["body"] >= n_bodies:
             raise spec.error(f"weld[{i}].body", f"{w['body']} is out of range: the scene has {n_bodies} [[body]] tables")
-        clamped = [ends for g, ends in zip(groups, _clamped_ends(spec)) for _ in g][w["rod"]]
+        clamped = _clamped_ends(spec, groups)[w["rod"]]
         if w["end"] in clamped:
             raise spec.error(f"weld[{i}].end", f"rod {w['rod']}'s {w['end']} edge is both clamped and welded: "
                              "leave out the clamp or weld the other end")
         with _context(spec, f"weld[{i}]"):
             b.weld(w["rod"], w["end"], w["body"])
+    _add_clamps(spec, b, groups)
     for i, o in enumerate(spec.data.get("obstacle", [])):
         with _context(spec, f"obstacle[{i}]"):
             b.add_obstacle(_obstacle(o), friction=o.get("friction", 0.0))
@@ -152,9 +154,43 @@ def build_world_indexed(spec: SceneSpec) -> tuple[World, list[list[int]]]:
     return world, groups
 
 
-def _clamped_ends(spec: SceneSpec) -> list[list[str]]:
-    """Per ``[[rod]]`` then ``[[hairstyle]]`` table, the ends its rods have clamped."""
-    return [list(rod["clamp"]) for rod in spec.data.get("rod", [])] + [["start"] for _ in spec.data.get("hairstyle", [])]
+def _clamped_ends(spec: SceneSpec, groups: list[list[int]]) -> list[list[str]]:
+    """Per world rod, the ends clamped by its ``[[rod]]`` table's ``clamp`` list, by its hairstyle
+    (the root) and by ``[[clamp]]`` tables."""
+    per_table = [list(rod["clamp"]) for rod in spec.data.get("rod", [])] + [["start"] for _ in spec.data.get("hairstyle", [])]
+    ends = [list(e) for g, e in zip(groups, per_table) for _ in g]
+    for c in spec.data.get("clamp", []):
+        if c["rod"] < len(ends):
+            ends[c["rod"]].append(c["end"])
+    return ends
+
+
+def _add_clamps(spec: SceneSpec, b: WorldBuilder, groups: list[list[int]]) -> None:
+    """The ``[[clamp]]`` tables: sliding, twisting (``twist_about_axis``) or swivel clamps."""
+    per_table = [list(rod["clamp"]) for rod in spec.data.get("rod", [])] + [["start"] for _ in spec.data.get("hairstyle", [])]
+    plain = [e for g, e in zip(groups, per_table) for _ in g]
+    seen = set()
+    for i, c in enumerate(spec.data.get("clamp", [])):
+        key = f"clamp[{i}]"
+        if c["end"] in plain[c["rod"]] or (c["rod"], c["end"]) in seen:
+            raise spec.error(f"{key}.end", f"rod {c['rod']}'s {c['end']} edge is clamped twice: list it in the rod's "
+                             "clamp (a plain clamp) or in one [[clamp]] table (a clamp with options), not both")
+        seen.add((c["rod"], c["end"]))
+        motion = None
+        if "twist_rate" in c:
+            axis = c.get("twist_axis")
+            if axis is None:
+                x = b.rest_positions(c["rod"])
+                axis = x[1] - x[0] if c["end"] == "start" else x[-1] - x[-2]
+            if not np.linalg.norm(axis) > 0:
+                raise spec.error(f"{key}.twist_axis", "expected a nonzero 3-vector")
+            motion = twist_about_axis(axis, c["twist_rate"], c["twist_ramp"], c.get("twist_total"))
+        elif "twist_axis" in c or "twist_total" in c:
+            raise spec.error(f"{key}.twist_rate", "missing: twist_axis and twist_total need a twist_rate [rad/s]")
+        if c.get("slide_axis") is not None and not np.linalg.norm(c["slide_axis"]) > 0:
+            raise spec.error(f"{key}.slide_axis", "expected a nonzero 3-vector")
+        with _context(spec, key):
+            b.clamp(c["rod"], c["end"], motion=motion, free_rotation=c["free_rotation"], slide_axis=c.get("slide_axis"))
 
 
 def _obstacle(o: dict):
@@ -267,6 +303,8 @@ def simulate(spec: SceneSpec, *, progress=None) -> SceneRun:
            "inextensibility": M.inextensibility(world, state), "kinetic_energy": M.kinetic_energy(world, state),
            "gravity_potential": M.gravity_potential(world, state),
            "tip_x": float(tip[0]), "tip_y": float(tip[1]), "tip_z": float(tip[2]), "static": bool(static), **extra}
+    if not static and world.features() & {"obstacles", "rod contact"}:
+        out.update(rec.contact_summary())  # min_gap, mean_contacts, max_contacts (rodlab.metrics)
     for k, v in out.items():
         if isinstance(v, float) and not math.isfinite(v):
             raise SimulationError(f"{spec.source}: metric {k} is not finite ({v})")

@@ -2,7 +2,7 @@
 
 A scene file holds ``[simulation]`` (method, time step, duration, loads), ``[[rod]]`` tables (one
 rod each, or many strands read from a hair file), ``[[hairstyle]]``, ``[[body]]``, ``[[weld]]``,
-``[[obstacle]]``, ``[[point_force]]``, ``[wind]`` and ``[output]`` (format: docs/scene-files.md).
+``[[clamp]]``, ``[[obstacle]]``, ``[[point_force]]``, ``[wind]``, ``[contact]`` and ``[output]`` (format: docs/scene-files.md).
 :func:`load` returns a :class:`SceneSpec` whose ``data`` is the normalized file: every key checked
 against its allowed values, numbers converted (ints given for floats become floats), defaults
 filled in. :func:`dumps` writes ``data`` back as TOML, so ``loads(dumps(spec)) == spec``.
@@ -133,6 +133,12 @@ HAIRSTYLE = {
 BODY = {"mass": _pos(_REQ, "kg"), "inertia": Field("inertia", _REQ, unit="kg m^2"),
         "position": Field("vec3", [0.0, 0.0, 0.0], unit="m"), "orientation": Field("quat", [1.0, 0.0, 0.0, 0.0])}
 WELD = {"rod": _int(0, _REQ), "end": Field("str", _REQ, choices=ENDS), "body": _int(0, _REQ)}
+CLAMP = {"rod": _int(0, _REQ), "end": Field("str", _REQ, choices=ENDS), "slide_axis": Field("vec3", None),
+         "free_rotation": Field("bool", False), "twist_rate": _f(None, None, unit="rad/s"),
+         "twist_axis": Field("vec3", None), "twist_ramp": _f(0.0, 0.0, unit="s"), "twist_total": _f(None, None, unit="rad")}
+"""A clamp with options (``[[clamp]]``): it slides along ``slide_axis``, turns about ``twist_axis``
+(default: the clamped rest edge) at ``twist_rate`` (ramped in over ``twist_ramp``, stopped at
+``twist_total``), or is a swivel (``free_rotation``). A rod's ``clamp`` list holds the plain ones."""
 POINT_FORCE = {"rod": _int(0, _REQ), "vertex": _int(None, _REQ), "force": Field("vec3", _REQ, unit="N")}
 WIND = {"velocity": Field("vec3", _REQ, unit="m/s"), "drag": _pos(_REQ, "N s/m^2")}
 _V3 = Field("vec3", _REQ, unit="m")
@@ -148,7 +154,7 @@ for _fields in OBSTACLE.values():
 CONTACT = {"rods": Field("bool", True), "friction": _f(0.0, 0.0), "pair_friction": Field("pair_friction", []),
            "thickness": _pos(None, "m"), "skip": _int(1, None)}
 TABLES = ("simulation", "output", "wind", "contact")
-ARRAYS = ("rod", "hairstyle", "body", "weld", "obstacle", "point_force")
+ARRAYS = ("rod", "hairstyle", "body", "weld", "clamp", "obstacle", "point_force")
 TOP = ("description", *TABLES, *ARRAYS)
 
 
@@ -385,7 +391,7 @@ def normalize(raw: dict, *, source: str = "<string>") -> dict:
         out["rod"] = rods
     if hair:
         out["hairstyle"] = hair
-    for name, fields in (("body", BODY), ("weld", WELD), ("point_force", POINT_FORCE)):
+    for name, fields in (("body", BODY), ("weld", WELD), ("clamp", CLAMP), ("point_force", POINT_FORCE)):
         items = [ck.table(t, f"{name}[{i}]", fields, f"in [[{name}]]") for i, t in enumerate(_array(ck, raw, name))]
         if items:
             out[name] = items

@@ -153,6 +153,10 @@ class WorldBuilder:
         self._rods.append({"rod": rod, "material": material, "clamps": [], "pins": []})
         return len(self._rods) - 1
 
+    def rest_positions(self, r: int) -> np.ndarray:
+        """The rest polyline (n, 3) [m] of rod ``r`` added so far (read-only)."""
+        return self._rod(r)["rod"].rest_positions
+
     def _rod(self, r: int) -> dict:
         require(isinstance(r, (int, np.integer)) and 0 <= r < len(self._rods),
                 f"rod index must be in [0, {len(self._rods) - 1}] (got {r!r})")
