@@ -1,0 +1,121 @@
+"""Cold start: the first `rodlab run cantilever --set method=M` on an empty numba cache, per method,
+and where its compile time goes. Writes docs/benchmarks-cold-start.md.
+
+    python bench/bench_cold_start.py [--methods der der-implicit compact galpha] [--t-end 0.05]
+
+Each method runs in a fresh interpreter with a fresh ``NUMBA_CACHE_DIR`` (so nothing is cached),
+then once more with that now-warm cache. Reported per run: wall seconds of the whole command, CPU
+seconds of the process, and CPU seconds inside numba's outermost ``numba:compile`` events (the compile
+time; a CPU time, so a shared machine inflates it less than wall time). The compile profile lists
+each compiled function's *exclusive* CPU time (its own compile minus the compiles nested in it) and
+*inclusive* time, largest first: the places where compiling less pays. Issue #16's target: a cold
+run within 10 s per method on the 2-core development machine.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "benchmarks-cold-start.md"
+
+CHILD = r"""
+import collections, json, sys, time
+from numba.core import event
+stack, excl, incl, count = [], collections.Counter(), collections.Counter(), collections.Counter()
+class Listener(event.Listener):
+    def on_start(self, ev):
+        d = ev.data["dispatcher"]
+        stack.append([time.process_time(), 0.0, d.py_func.__module__ + "." + d.py_func.__qualname__])
+    def on_end(self, ev):
+        t0, nested, name = stack.pop()
+        total = time.process_time() - t0
+        excl[name] += total - nested; incl[name] += total; count[name] += 1
+        if stack:
+            stack[-1][1] += total
+        else:
+            excl["<outermost>"] += total
+event.register("numba:compile", Listener())
+wall0, cpu0 = time.perf_counter(), time.process_time()
+from rodlab.cli import main
+code = main(["run", "cantilever", "--set", "method=" + sys.argv[1], "--set", "t_end=" + sys.argv[2], "--out", sys.argv[3]])
+out = {"code": code, "wall_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0,
+       "compile_cpu_s": excl.pop("<outermost>", 0.0), "functions": len(excl), "compiles": sum(count.values()),
+       "top": [(n, excl[n], incl[n], count[n]) for n in sorted(excl, key=lambda k: -excl[k])[:12]]}
+print("COLD-START-JSON " + json.dumps(out))
+"""
+
+
+def run_once(method: str, t_end: float, cache: Path, out: Path) -> dict:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.run([sys.executable, "-c", CHILD, method, str(t_end), str(out)], env=env,
+                          capture_output=True, text=True, timeout=3600)
+    for line in proc.stdout.splitlines():
+        if line.startswith("COLD-START-JSON "):
+            return json.loads(line[len("COLD-START-JSON "):])
+    raise RuntimeError(f"{method}: no result (exit {proc.returncode}): {proc.stderr[-2000:]}")
+
+
+def load_average() -> str:
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:
+        return "n/a"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--methods", nargs="+", default=["der", "der-implicit", "compact", "galpha"])
+    ap.add_argument("--t-end", type=float, default=0.05, help="simulated seconds of each run [s]")
+    a = ap.parse_args()
+    rows, profiles = [], []
+    loads = [load_average()]
+    with tempfile.TemporaryDirectory() as tmp:
+        for m in a.methods:
+            cache = Path(tmp) / f"cache-{m}"
+            cold = run_once(m, a.t_end, cache, Path(tmp) / f"cold-{m}")
+            warm = run_once(m, a.t_end, cache, Path(tmp) / f"warm-{m}")
+            loads.append(load_average())
+            rows.append((m, cold, warm))
+            profiles.append((m, cold))
+            print(f"{m}: cold {cold['wall_s']:.1f} s wall ({cold['compile_cpu_s']:.1f} s CPU compiling), "
+                  f"warm {warm['wall_s']:.1f} s", flush=True)
+    lines = [
+        "# Cold start",
+        "",
+        f"Written by `python bench/bench_cold_start.py` on {datetime.date.today()} "
+        f"({platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+        f"1-minute load average {', '.join(loads)} at the start and after each method: "
+        "a shared machine inflates wall times, CPU times much less).",
+        "",
+        f"`rodlab run cantilever --set method=M --set t_end={a.t_end}` in a fresh interpreter with an empty "
+        "`NUMBA_CACHE_DIR` (cold), then again with that cache (warm). Compile CPU = CPU seconds inside "
+        "numba's outermost compile events. Issue #16's target: cold within 10 s per method.",
+        "",
+        "| method | cold wall [s] | cold CPU [s] | compile CPU [s] | functions compiled | compilations | warm wall [s] |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for m, cold, warm in rows:
+        lines.append(f"| {m} | {cold['wall_s']:.1f} | {cold['cpu_s']:.1f} | {cold['compile_cpu_s']:.1f} | "
+                     f"{cold['functions']} | {cold['compiles']} | {warm['wall_s']:.1f} |")
+    lines += ["", "## Where the compile time goes", "",
+              "Exclusive = a function's own compile CPU time (typing, lowering, LLVM for its module, linking "
+              "the modules of its callees) minus the compiles nested in it; inclusive counts them in.", ""]
+    for m, cold in profiles:
+        lines += [f"### {m}", "", "| function | exclusive [s] | inclusive [s] | compilations |",
+                  "| --- | ---: | ---: | ---: |"]
+        lines += [f"| `{n}` | {e:.2f} | {i:.2f} | {c} |" for n, e, i, c in cold["top"]]
+        lines.append("")
+    DOC.write_text("\n".join(lines))
+    print(f"wrote {DOC}")
+
+
+if __name__ == "__main__":
+    main()
