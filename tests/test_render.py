@@ -309,3 +309,37 @@ def test_cli_animate_without_imageio_ffmpeg_fails_before_the_run(tmp_path, monke
     assert main(["run", "helix-gravity", "--out", str(tmp_path / "o"), "--animate"]) == 2
     assert "rodlab[render]" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()  # refused before any work
+
+
+def test_recorded_twist_reaches_trajectory_and_animation(tmp_path, monkeypatch):
+    """``uniform-twist`` turned by a quarter turn: ``trajectory.npz`` keeps m1 per edge and frame,
+    turning about the rod axis (+x) by the clamp's angle ``min(rate t, pi/2)`` from the first edge
+    to the last, linearly along the rod (uniform twist, equal edges); the film of the run folder
+    draws every frame with those directors (no transported fallback)."""
+    pytest.importorskip("imageio")
+    from rodlab.cli import main
+    from rodlab.render import animate
+    from rodlab.viz.tubes import animate_run_dir
+
+    out = tmp_path / "twist"
+    assert main(["run", "uniform-twist", "--no-plot", "--out", str(out), "--set", "n=9", "--set", "turns=0.25",
+                 "--set", "grading=1", "--set", "anisotropy=1", "--set", "t_end=0.05"]) == 0
+    traj = np.load(out / "trajectory.npz")
+    m1, t = traj["edge_m1"], traj["t"]
+    assert m1.dtype == np.float32 and m1.shape == (t.size, 8, 3)
+    angle = np.unwrap(np.arctan2(m1[..., 2], m1[..., 1]), axis=1)
+    turned = angle - angle[:, :1]
+    expected = np.minimum(2 * math.pi * 0.25 / 0.05 * t, math.pi / 2)[:, None] * np.linspace(0.0, 1.0, 8)[None, :]
+    assert np.abs(turned - expected).max() < 1e-5  # a twist of the other sign would be off by up to pi
+    assert np.abs(m1[..., 0]).max() < 1e-6         # normal to the straight rod
+    seen = []
+    real = animate.render_frame
+
+    def spy(scene, x, **kw):
+        seen.append(kw.get("edge_m1"))
+        return real(scene, x, **kw)
+
+    monkeypatch.setattr(animate, "render_frame", spy)
+    animate_run_dir(out, "gif", radius=0.01)
+    assert len(seen) == t.size and all(s is not None for s in seen)
+    np.testing.assert_array_equal(seen[-1], m1[-1].astype(float))

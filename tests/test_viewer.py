@@ -337,3 +337,61 @@ def test_rodlab_view_serves_the_page(browser, run_dir):
     finally:
         server.shutdown()
         server.server_close()
+
+
+# ---- twist stripe and bodies ---------------------------------------------------------------------
+TWIST = 1.5  # [rad] turn of the material frame from the first edge to the last, at the last frame
+
+
+def _twisted_m1() -> np.ndarray:
+    """(F, N - 1, 3) directors of the rod of :func:`_positions` (along x): frame f turns edge j by
+    ``TWIST f / (F - 1) j / (N - 2)`` about +x, starting from +y."""
+    phi = TWIST * np.linspace(0.0, 1.0, F)[:, None] * np.linspace(0.0, 1.0, N - 1)[None, :]
+    return np.stack([np.zeros_like(phi), np.cos(phi), np.sin(phi)], axis=-1)
+
+
+@pytest.fixture(scope="module")
+def twisted_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("viewer_twist")
+    body_x = np.zeros((F, 1, 3))
+    body_x[:, 0] = [0.45, 0.0, 0.0]
+    body_x[:, 0, 2] = -0.3 * np.linspace(0.0, 1.0, F)
+    save_arrays(d / "trajectory.npz", {"t": np.linspace(0.0, 0.8, F), "x": _positions(), "rod_radius": np.array([0.01]),
+                                       "edge_m1": _twisted_m1().astype(np.float32), "body_x": body_x},
+                {"scene": "twisted-rod", "bodies": [{"half": [0.02, 0.03, 0.04], "axes": [1, 0, 0, 0, 1, 0, 0, 0, 1],
+                                                      "position": [0.45, 0.0, 0.0], "orientation": [1, 0, 0, 0]}]})
+    return d
+
+
+def test_page_carries_the_recorded_twist_and_bodies(twisted_dir, run_dir):
+    data = page_data(twisted_dir)
+    assert data["stripe"] == "material" and any("recorded material frames" in n for n in data["notes"])
+    m1 = np.frombuffer(base64.b64decode(data["m1_b64"]), dtype="<f4").reshape(F, N, 3)
+    want = _twisted_m1()
+    np.testing.assert_allclose(m1[:, :-1], want, atol=1e-7)          # vertex i: edge i
+    np.testing.assert_allclose(m1[:, -1], want[:, -1], atol=1e-7)     # the last vertex: the last edge
+    assert data["bodies"] == [{"half": [0.02, 0.03, 0.04], "axes": [1.0, 0, 0, 0, 1, 0, 0, 0, 1],
+                               "x0": [0.45, 0.0, 0.0], "q0": [1.0, 0, 0, 0]}]
+    bx = np.frombuffer(base64.b64decode(data["body_x_b64"]), dtype="<f4").reshape(F, 1, 3)
+    assert bx[-1, 0, 2] == pytest.approx(-0.3) and data["body_q_b64"] is None
+    old = page_data(run_dir)  # a run without edge_m1: transported frames, and the page says so
+    assert old["stripe"] == "transported" and old["m1_b64"] is None
+    assert any("twist is not shown" in n for n in old["notes"])
+
+
+def test_stripe_follows_the_recorded_twist_in_the_browser(browser, twisted_dir, tmp_path):
+    path = write_html(twisted_dir, tmp_path / "twist.html")
+    browser.open(path.resolve().as_uri())
+    assert browser.errors == []
+    assert browser.evaluate("window.rodlabViewer.stripe") == "material"
+    assert browser.evaluate("window.rodlabViewer.nBodies") == 1
+    want = _twisted_m1()
+    for k in (0, F - 1):
+        browser.evaluate(f"window.rodlabViewer.setFrame({k})")
+        got = np.array([browser.evaluate(f"window.rodlabViewer.stripeDirection({i})") for i in range(N - 1)])
+        np.testing.assert_allclose(got, want[k], atol=2e-5)            # the ring's point 0 lies along m1
+        turn = np.arctan2(got[-1, 2], got[-1, 1]) - np.arctan2(got[0, 2], got[0, 1])
+        assert turn == pytest.approx(TWIST * k / (F - 1), abs=1e-4)   # turned by the twist angle along the rod
+    img = browser.screenshot()
+    tan = (np.abs(img[..., 0] - 0.69) < 0.12) & (np.abs(img[..., 1] - 0.55) < 0.12) & (np.abs(img[..., 2] - 0.34) < 0.14)
+    assert tan[:, :VIEW_WIDTH].sum() > 30                            # the body's box is drawn (its brown)

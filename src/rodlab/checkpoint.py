@@ -4,7 +4,7 @@
 
 - ``state-NNNNNN.npz``: the full :class:`rodlab.world.State` (:meth:`State.save`, with the
   method's own unknowns), metadata naming the run (``run_key``);
-- ``frames-NNNNNN.npz``: the frames recorded so far (``t``, ``x``, ``probe/NAME``);
+- ``frames-NNNNNN.npz``: the frames recorded so far (``t``, ``x``, ``edge_m1``, ``probe/NAME``);
 - ``checkpoint.json``: format and version, rodlab's version, what the run is (the scene name and
   its resolved parameters, or the scene file's text and ``--set`` overrides), the output options,
   the recording loop's counters (steps done, frame schedule, chunk schedule, wall time, Newton and
@@ -34,7 +34,8 @@ import numpy as np
 from .model import ModelError
 
 CHECKPOINT_FORMAT = "rodlab.checkpoint"
-CHECKPOINT_FORMAT_VERSION = 1
+CHECKPOINT_FORMAT_VERSION = 2
+"""2: the frames hold the material directors ``edge_m1`` and the loop the failed calls, residual and tallies."""
 CHECKPOINT_DIR = "checkpoint"
 INDEX = "checkpoint.json"
 CHUNK_VERTEX_STEPS = 10_000
@@ -45,12 +46,22 @@ costing 20 us per vertex."""
 CHECKPOINT_SCENES = frozenset({
     "hairstyle", "knot-tighten", "drop-cylinders", "drag-root", "helix-gravity", "tree", "incline",
     "michell", "perversion", "twist-asymmetry", "uniform-twist", "helical-buckling", "wilberforce",
-    "torque-transducer",
+    "torque-transducer", "cantilever", "capstan", "flipped-frames", "galpha-buckling", "galpha-helix-load",
+    "galpha-sinus", "galpha-spring", "galpha-torque", "galpha-tress", "galpha-tress-gravity",
 })
-"""Registered scenes whose run is one :func:`rodlab.experiment.record` call on a plain simulator
-with nothing kept outside the state: these can be checkpointed and resumed bit for bit. The others
-(several recorded runs, a wrapper keeping per-step reports, a stop test with a memory, or no
-recording loop at all) refuse ``--checkpoint-every``."""
+"""Registered scenes whose run is one :func:`rodlab.experiment.record` call on a simulator (or a
+wrapper marked ``keeps_nothing_outside_state``) with nothing kept outside the state: these can be
+checkpointed and resumed bit for bit. A few of them refuse some parameter values from inside the
+run, before stepping (:func:`refuse_in_run`): ``cantilever`` with ``static = true`` (no time
+steps), ``flipped-frames`` with a 2D model beside the 4D one and ``galpha-tress-gravity`` with more
+than one setting (several independent runs)."""
+
+REFUSED_SCENES = {
+    "sagfree-strand": "its run is an optimization (Newton / augmented Lagrangian with box-constrained QPs, not a "
+                      "time-stepping loop) followed by two short forward runs that check it; checkpoint a forward "
+                      "run by running the optimized strand from a scene file",
+}
+"""Registered scenes that cannot be checkpointed, and why."""
 
 
 class CheckpointError(ModelError):
@@ -112,11 +123,24 @@ def scene_file_identity(text: str, source: str, base_dir: str, sets: list[str]) 
 
 def check_scene(name: str) -> None:
     """Refuse ``--checkpoint-every`` for a registered scene that cannot be resumed bit for bit."""
+    if name in REFUSED_SCENES:
+        raise CheckpointError(f"scene {name} does not support --checkpoint-every: {REFUSED_SCENES[name]}")
     if name not in CHECKPOINT_SCENES:
         raise CheckpointError(
             f"scene {name} does not support --checkpoint-every: its run is not a single recording loop "
             "(rodlab.experiment.record) on a simulator with nothing kept outside the state; "
             f"scenes that do: {', '.join(sorted(CHECKPOINT_SCENES))}, and every scene file (.toml)")
+
+
+def refuse_in_run(scene: str, why: str) -> None:
+    """Called by a scene before stepping: raise :class:`CheckpointError` (``scene`` does not support
+    ``--checkpoint-every`` because ``why``) when the active session (:func:`rodlab.runctl.session`)
+    writes checkpoints; nothing otherwise."""
+    from .runctl import active
+
+    ctl = active()
+    if ctl is not None and ctl.checkpoint is not None:
+        raise CheckpointError(f"scene {scene} does not support --checkpoint-every {why}")
 
 
 def check_interval(seconds) -> float:
@@ -172,7 +196,7 @@ class Checkpointer:
         if self.calls > 1:
             raise CheckpointError("--checkpoint-every: this run records more than one loop; only a single "
                                   "rodlab.experiment.record call can be checkpointed")
-        if not isinstance(sim, Simulator):
+        if not (isinstance(sim, Simulator) or getattr(sim, "keeps_nothing_outside_state", False)):
             raise CheckpointError(f"--checkpoint-every: the run steps a {type(sim).__name__}, not a "
                                   "rodlab simulator, and may keep history outside the state; it cannot be resumed")
         dt = float(sim.dt)
@@ -215,6 +239,7 @@ class Checkpointer:
         meta = {"run_key": self.key, "serial": serial}
         _write_atomic(state_path, lambda p: state.save(p, metadata=meta))
         arrays = {"t": np.asarray(frames["t"]), "x": np.asarray(frames["x"]),
+                  "edge_m1": np.asarray(frames["edge_m1"], dtype=np.float32).reshape(len(frames["edge_m1"]), -1, 3),
                   **{f"probe/{k}": np.asarray(v) for k, v in frames["probes"].items()}}
         for k, v in arrays.items():
             if v.dtype == object:
@@ -286,7 +311,7 @@ def load(out) -> dict:
         smeta = State.metadata_of(cdir / files["state"])
         with np.load(cdir / files["frames"], allow_pickle=False) as data:
             fmeta = json.loads(str(data["__metadata__"]))
-            frames = {"t": np.array(data["t"]), "x": np.array(data["x"]),
+            frames = {"t": np.array(data["t"]), "x": np.array(data["x"]), "edge_m1": np.array(data["edge_m1"]),
                       "probes": {k[len("probe/"):]: np.array(data[k]) for k in data.files if k.startswith("probe/")}}
     except (ModelError, OSError, ValueError, KeyError) as exc:
         raise CheckpointError(f"{cdir}: corrupt checkpoint ({exc})") from None

@@ -22,7 +22,14 @@ class Recording:
     """Frames ``t`` (F,) [s] and ``x`` (F, N, 3) [m] (the initial state is frame 0), steps taken,
     stepping wall time ``wall_s`` [s] (compilation excluded), nonlinear and linear iterations
     summed, per-frame ``probes`` (name -> array), and the contact bookkeeping of the steps
-    (:class:`rodlab.solvers.base.StepReport`)."""
+    (:class:`rodlab.solvers.base.StepReport`).
+
+    ``edge_m1`` (F, E, 3) float32: the material director m1 of every edge per frame
+    (:meth:`rodlab.world.State.material_frames`), so pictures, animations and the viewer show the
+    twist (``trajectory.npz`` key ``edge_m1``, docs/pictures.md). ``failed_calls``: ``advance``
+    calls whose report said ``success`` false (the last one's ``failure_message``);
+    ``residual_max``: the largest last-step residual of the calls (method's norm); ``tallies``:
+    name -> sum over the calls of ``record``'s ``tallies`` functions."""
 
     t: np.ndarray
     x: np.ndarray
@@ -34,6 +41,11 @@ class Recording:
     contact_min_gap: float = math.inf
     contacts_sum: int = 0
     contacts_max: int = 0
+    edge_m1: np.ndarray | None = None
+    failed_calls: int = 0
+    failure_message: str = "ok"
+    residual_max: float = 0.0
+    tallies: dict = field(default_factory=dict)
 
     def contact_summary(self) -> dict:
         """``min_gap``, ``mean_contacts``, ``max_contacts`` of the run (rodlab.metrics)."""
@@ -47,6 +59,36 @@ class Recording:
             "us_per_vertex_step": metrics.us_per_vertex_step(self.wall_s, self.steps, n_vertices),
             "newton_iters": metrics.newton_iters_per_step(self.newton_iters, self.steps),
         }
+
+
+_M1_OF_X: dict = {}
+"""``id(x)`` -> (weak reference to a recording's ``x``, its ``edge_m1``): :func:`recorded_m1`."""
+
+
+def _remember_m1(x: np.ndarray, m1: np.ndarray) -> None:
+    key = id(x)
+    _M1_OF_X[key] = (weakref.ref(x, lambda _ref, key=key: _M1_OF_X.pop(key, None)), m1)
+
+
+def recorded_m1(x) -> np.ndarray | None:
+    """The per-frame material directors ``edge_m1`` (F, E, 3) recorded with the frames ``x`` of a
+    :class:`Recording` (the very array object: a scene that hands ``run.x`` on unchanged), else
+    None. The run folder's writer (:func:`rodlab.io.outputs.write_scene_outputs`) stores them
+    beside the positions."""
+    entry = _M1_OF_X.get(id(x))
+    if entry is None or entry[0]() is not x:
+        return None
+    return entry[1]
+
+
+def edge_m1_of(state) -> np.ndarray:
+    """Material directors m1 (E, 3) of ``state`` as float32 (one recorded frame); (0, 3) for a
+    state without edges or material frames (a stand-in state of a test)."""
+    theta = getattr(state, "edge_theta", None)
+    if theta is None or theta.shape[0] == 0 or not hasattr(state, "material_frames"):
+        return np.zeros((0, 3), dtype=np.float32)
+    m1, _ = state.material_frames()
+    return m1.astype(np.float32)
 
 
 def warm_up(sim, state) -> None:
@@ -100,12 +142,17 @@ per step)."""
 
 
 def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes: dict | None = None,
-           warmup: bool = True, stop=None, checkpoint=None) -> Recording:
+           warmup: bool = True, stop=None, checkpoint=None, steps_per_frame: int | None = None,
+           tallies: dict | None = None) -> Recording:
     """Advance ``state`` by ``nsteps``, keeping a frame about every ``nsteps / frames`` steps.
-    ``probes``: name -> ``fn(state)`` recorded per frame; ``stop(state)``: end early when true;
-    ``progress.update(done, total)`` is called after every ``advance`` call.
+    ``probes``: name -> ``fn(state)`` recorded per frame; ``stop(state)``: end early when true
+    (a stop test with a memory keeps it in ``state.solver``, so a resumed run has it);
+    ``progress.update(done, total)`` is called after every ``advance`` call; ``tallies``: name ->
+    ``fn(report)`` (a number from each call's :class:`rodlab.solvers.base.StepReport`, or read
+    from the simulator right after the call), summed into ``Recording.tallies``.
 
-    Frames are at fixed step counts (``nsteps // frames`` steps apart, the last at ``nsteps``);
+    Frames are at fixed step counts (``nsteps // frames`` steps apart, or ``steps_per_frame``
+    when given, the last at ``nsteps``);
     each frame's steps are advanced in calls of at most about :data:`rodlab.runctl.CHUNK_S` of wall
     time (sized from the measured time per step), so Ctrl-C inside a :func:`rodlab.runctl.session`
     stops the run within a chunk. Memory is bounded by the frames, not by ``nsteps``; a run over
@@ -121,15 +168,24 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
     ends, multiples of its chunk size and of its interval), a checkpoint of the state and of the loop
     is written at each multiple of the interval, and a checkpointer built from a saved checkpoint
     first loads it into ``state`` and continues from it: the recording equals, bit for bit, the one
-    of the uninterrupted run (docs/checkpoints.md).
+    of the uninterrupted run (docs/checkpoints.md). After each checkpoint the loop takes a step on
+    a copy of the state, as a resumed run's warm-up does, so a simulator that remembers its last
+    call continues from the same memory in both.
     """
     from . import runctl
     from .model import SimulationError, check_steps
 
     nsteps = check_steps(nsteps)
-    per = max(1, nsteps // max(int(frames), 1))
+    if steps_per_frame is not None:
+        from .model import require
+
+        per = check_steps(steps_per_frame)
+        require(per >= 1, f"steps_per_frame must be an integer >= 1 (got {steps_per_frame!r})")
+    else:
+        per = max(1, nsteps // max(int(frames), 1))
     n_frames = -(-nsteps // per) + 1
-    frame_bytes = 2 * n_frames * int(state.vertex_x.nbytes)
+    n_edges = int(getattr(state, "edge_theta", np.zeros(0)).shape[0])
+    frame_bytes = n_frames * (2 * int(state.vertex_x.nbytes) + 12 * n_edges)
     ctl = runctl.active()
     forced = ctl is not None and ctl.force
     if not forced and (nsteps > runctl.MAX_STEPS or frame_bytes > runctl.available_memory_bytes()):
@@ -138,14 +194,17 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
     saved = ck.begin(sim, state, nsteps, per) if ck is not None and nsteps > 0 else None
     if ck is not None and nsteps == 0:
         ck = None
-    if warmup and nsteps > 0:
-        warm_up(sim, state)
+    if (warmup and nsteps > 0) or saved is not None:
+        warm_up(sim, state)  # resumed: also what the uninterrupted run did after this checkpoint (below)
     probes = probes or {}
+    tallies = tallies or {}
     done, wall, newton, linear = 0, 0.0, 0, 0
     gap, csum, cmax = math.inf, 0, 0
+    failed, failure, res_max = 0, "ok", 0.0
+    sums = {name: 0 for name in tallies}
     frame_end = None
     if saved is None:
-        ts, xs = [state.t], [state.vertex_x.copy()]
+        ts, xs, m1s = [state.t], [state.vertex_x.copy()], [edge_m1_of(state)]
         values = {name: [fn(state)] for name, fn in probes.items()}
     else:  # resume: the frames and counters of the checkpoint, the state is already loaded
         from .checkpoint import CheckpointError
@@ -154,11 +213,17 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
         if sorted(kept["probes"]) != sorted(probes):
             raise CheckpointError(f"checkpoint does not match this run: probes {sorted(kept['probes'])} there, "
                                   f"{sorted(probes)} here")
-        ts, xs = list(kept["t"]), list(kept["x"])
+        if sorted(saved.get("tallies", {})) != sorted(tallies):
+            raise CheckpointError(f"checkpoint does not match this run: tallies {sorted(saved.get('tallies', {}))} "
+                                  f"there, {sorted(tallies)} here")
+        ts, xs, m1s = list(kept["t"]), list(kept["x"]), list(kept["edge_m1"])
         values = {name: list(kept["probes"][name]) for name in probes}
         done, wall, newton, linear = int(saved["done"]), float(saved["wall_s"]), int(saved["newton_iters"]), int(saved["linear_iters"])
         gap = math.inf if saved["contact_min_gap"] is None else float(saved["contact_min_gap"])
         csum, cmax, frame_end = int(saved["contacts_sum"]), int(saved["contacts_max"]), int(saved["frame_end"])
+        failed, failure = int(saved.get("failed_calls", 0)), str(saved.get("failure_message", "ok"))
+        res_max = float(saved.get("residual_max", 0.0))
+        sums = dict(saved.get("tallies", {}))
         if progress is not None:
             progress.update(done, nsteps)
     known = _known_step_seconds(sim)
@@ -166,12 +231,16 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
     chunk = max(1, int((0.8 if known else 0.25) * runctl.CHUNK_S / first))
 
     def recording():
-        return Recording(np.array(ts), np.array(xs), done, wall, newton, linear,
-                         {k: np.array(v) for k, v in values.items()}, gap, csum, cmax)
+        rec = Recording(np.array(ts), np.array(xs), done, wall, newton, linear,
+                        {k: np.array(v) for k, v in values.items()}, gap, csum, cmax,
+                        np.array(m1s, dtype=np.float32).reshape(len(m1s), -1, 3), failed, failure, res_max, dict(sums))
+        _remember_m1(rec.x, rec.edge_m1)
+        return rec
 
     def keep_frame():
         ts.append(state.t)
         xs.append(state.vertex_x.copy())
+        m1s.append(edge_m1_of(state))
         for name, fn in probes.items():
             values[name].append(fn(state))
 
@@ -179,8 +248,13 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
         loop = {"done": done, "nsteps": nsteps, "steps_per_frame": per, "frame_end": frame_end, "wall_s": wall,
                 "newton_iters": newton, "linear_iters": linear,
                 "contact_min_gap": gap if math.isfinite(gap) else None, "contacts_sum": csum, "contacts_max": cmax,
+                "failed_calls": failed, "failure_message": failure, "residual_max": res_max, "tallies": dict(sums),
                 "n_frames_kept": len(ts)}
-        ck.save(sim, state, loop, {"t": ts, "x": xs, "probes": values})
+        ck.save(sim, state, loop, {"t": ts, "x": xs, "edge_m1": m1s, "probes": values})
+        # a step on a copy, as a resumed run's warm-up does from this checkpoint: a simulator that
+        # remembers its last call (der-implicit re-transports its frames when the state changed
+        # since then) then continues from the same memory in both runs, bit for bit
+        warm_up(sim, state)
 
     with runctl.stepping():
         try:
@@ -201,6 +275,11 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
                     newton += rep.newton_iters
                     linear += rep.linear_iters
                     gap, csum, cmax = min(gap, rep.contact_min_gap), csum + rep.contacts_sum, max(cmax, rep.contacts_max)
+                    res_max = max(res_max, float(rep.residual))
+                    if not rep.success:
+                        failed, failure = failed + 1, str(rep.message)
+                    for name, fn in tallies.items():
+                        sums[name] += fn(rep)
                     if not np.all(np.isfinite(state.vertex_x)):
                         raise SimulationError(f"the state became non-finite (NaN or inf) by t = {state.t:.6g} s; "
                                               "try a smaller dt")

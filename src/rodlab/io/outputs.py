@@ -36,6 +36,12 @@ def write_scene_outputs(scene_name: str, params: dict, result, out_dir, *, plot:
     path = out / "trajectory.npz"
     arrays = {k: np.asarray(v) for k, v in result.trajectory.items()}
     meta = {"scene": scene_name, "params": params}
+    if "edge_m1" not in arrays and "x" in arrays:  # the twist of every frame (rodlab.experiment.record)
+        from ..experiment import recorded_m1
+
+        m1 = recorded_m1(result.trajectory["x"])
+        if m1 is not None:
+            arrays["edge_m1"] = m1
     world = getattr(result, "world", None)
     if world is not None:  # what exports and the viewer draw: each rod's radius, the obstacles
         from ..world.obstacles import obstacle_record
@@ -43,6 +49,10 @@ def write_scene_outputs(scene_name: str, params: dict, result, out_dir, *, plot:
         arrays.setdefault("rod_radius", np.asarray(world.rod_radius, dtype=float))
         if world.obstacles:
             meta["obstacles"] = [obstacle_record(ob) for ob in world.obstacles]
+        if world.bodies:  # boxes of their mass and inertia, for the viewer (rodlab.render.scene.body_records)
+            from ..render.scene import body_records
+
+            meta["bodies"] = body_records(world)
     save_arrays(path, arrays, meta)
     written.append(path)
     if plot:

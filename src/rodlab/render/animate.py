@@ -74,7 +74,8 @@ def write_animation(path, scene: RenderScene, x_frames: np.ndarray, t: np.ndarra
     """Write ``path``: one picture of ``scene`` per frame of ``x_frames`` (F, N, 3) [m] at times
     ``t`` (F,) [s]; ``fmt`` ``"mp4"`` or ``"gif"`` (default: the suffix). ``edge_m1_frames``
     (F, E, 3), ``body_x`` (F, B, 3), ``body_q`` (F, B, 4): per-frame directors and bodies where
-    recorded. ``width`` and ``height`` [px] are rounded up to multiples of 16 (H.264 blocks).
+    recorded (without directors the stripe follows parallel-transported frames, so no twist
+    shows, and every picture says so). ``width`` and ``height`` [px] are rounded up to multiples of 16 (H.264 blocks).
     Returns the path."""
     path = Path(path)
     fmt = (fmt or path.suffix.lstrip(".")).lower()
@@ -85,6 +86,11 @@ def write_animation(path, scene: RenderScene, x_frames: np.ndarray, t: np.ndarra
             f"animation positions must be (F, N, 3) with F >= 1 (got {x_frames.shape})")
     require(t.shape == (x_frames.shape[0],), f"animation times must be (F,) = ({x_frames.shape[0]},) (got {t.shape})")
     require(x_frames.shape[0] <= max_frames, f"animation has {x_frames.shape[0]} frames; at most max_frames = {max_frames}")
+    if edge_m1_frames is not None:
+        edge_m1_frames = np.asarray(edge_m1_frames, dtype=float)
+        require(edge_m1_frames.shape == (x_frames.shape[0], scene.n_edges, 3),
+                f"edge_m1_frames must be (F, E, 3) = ({x_frames.shape[0]}, {scene.n_edges}, 3) "
+                f"(got {edge_m1_frames.shape})")
     width, height = 16 * -(-int(width) // 16), 16 * -(-int(height) // 16)
     imageio = _imageio()
     if fmt == "mp4":
@@ -105,6 +111,8 @@ def write_animation(path, scene: RenderScene, x_frames: np.ndarray, t: np.ndarra
                                        edge_m1=None if edge_m1_frames is None else edge_m1_frames[f],
                                        body_x=None if body_x is None else body_x[f], body_q=None if body_q is None else body_q[f])
             label = f"{title}  t = {t[f]:.4g} s" if title else f"t = {t[f]:.4g} s"
+            if edge_m1_frames is None:  # an older run: no recorded twist (docs/pictures.md)
+                label += "  (stripe: transported frames, twist not recorded)"
             writer.append_data(_stamp(image, label))
     finally:
         writer.close()

@@ -62,6 +62,11 @@ class RenderScene:
     def n_vertices(self) -> int:
         return int(self.rod_offsets[-1])
 
+    @property
+    def n_edges(self) -> int:
+        """Edges of all rods (a closed rod has as many edges as vertices, an open one one fewer)."""
+        return int(np.sum(np.where(self.rod_closed, 0, -1) + np.diff(self.rod_offsets)))
+
     @classmethod
     def from_world(cls, world, colors=None) -> "RenderScene":
         """Every rod's cross-section from ``world``: the larger semi-axis is the rod's radius, the
@@ -94,6 +99,20 @@ class RenderScene:
         n_r = len(offsets) - 1
         return cls(offsets, rod_closed, radius, radius, default_colors(n_r) if colors is None else colors, tuple(obstacles),
                    radius_note=radius_note)
+
+
+def body_records(world) -> list[dict]:
+    """The world's rigid bodies as the boxes pictures and the viewer draw (JSON-ready): ``half``
+    sizes (3,) [m] and ``axes`` (3, 3, rows of the column matrix, body coordinates) of the uniform
+    box of the body's mass and inertia (:func:`rodlab.render.mesh.body_box`), initial ``position``
+    (3,) [m] and ``orientation`` (w, x, y, z). ``rodlab run`` stores them in ``trajectory.npz``'s
+    metadata ``bodies``."""
+    out = []
+    for body in world.bodies:
+        half, axes = M.body_box(body.mass, body.inertia)
+        out.append({"half": [float(v) for v in half], "axes": [float(v) for v in np.asarray(axes).reshape(-1)],
+                    "position": [float(v) for v in body.position], "orientation": [float(v) for v in body.orientation]})
+    return out
 
 
 def default_colors(n_rods: int) -> np.ndarray:
@@ -171,7 +190,7 @@ def build_mesh(scene: RenderScene, x: np.ndarray, *, edge_m1=None, body_x=None, 
         m1, kind = M.transported_d1(x, scene.rod_offsets, scene.rod_closed), FRAMES_TRANSPORTED
     else:
         m1, kind = np.asarray(edge_m1, dtype=float), FRAMES_MATERIAL
-        n_e = int(np.sum(np.where(scene.rod_closed, 0, -1) + np.diff(scene.rod_offsets)))
+        n_e = scene.n_edges
         require(m1.shape == (n_e, 3), f"edge_m1 must be (E, 3) with E = {n_e} (got {m1.shape})")
     if sides is None:
         sides = 12

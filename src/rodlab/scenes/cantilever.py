@@ -38,10 +38,10 @@ included) and ``position_drift``; static: ``static_success``, ``static_message``
 ``static_iterations``, ``static_residual`` (method's norm), ``static_wall_s``, der's
 ``static_load_stages``, der-implicit's ``static_grad_norm`` and galpha's ``residual``.
 
-The run advances in one call per kept frame (:data:`MAX_FRAMES`, :data:`MIN_STEPS_PER_FRAME`).
-galpha restarts its Newton's reuse of LU factors at every call (rodlab.solvers.galpha): where that
-matters its dynamic numbers can differ from the first-wave driver's single loop at the Newton
-tolerance (on the runs of tests/test_cantilever_scene.py they agree to round-off).
+The run is one :func:`rodlab.experiment.record` loop on the simulator itself, with nothing kept
+outside the state (der-implicit's line-search failures are a tally of the loop, galpha's substeps
+are in ``state.solver``), so ``--checkpoint-every`` and ``rodlab resume`` work (docs/checkpoints.md;
+a static solve has no loop and refuses them). Frames: :data:`MAX_FRAMES`, :data:`MIN_STEPS_PER_FRAME`.
 """
 from __future__ import annotations
 
@@ -112,22 +112,13 @@ def simulator_options(params: dict, world) -> dict:
     return opts
 
 
-class _Tap:
-    """The simulator as :func:`rodlab.experiment.record` sees it, keeping each ``advance`` report
-    (and der-implicit's line-search failures) of the recorded calls."""
-
-    def __init__(self, sim):
-        self.sim = sim
-        self.reports = []
-        self.line_search_failures = 0
-        self._batch = sim.batch if sim.method == "der-implicit" else None
-
-    def advance(self, state, nsteps):
-        rep = self.sim.advance(state, nsteps)
-        self.reports.append(rep)
-        if self._batch is not None:  # its per-call count (rodlab.der_implicit.batch.RodBatch)
-            self.line_search_failures += int(self._batch.rod_line_search_failures.sum())
-        return rep
+def _tallies(sim) -> dict:
+    """Per-call counts the recording loop sums (:func:`rodlab.experiment.record`'s ``tallies``):
+    der-implicit's line-search failures of each call (``rodlab.der_implicit.batch.RodBatch``)."""
+    if sim.method != "der-implicit":
+        return {}
+    batch = sim.batch
+    return {"line_search_failures": lambda rep: int(batch.rod_line_search_failures.sum())}
 
 
 def _run_dynamic(params, world, sim, state, progress) -> tuple[dict, dict]:
@@ -138,26 +129,25 @@ def _run_dynamic(params, world, sim, state, progress) -> tuple[dict, dict]:
         from ..compact.sqp import alignment_violation
 
         probes["alignment"] = lambda s: alignment_violation(s.vertex_x, s.solver["q"])
-    tap = _Tap(sim)
     warm_up(sim, state)  # compile outside the timing (a step on a copy changes nothing)
-    substeps0 = sum(s.substeps for s in sim.solvers) if method == "galpha" else 0
+    substeps0 = int(state.solver["substeps"].sum()) if method == "galpha" else 0
     cpu0 = time.process_time()
     frames = min(MAX_FRAMES, max(1, nsteps // MIN_STEPS_PER_FRAME))
-    run = record(tap, state, nsteps, frames=frames, progress=progress, probes=probes, warmup=False)
+    run = record(sim, state, nsteps, frames=frames, progress=progress, probes=probes, warmup=False,
+                 tallies=_tallies(sim))
     cpu = time.process_time() - cpu0
-    failed = [r for r in tap.reports if not r.success]
     m = {"dt": sim.dt, **run.summary(world.n_vertices), "ms_per_step": 1e-3 * metrics.us_per_step(run.wall_s, run.steps),
-         "kinetic_energy": metrics.kinetic_energy(world, state), "success": not failed,
-         "message": failed[-1].message if failed else "ok", "cpu_s_stepping": cpu}
+         "kinetic_energy": metrics.kinetic_energy(world, state), "success": run.failed_calls == 0,
+         "message": run.failure_message, "cpu_s_stepping": cpu}
     if method == "der-implicit":
-        m["line_search_failures"] = tap.line_search_failures
+        m["line_search_failures"] = int(run.tallies["line_search_failures"])
         m["us_per_newton_iter"] = 1e6 * run.wall_s / max(run.newton_iters, 1)
     elif method == "compact":
         m["alignment"] = float(run.probes["alignment"].max())
         m["pcg_iters"] = run.linear_iters / max(run.newton_iters, 1)
     elif method == "galpha":
-        m["residual"] = max([0.0] + [r.residual for r in tap.reports])
-        m["substeps"] = sum(s.substeps for s in sim.solvers) - substeps0
+        m["residual"] = run.residual_max
+        m["substeps"] = int(state.solver["substeps"].sum()) - substeps0
         m["kinetic_energy_end"] = _galpha_kinetic(sim, state)
         m["position_drift"] = float(np.max(np.linalg.norm(state.solver["r_vel"] - state.vertex_x, axis=1)))
     traj = {"t": run.t, "x": run.x, "kinetic_energy": run.probes["kinetic_energy"]}
@@ -212,6 +202,10 @@ def run_cantilever(params: dict, progress) -> SceneResult:
         # the generalized-alpha state carries the last accelerations; scaling the velocities alone
         # would break the consistency of (velocity, acceleration) the scheme relies on
         raise UnavailableCombination(f"damping_scheme={params['damping_scheme']} is not available for method=galpha (allowed: implicit)")
+    if params["static"]:
+        from ..checkpoint import refuse_in_run
+
+        refuse_in_run("cantilever", "with static=true: a static solve has no time steps to checkpoint")
     world = cantilever_world(params, params["method"])
     sim = make_simulator(world, params["method"], **simulator_options(params, world))
     state = sim.initial_state()

@@ -167,12 +167,15 @@ def capstan_slip(wrap: float, mu: float, *, load: float = 1.0, t_ramp: float = 0
     state = sim.initial_state()
     x_start = state.vertex_x[0].copy()
     nsteps = int(math.ceil(t_ramp / dt))
-    lowest = [0.0]  # the load's end first sinks a little (the rod settles and stretches): slip counts from there
+    # the load's end first sinks a little (the rod settles and stretches): slip counts from its lowest
+    # position, a memory kept in the state (so a checkpointed run resumes with it, docs/checkpoints.md)
+    state.solver["capstan_lowest"] = np.zeros(1)
 
     def moved(st):
         d = float((x_start - st.vertex_x[0]) @ t0)  # toward the cylinder
+        lowest = st.solver["capstan_lowest"]
         lowest[0] = min(lowest[0], d)
-        return d - lowest[0]
+        return d - float(lowest[0])
 
     run = record(sim, state, nsteps, frames=nsteps, progress=progress,
                  probes={"moved": moved, "pull": lambda st: pull(st.t)}, stop=lambda st: moved(st) > slip)

@@ -94,63 +94,69 @@ def _step_count(p) -> int:
     return max(1, int(math.ceil(p["t_end"] / p["dt"] - 1e-9)))
 
 
-class _Offset:
-    """Progress of one phase of a longer run."""
+class _Phases:
+    """galpha simulators one after another over one run, as :func:`rodlab.experiment.record` sees
+    them: ``phases`` = [(simulator, steps), ...] (the same rods, e.g. a clamp that moves and then
+    lets go: two worlds). Which one steps is read from the state (``state.solver["step"]``, galpha's
+    step counter, counted from ``step0``), so nothing is kept outside the state and a checkpointed
+    run resumes in the right phase (docs/checkpoints.md). A call that crosses a phase end is split
+    there."""
 
-    def __init__(self, progress, start, total):
-        self.progress, self.start, self.total = progress, start, total
+    keeps_nothing_outside_state = True
 
-    def update(self, done, _total):
-        if self.progress is not None:
-            self.progress.update(self.start + done, self.total)
+    def __init__(self, phases, step0: int):
+        self.phases = [(sim, int(n)) for sim, n in phases if n > 0]
+        self.sim = self.phases[0][0]
+        self.method, self.dt, self.step0 = self.sim.method, self.sim.dt, int(step0)
+
+    def phase_of(self, state):
+        """(simulator, steps left in its phase) for ``state`` (past the schedule: the last one, unbounded)."""
+        done = int(state.solver["step"][0]) - self.step0
+        end = 0
+        for sim, n in self.phases:
+            end += n
+            if done < end:
+                return sim, end - done
+        return self.phases[-1][0], None
+
+    def advance(self, state, nsteps):
+        from ..solvers.base import StepReport
+
+        reports = []
+        while nsteps > 0:
+            sim, left = self.phase_of(state)
+            k = nsteps if left is None else min(nsteps, left)
+            reports.append(sim.advance(state, k))
+            nsteps -= k
+        if not reports:
+            return StepReport(0)
+        return StepReport(sum(r.steps for r in reports), all(r.success for r in reports), reports[-1].message,
+                          sum(r.newton_iters for r in reports), sum(r.linear_iters for r in reports), reports[-1].residual,
+                          sum(r.wall_s for r in reports))
 
 
 def _record(schedule, state, every: int, progress) -> dict:
-    """Run ``schedule`` = [(simulator, steps), ...] one after the other on ``state`` with
-    :func:`rodlab.experiment.record`, keeping a frame every ``every`` steps of the whole run and at
-    its end (the first-wave driver's frames). Per frame: positions, galpha's energies
-    (``Simulator.energies``), node frames, the last step's Newton residual and iterations."""
+    """Run ``schedule`` = [(simulator, steps), ...] one after the other on ``state`` in one
+    :func:`rodlab.experiment.record` loop (:class:`_Phases` where there are several), keeping a
+    frame every ``every`` steps of the whole run and at its end (the first-wave driver's frames).
+    Per frame: positions, galpha's energies (``Simulator.energies``), node frames, the last step's
+    Newton residual and iterations (0 at the start). The loop can be checkpointed; a failure or an
+    interruption keeps the frames up to the last good state (``exc.recording``)."""
     total = sum(n for _, n in schedule)
-    probes = lambda sim: {  # noqa: E731
-        "energies": lambda s: [sim.energies(s)[k] for k in ("kinetic", "elastic", "gravity")],
+    phases = _Phases(schedule, int(state.solver["step"][0]))
+    runner = phases if len(phases.phases) > 1 else phases.sim
+    stepped = lambda s: bool(s.solver["step"].any())  # noqa: E731 - no step yet: no residual
+    probes = {
+        "energies": lambda s: [phases.phase_of(s)[0].energies(s)[k] for k in ("kinetic", "elastic", "gravity")],
         "frames": lambda s: s.solver["R"].copy(),
-        "residual": lambda s: float(s.solver["last_residual"].max()),
-        "newton_iters": lambda s: int(s.solver["last_newton_iters"].max()),
+        "residual": lambda s: float(s.solver["last_residual"].max()) if stepped(s) else 0.0,
+        "newton_iters": lambda s: int(s.solver["last_newton_iters"].max()) if stepped(s) else 0,
     }
-    keep = {"t": [state.t], "x": [state.vertex_x.copy()]}
-    for name, fn in probes(schedule[0][0]).items():
-        keep[name] = [fn(state)]
-    keep["residual"], keep["newton_iters"] = [0.0], [0]
-    done, wall, newton, warmed = 0, 0.0, 0, set()
-    for sim, n in schedule:
-        left = n
-        chunks = []
-        first = min(left, (-done) % every)  # up to the next frame of the whole run
-        if first:
-            chunks.append((first, 1))
-            left -= first
-        if left >= every:
-            chunks.append((left // every * every, left // every))
-            left -= left // every * every
-        if left:
-            chunks.append((left, 1))
-        for steps, frames in chunks:
-            run = record(sim, state, steps, frames=frames, probes=probes(sim), warmup=id(sim) not in warmed,
-                         progress=_Offset(progress, done, total))
-            warmed.add(id(sim))
-            wall, newton = wall + run.wall_s, newton + run.newton_iters
-            for f in range(1, len(run.t)):
-                done_f = done + f * (steps // frames) if f < len(run.t) - 1 else done + steps
-                if done_f % every == 0 or done_f == total:
-                    keep["t"].append(run.t[f])
-                    keep["x"].append(run.x[f])
-                    for name in run.probes:
-                        keep[name].append(run.probes[name][f])
-            done += run.steps
-    traj = {k: np.array(v) for k, v in keep.items()}
-    e = traj.pop("energies")
+    run = record(runner, state, total, steps_per_frame=every, probes=probes, progress=progress)
+    traj = {"t": run.t, "x": run.x, "edge_m1": run.edge_m1, **run.probes}
+    e = np.asarray(traj.pop("energies"))
     traj.update(kinetic=e[:, 0], elastic=e[:, 1], gravitational=e[:, 2], energy=e.sum(axis=1))
-    return {"trajectory": traj, "steps": done, "wall_s": wall, "newton_iters": newton}
+    return {"trajectory": traj, "steps": run.steps, "wall_s": run.wall_s, "newton_iters": run.newton_iters}
 
 
 def _run(p, world, schedule, state, progress, *, extra_metrics=None) -> tuple[SceneResult, object]:
@@ -367,8 +373,10 @@ def tress(p, progress):
     e_z)`` (galpha's line constraint, GA paper Sec. 5 item 6: the end moves along the vertical at
     ``speed`` without turning), and ``free``. The guide starts from the static equilibrium of
     ``free`` under gravity; ``pull``'s simulator takes the steps that end at or before
-    ``t_release``, ``free``'s the rest. galpha prescribes the clamp's velocities, so the pulled
-    end moves from where it hangs (not from the clamp's rest pose)."""
+    ``t_release``, ``free``'s the rest, both in one recording loop (:class:`_Phases`: the phase is
+    read from galpha's step counter in the state, so the run can be checkpointed). galpha
+    prescribes the clamp's velocities, so the pulled end moves from where it hangs (not from the
+    clamp's rest pose)."""
     from ..solvers import make_simulator
     from ..world import WorldBuilder
 
@@ -412,7 +420,9 @@ def tress(p, progress):
           ], paper=PAPER)
 def tress_gravity(p, progress):
     """One world (the guide released from its rest shape under gravity, undamped), one galpha
-    simulator per (alpha, gamma) setting; the scene's other metrics are those of the last setting."""
+    simulator per (alpha, gamma) setting, each its own recording loop from the rest shape; the
+    scene's other metrics are those of the last setting. With one setting the run is one loop and
+    can be checkpointed; with several ``--checkpoint-every`` is refused before the first step."""
     from .registry import SceneError
     from ..solvers import make_simulator
     from ..world import WorldBuilder
@@ -425,6 +435,11 @@ def tress_gravity(p, progress):
             raise SceneError(f"parameter settings={p['settings']!r}: expected alpha:gamma pairs separated by commas, "
                              f"e.g. 0.0:0.5,0.4:1.0") from None
         pairs.append((a, g))
+    if len(pairs) > 1:
+        from ..checkpoint import refuse_in_run
+
+        refuse_in_run("galpha-tress-gravity", f"with {len(pairs)} settings: each is its own run from the rest shape; "
+                      "checkpoint one setting per command (--set settings=ALPHA:GAMMA)")
     b = WorldBuilder(gravity=(0, 0, -9.81))
     _hair_guide(b, p["n"])
     world = b.build()

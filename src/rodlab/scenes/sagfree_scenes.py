@@ -152,10 +152,14 @@ def _energy_metrics(E, tipz):
 class _StopOnFailure:
     """A simulator seen by :func:`rodlab.experiment.record` that ends the recording at a failed step
     (a non-finite state or a line search that found no descent) instead of raising: ``failed`` is
-    set, the call reports 0 steps and the state holds the last good step."""
+    set, the call reports 0 steps and the state holds the last good step. ``failed`` is no history
+    a resumed run needs: the recording ends at the call that sets it, before any later checkpoint."""
+
+    keeps_nothing_outside_state = True
 
     def __init__(self, sim):
         self.sim, self.failed = sim, False
+        self.method, self.dt = sim.method, sim.dt
 
     def advance(self, state, nsteps):
         from ..model import SimulationError
@@ -166,6 +170,18 @@ class _StopOnFailure:
         except SimulationError:
             self.failed = True
             return StepReport(0, False, "step failed")
+
+
+class _RunProgress:
+    """Progress of run ``k`` of ``n`` one after the other: ``update(done, total)`` of its recording
+    loop reported as ``k + done / total`` of ``n``."""
+
+    def __init__(self, progress, k: int, n: int):
+        self.progress, self.k, self.n = progress, k, n
+
+    def update(self, done, total):
+        if self.progress is not None:
+            self.progress.update(self.k + (done / total if total else 1.0), self.n)
 
 
 def flipped_world(params, theta):
@@ -224,6 +240,11 @@ def run_flipped(params, progress):
     out = {}
     trajs = {}
     energies = {}
+    if len(runs) > 1:
+        from ..checkpoint import refuse_in_run
+
+        refuse_in_run("flipped-frames", f"with model={choice}: the 4D run and the {choice} run are two runs; "
+                      "checkpoint the 4D run alone (--set model=4d)")
     ne = n - 1
     nframes = int(round(params["t_end"] * 60))
     for k, (label, kind) in enumerate(runs):
@@ -266,9 +287,12 @@ def run_flipped(params, progress):
             slerp_frames_all(q0, tan, elen, a1, mref, 0, wv, Mv)
             out["slerp_frame_norm_error_max"] = float(np.abs(np.linalg.norm(Mv[1:-1], axis=2) - 1.0).max())
         runner = _StopOnFailure(sim)
+        batch = sim.batch
         rec = record(runner, state, 4 * nframes, frames=max(nframes, 1), stop=lambda st, rn=runner: rn.failed,
-                     probes={"energy": lambda st: sim.energies(st)["total"],
-                             "line_search_failures": lambda st: float(sim.batch.rod_line_search_failures.sum())})
+                     progress=_RunProgress(progress, k, len(runs)),
+                     probes={"energy": lambda st: sim.energies(st)["total"]},
+                     tallies={"line_search_failures":  # per call; a failed call (0 steps) counts none
+                              lambda rep, b=batch: int(b.rod_line_search_failures.sum()) if rep.steps else 0})
         keep = slice(0, rec.x.shape[0] - (1 if runner.failed else 0))
         xs = rec.x[keep]
         Es = rec.probes["energy"][keep]
@@ -280,8 +304,7 @@ def run_flipped(params, progress):
         out[f"energy_growth_rel_{label}"] = em["growth_rel"]
         out[f"tip_osc_{label}"] = em["osc"]
         out[f"stable_{label}"] = bool(em["stable"] and len(xs) == nframes + 1)
-        per_call = rec.probes["line_search_failures"][1:]  # per advance call (a failed call's is stale)
-        out[f"line_search_failures_{label}"] = int(per_call[:-1].sum() if runner.failed else per_call.sum())
+        out[f"line_search_failures_{label}"] = int(rec.tallies["line_search_failures"])
         out[f"us_per_step_{label}"] = rec.summary(world.n_vertices)["us_per_step"]
         progress.update(k + 1, len(runs))
     metrics = dict(out)

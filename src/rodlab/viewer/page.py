@@ -2,7 +2,9 @@
 file (three.js inlined, frame data as base64 float32), opened from ``file://`` or served locally.
 
 What the page shows (docs/viewer.md): the rods as tubes of their radius (``rodlab export``'s radius
-rule, :func:`rodlab.io.exports.load_run`), the obstacles of a scene-file run (the ``[[obstacle]]``
+rule, :func:`rodlab.io.exports.load_run`) with a stripe along the recorded material director d1
+(``edge_m1``; parallel-transported frames for a run that records none, said in the notes), the
+rigid bodies as boxes (metadata ``bodies``), the obstacles of a scene-file run (the ``[[obstacle]]``
 tables of the scene file recorded in ``trajectory.npz``'s metadata; a registry scene records none
 and the page says so), play/pause, a time slider, the frame index and time, and ``metrics.json``
 as a table. Position data above ``max_mb`` MB is decimated: vertices first (every s-th vertex of
@@ -145,6 +147,58 @@ def _b64(a: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(a, dtype="<f4").tobytes()).decode("ascii")
 
 
+def vertex_m1(edge_m1: np.ndarray, rod_offsets: np.ndarray, rod_closed) -> np.ndarray:
+    """Per-vertex material directors (F, N, 3) from per-edge ones ``edge_m1`` (F, E, 3): vertex i
+    of a rod takes its edge i (the last vertex of an open rod its last edge). The page turns each
+    tube ring so that its stripe (ring point 0) points along this director projected off the
+    tangent."""
+    offsets = np.asarray(rod_offsets, dtype=np.int64)
+    closed = np.broadcast_to(np.asarray(rod_closed, dtype=bool), (offsets.size - 1,))
+    idx, e0 = [], 0
+    for r in range(offsets.size - 1):
+        nv = int(offsets[r + 1] - offsets[r])
+        ne = nv if closed[r] else nv - 1
+        idx.append(e0 + np.minimum(np.arange(nv), ne - 1))
+        e0 += ne
+    return np.asarray(edge_m1)[:, np.concatenate(idx)]
+
+
+def _stripe(run) -> tuple[np.ndarray | None, str]:
+    """The recorded ``edge_m1`` (F, E, 3) of ``run`` where it matches its frames and rods (else
+    None) and the note saying what the stripe follows."""
+    m1 = run.arrays.get("edge_m1")
+    n_e = int(np.sum(np.where(np.asarray(run.rod_closed, dtype=bool), 0, -1) + np.diff(run.rod_offsets)))
+    if m1 is not None:
+        m1 = np.asarray(m1, dtype=np.float64)
+        if m1.shape == (run.n_frames, n_e, 3) and np.all(np.isfinite(m1)):
+            return m1, "stripe: d1 of the recorded material frames (edge_m1): twist shows"
+    return None, ("stripe: d1 of parallel-transported frames: the run records no material frames (edge_m1), "
+                  "so its twist is not shown")
+
+
+def bodies_of(meta: dict, arrays: dict, n_frames: int) -> tuple:
+    """The rigid bodies a run records: boxes (``trajectory.npz`` metadata ``bodies``: half sizes,
+    axes, initial position and orientation, :func:`rodlab.render.scene.body_records`), placed per
+    frame by the trajectory's ``body_x`` (F, B, 3) and ``body_q`` (F, B, 4) where it has them.
+    Returns ``(bodies, note, body_x or None, body_q or None)``."""
+    records = meta.get("bodies")
+    if not isinstance(records, list) or not records:
+        return [], "", None, None
+    bx, bq = arrays.get("body_x"), arrays.get("body_q")
+    nb = len(records)
+    bx = np.asarray(bx, dtype=np.float64) if bx is not None and np.shape(bx) == (n_frames, nb, 3) else None
+    bq = np.asarray(bq, dtype=np.float64) if bq is not None and np.shape(bq) == (n_frames, nb, 4) else None
+    out = []
+    for i, rec in enumerate(records):
+        out.append({"half": _floats(rec["half"], 3, f"body[{i}].half"), "axes": _floats(rec["axes"], 9, f"body[{i}].axes"),
+                    "x0": _floats(rec["position"], 3, f"body[{i}].position"),
+                    "q0": _floats(rec["orientation"], 4, f"body[{i}].orientation")})
+    moving = "moving with the recorded body_x" + (" and body_q" if bq is not None else " (orientation as at the start)")
+    note = f"bodies: {nb} boxes of their mass and inertia, " + (moving if bx is not None else "at their initial pose "
+                                                                  "(the run records no body_x)")
+    return out, note, bx, bq
+
+
 def page_data(run_dir, *, radius: float | None = None, max_mb: float = DEFAULT_MAX_MB) -> dict:
     """Everything the page draws, as a JSON-ready dict (see the module docstring).
 
@@ -172,11 +226,14 @@ def page_data(run_dir, *, radius: float | None = None, max_mb: float = DEFAULT_M
     if (run_dir / "metrics.json").is_file():
         metrics = _finite(json.loads((run_dir / "metrics.json").read_text()))
     obstacles, obstacle_note = obstacles_of(meta)
-    dec = decimate(run.n_frames, run.rod_offsets, max_mb * 1e6)
+    m1, stripe_note = _stripe(run)
+    # positions and (where recorded) directors share the size limit
+    dec = decimate(run.n_frames, run.rod_offsets, max_mb * 1e6 / (2 if m1 is not None else 1))
     x = run.x[np.ix_(dec.frames, dec.vertices)]
+    bodies = _bodies_data(meta, run, dec)
     lo, hi = run.x.reshape(-1, 3).min(axis=0), run.x.reshape(-1, 3).max(axis=0)
     r_max = float(run.vertex_radius.max())
-    notes = [f"radius: {run.radius_source}", obstacle_note]
+    notes = [f"radius: {run.radius_source}", obstacle_note, stripe_note] + ([bodies["note"]] if bodies["note"] else [])
     if dec.frames.size < run.n_frames or dec.vertices.size < run.n_vertices:
         how = f" (every {dec.vertex_stride}th vertex of each rod and its last)" if dec.vertex_stride > 1 else ""
         notes.append(f"decimated to stay under {max_mb:g} MB of positions: showing {dec.frames.size} of {run.n_frames} "
@@ -192,6 +249,12 @@ def page_data(run_dir, *, radius: float | None = None, max_mb: float = DEFAULT_M
         "rod_closed": [bool(c) for c in run.rod_closed],
         "radius_b64": _b64(run.vertex_radius[dec.vertices]),
         "x_b64": _b64(x),
+        "stripe": "material" if m1 is not None else "transported",
+        "m1_b64": _b64(vertex_m1(m1, run.rod_offsets, run.rod_closed)[np.ix_(dec.frames, dec.vertices)])
+        if m1 is not None else None,
+        "bodies": bodies["bodies"],
+        "body_x_b64": bodies["x"],
+        "body_q_b64": bodies["q"],
         "bbox": [(lo - r_max).tolist(), (hi + r_max).tolist()],
         "obstacles": obstacles,
         "metrics": metrics,
@@ -199,6 +262,15 @@ def page_data(run_dir, *, radius: float | None = None, max_mb: float = DEFAULT_M
         "max_mb": max_mb,
         "three_version": THREE_VERSION,
     }
+
+
+def _bodies_data(meta: dict, run, dec: Decimation) -> dict:
+    found = bodies_of(meta, run.arrays, run.n_frames)
+    if not found[0]:
+        return {"bodies": [], "x": None, "q": None, "note": ""}
+    bodies, note, bx, bq = found
+    return {"bodies": bodies, "x": None if bx is None else _b64(bx[dec.frames]),
+            "q": None if bq is None else _b64(bq[dec.frames]), "note": note}
 
 
 def _json_for_script(data: dict) -> str:

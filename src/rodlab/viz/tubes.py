@@ -56,6 +56,26 @@ def final_d1(result, scene) -> np.ndarray | None:
     return m1
 
 
+def m1_frames(trajectory, scene, n_frames: int) -> np.ndarray | None:
+    """The recorded material directors ``edge_m1`` (F, E, 3) of a trajectory (dict or npz), where
+    they match the frames and the scene's edges (``rodlab.experiment.record`` keeps them); None for
+    a run that has none (an older run folder): the pictures then follow transported frames."""
+    if "edge_m1" in trajectory:
+        m1 = trajectory["edge_m1"]
+    else:  # a scene that hands its recording's frames on: the directors recorded with them
+        from ..experiment import recorded_m1
+
+        m1 = recorded_m1(trajectory["x"]) if "x" in trajectory else None
+    if m1 is None:
+        return None
+    m1 = np.asarray(m1, dtype=float)
+    n_e = int(scene.n_edges) if hasattr(scene, "n_edges") else None
+    if m1.ndim != 3 or m1.shape[0] != n_frames or m1.shape[2] != 3 or (n_e is not None and m1.shape[1] != n_e) \
+            or not np.all(np.isfinite(m1)):
+        return None
+    return m1
+
+
 def _bodies(result, scene, frame: int | slice):
     """Body positions and orientations of ``frame`` where the trajectory has them."""
     if not len(scene.body_half):
@@ -89,6 +109,9 @@ def plot_tubes(result, out_dir, *, scene_name: str = "", params: dict | None = N
         m1 = final_d1(result, scene)
         if m1 is not None and len(scene.body_half):  # the final state itself: bodies turned as they are
             body_x, body_q = result.state.body_x, result.state.body_q
+        if m1 is None:
+            recorded = m1_frames(result.trajectory, scene, x.shape[0])
+            m1 = None if recorded is None else recorded[-1]
         image, info = render_frame(scene, x[-1], edge_m1=m1, body_x=body_x, body_q=body_q,
                                    view=view_for(scene_name), width=width, height=height)
     except ModelError as exc:  # a layout the renderer cannot draw: the scene's other pictures still come
@@ -133,6 +156,7 @@ def animate_result(result, out_dir, fmt: str = "mp4", *, scene_name: str = "", p
     if body_q is not None and body_q.shape[0] != x.shape[0]:
         body_q = None
     return write_animation(Path(out_dir) / f"animation.{fmt}", scene, x, t, fmt=fmt, body_x=body_x, body_q=body_q,
+                           edge_m1_frames=m1_frames(result.trajectory, scene, x.shape[0]),
                            view=view_for(scene_name), title=scene_name)
 
 
@@ -140,7 +164,8 @@ def animate_run_dir(run_dir, fmt: str = "mp4", *, radius: float | None = None, o
     """Film a run folder written earlier (``trajectory.npz``): the rods as tubes of the radius
     :func:`rodlab.io.exports.load_run` finds (``radius`` [m] overrides it, as ``rodlab export
     --radius`` does: the run's ``vertex_radius`` / ``rod_radius``, the scene's ``radius``
-    parameter, ...), frames parallel-transported (a run folder keeps positions only). Writes
+    parameter, ...), the stripe along the recorded material directors ``edge_m1`` (a run folder
+    written before they were recorded: parallel-transported frames, said in each picture). Writes
     ``out`` (default ``RUN_DIR/animation.FMT``) and returns it."""
     from ..io.exports import load_run
     from ..render import RenderScene
@@ -152,4 +177,7 @@ def animate_run_dir(run_dir, fmt: str = "mp4", *, radius: float | None = None, o
     scene = RenderScene.from_arrays(run.rod_offsets, run.vertex_radius[starts], rod_closed=run.rod_closed,
                                     radius_note=f"radius: {run.radius_source}")
     path = Path(out) if out is not None else Path(run_dir) / f"animation.{fmt}"
-    return write_animation(path, scene, run.x, run.t, fmt=fmt, view=view_for(run.scene), title=run.scene)
+    with np.load(Path(run_dir) / "trajectory.npz", allow_pickle=False) as npz:
+        m1 = m1_frames(npz, scene, run.x.shape[0])
+    return write_animation(path, scene, run.x, run.t, fmt=fmt, view=view_for(run.scene), title=run.scene,
+                           edge_m1_frames=m1)

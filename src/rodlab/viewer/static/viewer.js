@@ -14,12 +14,14 @@
   }
 
   const X = floats(data.x_b64);             // (F, N, 3) positions [m]
+  const M1 = data.m1_b64 ? floats(data.m1_b64) : null;  // (F, N, 3) material director d1 per vertex, or none
   const RADIUS = floats(data.radius_b64);   // (N,) tube radius [m]
   const offsets = data.rod_offsets;
   const nRods = offsets.length - 1;
   const N = offsets[nRods];
   const F = data.t.length;
   if (X.length !== F * N * 3) throw new Error("rodlab view: positions hold " + X.length + " floats, expected " + F * N * 3);
+  if (M1 && M1.length !== F * N * 3) throw new Error("rodlab view: directors hold " + M1.length + " floats, expected " + F * N * 3);
   const SIDES = N > 20000 ? 6 : (N > 2000 ? 8 : 16);
   const PALETTE = [0x1f77b4, 0xd62728, 0x2ca02c, 0xff7f0e, 0x9467bd, 0x8c564b, 0xe377c2, 0x17becf, 0xbcbd22, 0x7f7f7f];
 
@@ -58,6 +60,7 @@
     if (ob.kind === "capsule") { grow(ob.a, ob.radius); grow(ob.b, ob.radius); }
     if (ob.kind === "mesh") for (let i = 0; i < ob.vertices.length; i += 3) grow(ob.vertices.slice(i, i + 3), 0);
   }
+  for (const b of data.bodies) grow(b.x0, Math.hypot(b.half[0], b.half[1], b.half[2]));
   const center = lo.clone().add(hi).multiplyScalar(0.5);
   const size = Math.max(hi.clone().sub(lo).length(), 1e-6);
   const orbit = { target: center.clone(), azimuth: -Math.PI / 2 + 0.55, elevation: 0.45,
@@ -112,6 +115,29 @@
     if (mesh) scene.add(mesh);
   }
 
+  // ---- rigid bodies: boxes of their mass and inertia, placed per frame where the run records it -----
+  const BX = data.body_x_b64 ? floats(data.body_x_b64) : null;  // (F, B, 3) centres [m]
+  const BQ = data.body_q_b64 ? floats(data.body_q_b64) : null;  // (F, B, 4) orientations (w, x, y, z)
+  const bodyMaterial = new THREE.MeshStandardMaterial({ color: 0xb08d57, roughness: 0.6 });
+  const bodies = data.bodies.map((b) => {
+    const mesh = new THREE.Mesh(new THREE.BoxGeometry(2 * b.half[0], 2 * b.half[1], 2 * b.half[2]), bodyMaterial);
+    const a = b.axes;                          // box axes (columns) in body coordinates, row-major
+    const axes = new THREE.Matrix4().set(a[0], a[1], a[2], 0, a[3], a[4], a[5], 0, a[6], a[7], a[8], 0, 0, 0, 0, 1);
+    mesh.matrixAutoUpdate = false;
+    scene.add(mesh);
+    return { mesh: mesh, axes: axes, x0: b.x0, q0: b.q0 };
+  });
+  function placeBodies(k) {
+    const nb = bodies.length;
+    bodies.forEach((b, i) => {
+      const x = BX ? [BX[(k * nb + i) * 3], BX[(k * nb + i) * 3 + 1], BX[(k * nb + i) * 3 + 2]] : b.x0;
+      const q = BQ ? [BQ[(k * nb + i) * 4], BQ[(k * nb + i) * 4 + 1], BQ[(k * nb + i) * 4 + 2], BQ[(k * nb + i) * 4 + 3]] : b.q0;
+      const rot = new THREE.Matrix4().makeRotationFromQuaternion(new THREE.Quaternion(q[1], q[2], q[3], q[0]).normalize());
+      b.mesh.matrix.copy(rot.multiply(b.axes)).setPosition(x[0], x[1], x[2]);
+      b.mesh.matrixWorldNeedsUpdate = true;
+    });
+  }
+
   // ---- tubes: every rod in one mesh (one draw call), coloured per rod --------------------------
   const tubes = [];
   let nIndex = 0;
@@ -134,7 +160,11 @@
       }
     }
     const c = new THREE.Color(PALETTE[r % PALETTE.length]);
-    for (let o = first; o < first + tube.nv * SIDES; o++) { color[3 * o] = c.r; color[3 * o + 1] = c.g; color[3 * o + 2] = c.b; }
+    const stripe = c.clone().lerp(new THREE.Color(0xffffff), 0.75);  // ring point 0: along d1
+    for (let o = first; o < first + tube.nv * SIDES; o++) {
+      const k = (o - first) % SIDES === 0 ? stripe : c;
+      color[3 * o] = k.r; color[3 * o + 1] = k.g; color[3 * o + 2] = k.b;
+    }
   }
   const tubeGeometry = new THREE.BufferGeometry();
   tubeGeometry.setAttribute("position", new THREE.BufferAttribute(new Float32Array(N * SIDES * 3), 3));
@@ -151,7 +181,9 @@
 
   function updateTube(tube, k) {
     // Rings around each vertex, oriented by its tangent (mean of its edges' directions) and a
-    // normal carried along the rod by parallel transport (projection onto the next ring's plane).
+    // normal: the recorded material director d1 projected off the tangent (M1), else carried along
+    // the rod by parallel transport (projection onto the next ring's plane). Ring point 0, the
+    // stripe, lies along that normal.
     const pos = tubeGeometry.attributes.position.array, nor = tubeGeometry.attributes.normal.array;
     const base = (k * N + tube.a) * 3, nv = tube.nv;
     const P = (i, c) => X[base + 3 * i + c];
@@ -170,6 +202,10 @@
       let lt = Math.sqrt(tx * tx + ty * ty + tz * tz);
       if (lt === 0) { tx = 1; ty = 0; tz = 0; lt = 1; }
       tx /= lt; ty /= lt; tz /= lt;
+      if (M1) {                          // the material director of this vertex
+        const m = (k * N + tube.a + i) * 3;
+        nx = M1[m]; ny = M1[m + 1]; nz = M1[m + 2];
+      }
       let d = nx * tx + ny * ty + nz * tz;
       let mx = nx - d * tx, my = ny - d * ty, mz = nz - d * tz;
       let lm = Math.sqrt(mx * mx + my * my + mz * mz);
@@ -225,6 +261,7 @@
     k = Math.max(0, Math.min(F - 1, Math.round(Number(k)) || 0));
     frame = k;
     for (const tube of tubes) updateTube(tube, k);
+    placeBodies(k);
     tubeGeometry.attributes.position.needsUpdate = true;
     tubeGeometry.attributes.normal.needsUpdate = true;
     slider.value = String(k);
@@ -294,7 +331,14 @@
   window.addEventListener("resize", resize);
 
   window.rodlabViewer = {
-    nFrames: F, nVertices: N, nRods: nRods, sides: SIDES,
+    nFrames: F, nVertices: N, nRods: nRods, sides: SIDES, stripe: M1 ? "material" : "transported",
+    nBodies: bodies.length,
+    // ring point 0 of vertex i in the current frame minus the vertex, divided by the radius: the
+    // stripe's direction (for scripts and tests)
+    stripeDirection: (i) => {
+      const pos = tubeGeometry.attributes.position.array, o = 3 * i * SIDES, r = RADIUS[i], b = (frame * N + i) * 3;
+      return [(pos[o] - X[b]) / r, (pos[o + 1] - X[b + 1]) / r, (pos[o + 2] - X[b + 2]) / r];
+    },
     frame: () => frame, setFrame: setFrame, playing: () => playing, setPlaying: setPlaying,
     time: () => data.t[frame], ready: false,
     // milliseconds to rebuild the tubes of frame k without drawing them (for cost measurements)
