@@ -16,7 +16,15 @@ this module adds is the batching (issue #13, item 3):
   (``vertex_x``, ``vertex_v``, ``edge_theta``, ``edge_theta_v``, ``edge_ref_d1``,
   ``joint_ref_twist``): each rod packs its unknowns into its interleaved ``q`` (4n - 1,) at the
   start of a call, steps there, and the state is written back only when every rod succeeded,
-  so a failed call leaves the state as it was (the caller then replays the good steps).
+  so a failed call leaves the state as it was (the caller then replays the good steps);
+- the Newton step's work arrays (gradient, band, pivots, trial unknowns, work frames) are one
+  allocation per rod and call, not sections of the arena: a thread then keeps reusing the same
+  ~30 kB for rod after rod (they stay in its cache), where per-rod sections would stream through
+  memory (the arena keeps its work sections for :mod:`.contact_step` and :func:`elastic_energies`);
+- the full Newton step's line-search trial is assembled with its gradient and Hessian, which the
+  next iteration or step reuses when the trial is accepted (:func:`_newton_reuse`): the line search
+  then costs no energy evaluation of its own in the common case. Results are bitwise those of
+  :func:`.stepper.newton_minimize`.
 
 :class:`RodBatch` builds the buffers from one :class:`.stepper.DERImplicitModel` per rod and
 gives named views of the sections the caller may change (``dof_fext``, ``rod_damping``, ...).
@@ -28,9 +36,11 @@ import math
 import numpy as np
 from numba import get_parallel_chunksize, njit, prange, set_parallel_chunksize
 
-from .energies import BANDWIDTH, _transport, der_elastic, edge_geometry, update_frames
+from .energies import (_E0, _WS_E, BANDWIDTH, _transport, der_elastic, der_elastic_ws, edge_geometry,
+                       update_frames)
 from .slerp_bending import slerp_elastic
-from .stepper import BENDING_2D_AVERAGE, BENDING_2D_SLERP, BENDING_4D, DERImplicitModel, newton_minimize
+from .stepper import BENDING_2D_AVERAGE, BENDING_2D_SLERP, BENDING_4D, DERImplicitModel, _hold_fixed, newton_minimize
+from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
 
 from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
 PARALLEL_CHUNK = 4
@@ -131,6 +141,113 @@ def _impose_drives(r, ib, fb, q, tan_base, a1_base):
 
 
 @njit(**JIT)
+def _newton_reuse(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b, mref_b, ks, lbar, kbend, wbar, ktwist,
+                  mbar, lvor, curv2d, max_iters, gtol, ls_max, tan, elen, a1, mref, gs, bands, D, dq, qt, m1, m2, R,
+                  stats, fresh, held, last):
+    """:func:`.stepper.newton_minimize` (``rebase`` False) for the 4D and averaged 2D bending, on the
+    caller's workspace, reusing the assembly of the accepted line-search trial.
+
+    The first trial of the line search (the full Newton step) is assembled with its gradient and
+    Hessian (``der_elastic`` ``want = 2``) instead of its energy alone; when it is accepted, the next
+    Newton iteration, or the next step's first one (its base frames are then the trial's), starts at
+    that very point with those very frames, so its elastic energy, gradient and Hessian are the
+    trial's, bit for bit, and are not computed again. The Armijo test uses the trial's energy in the
+    order of ``want = 0`` (``R[_E0]``), so every decision is that of ``newton_minimize``.
+
+    ``gs`` (2, n), ``bands`` (2, n, 11): two elastic gradient / Hessian buffers; ``held`` (-1, 0 or
+    1): the buffer holding the elastic part at ``q`` with the frames in ``tan``, ``elen``, ``a1``,
+    ``mref`` (those :func:`.stepper.newton_minimize` would compute first), its elastic energy [J] in
+    ``R[_WS_E]``. ``last``: no step follows in this call (the final trial is then evaluated for its
+    energy alone). ``m1``, ``m2``, ``R`` (``_WS_E + 1``): :func:`.energies.der_elastic_ws`'s workspace.
+    Returns ``(iterations, held)``: the buffer that holds the elastic part at the new ``q`` (-1: none)."""
+    n = q.shape[0]
+    its = 0
+    for it in range(max_iters):
+        if held >= 0:
+            cur = held
+            g = gs[cur]
+            band = bands[cur]
+            E = R[_WS_E]
+        else:
+            cur = 0
+            g = gs[0]
+            band = bands[0]
+            if it == 0 and fresh:
+                edge_geometry(q, tan, elen)
+                a1[:, :] = a1_b
+                mref[:] = mref_b
+            else:
+                update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
+            g[:] = 0.0
+            band[:, :] = 0.0
+            E = der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, 2, g, band,
+                               m1, m2, R)
+        held = -1
+        for r in range(n):
+            d1 = q[r] - qhat[r]
+            d0 = q[r] - q0[r]
+            E += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * q[r]
+            g[r] += mass[r] * (a_in * d1 + a_dmp * d0) - fext[r]
+            band[r, 0] += mass[r] * (a_in + a_dmp)
+        _hold_fixed(fixed_idx, g, band)
+        gmax = 0.0
+        for r in range(n):
+            if abs(g[r]) > gmax:
+                gmax = abs(g[r])
+        stats[2] = gmax
+        if gmax <= gtol:
+            break
+        ldlt_factor_band10(band, D, 1e-13)
+        for r in range(n):
+            dq[r] = -g[r]
+        ldlt_solve_band10(band, D, dq)
+        slope = 0.0
+        for r in range(n):
+            slope += g[r] * dq[r]
+        alpha = 1.0
+        ok = ls_max == 0
+        if ok:
+            for r in range(n):
+                qt[r] = q[r] + dq[r]
+        for ls in range(ls_max):
+            for r in range(n):
+                qt[r] = q[r] + alpha * dq[r]
+            update_frames(qt, tan_b, a1_b, mref_b, tan, elen, a1, mref)
+            if ls == 0 and not (last and it == max_iters - 1):
+                nxt = 1 - cur
+                gn = gs[nxt]
+                bn = bands[nxt]
+                gn[:] = 0.0
+                bn[:, :] = 0.0
+                Ekeep = der_elastic_ws(qt, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, 2,
+                                       gn, bn, m1, m2, R)
+            else:
+                nxt = -1
+                Ekeep = der_elastic_ws(qt, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, 0,
+                                       g, band, m1, m2, R)
+            Et = R[_E0]
+            for r in range(n):
+                d1 = qt[r] - qhat[r]
+                d0 = qt[r] - q0[r]
+                Et += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * qt[r]
+            if Et <= E + 1e-4 * alpha * slope + 1e-12 * (abs(E) + abs(Et)):
+                ok = True
+                if nxt >= 0:
+                    held = nxt
+                    R[_WS_E] = Ekeep
+                break
+            alpha *= 0.5
+        its += 1
+        stats[0] += 1
+        if not ok:
+            stats[1] += 1
+            break
+        for r in range(n):
+            q[r] = qt[r]
+    return its, held
+
+
+@njit(**JIT)
 def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, dof_prev,
                nsteps):
     """``nsteps`` implicit steps of rod ``r`` on its own slices of the work buffers (the step
@@ -156,22 +273,37 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     fext = _fsec(fb, S_DOF_FEXT, ds, n)
     q = _fsec(fb, S_DOF_Q, ds, n)
     v = _fsec(fb, S_DOF_V, ds, n)
-    q0 = _fsec(fb, S_DOF_Q0, ds, n)
-    qhat = _fsec(fb, S_DOF_QHAT, ds, n)
-    g = _fsec(fb, S_DOF_G, ds, n)
-    D = _fsec(fb, S_DOF_PIVOT, ds, n)
-    dq = _fsec(fb, S_DOF_DQ, ds, n)
-    qt = _fsec(fb, S_DOF_QT, ds, n)
     qprev = _fsec(fb, S_DOF_QPREV, ds, n)
     vprev = _fsec(fb, S_DOF_VPREV, ds, n)
-    band = _fsec2(fb, S_DOF_BAND, ds, n, BANDWIDTH + 1)
+    # the step's work arrays: one allocation per rod and call, reused by every step (and, freed, by the
+    # thread's next rod: they stay in its cache, where per-rod sections of the arena would not)
+    nb = BANDWIDTH + 1
+    wk = np.empty(n * (7 + 2 * nb) + ne * 13 + nj + _WS_E + 1)
+    o = 0
+    gs = wk[o:o + 2 * n].reshape((2, n))
+    o += 2 * n
+    bands = wk[o:o + 2 * n * nb].reshape((2, n, nb))
+    o += 2 * n * nb
+    q0 = wk[o:o + n]
+    qhat = wk[o + n:o + 2 * n]
+    D = wk[o + 2 * n:o + 3 * n]
+    dq = wk[o + 3 * n:o + 4 * n]
+    qt = wk[o + 4 * n:o + 5 * n]
+    o += 5 * n
+    tan = wk[o:o + 3 * ne].reshape((ne, 3))
+    a1w = wk[o + 3 * ne:o + 6 * ne].reshape((ne, 3))
+    m1 = wk[o + 6 * ne:o + 9 * ne].reshape((ne, 3))
+    m2 = wk[o + 9 * ne:o + 12 * ne].reshape((ne, 3))
+    elen = wk[o + 12 * ne:o + 13 * ne]
+    o += 13 * ne
+    mrefw = wk[o:o + nj]
+    o += nj
+    R = wk[o:o + _WS_E + 1]
+    held = -1  # the work buffer holding the elastic part at q (see _newton_reuse)
     ks = _fsec(fb, S_EDGE_KS, es, ne)
     lbar = _fsec(fb, S_EDGE_LBAR, es, ne)
-    elen = _fsec(fb, S_EDGE_LEN, es, ne)
     tanr = _fsec2(fb, S_EDGE_TAN_BASE, es, ne, 3)
     a1 = _fsec2(fb, S_EDGE_A1_BASE, es, ne, 3)
-    tan = _fsec2(fb, S_EDGE_TAN, es, ne, 3)
-    a1w = _fsec2(fb, S_EDGE_A1, es, ne, 3)
     kbend = _fsec(fb, S_VERTEX_KBEND, vs, nv)
     ktwist = _fsec(fb, S_VERTEX_KTWIST, vs, nv)
     mbar = _fsec(fb, S_VERTEX_MBAR, vs, nv)
@@ -179,7 +311,6 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     wbar = _fsec2(fb, S_VERTEX_WBAR, vs, nv, 4)
     wbar2 = _fsec2(fb, S_VERTEX_WBAR2, vs, nv, 2)
     mref = _fsec(fb, S_JOINT_MREF_BASE, js, nj)
-    mrefw = _fsec(fb, S_JOINT_MREF, js, nj)
     h = fb[F_H]
     damping = _fsec(fb, S_ROD_DAMPING, r, 1)[0]
     decay = _fsec(fb, S_ROD_DECAY, r, 1)[0]
@@ -258,11 +389,19 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
         # from outside since the last call (then one full transport re-orthonormalises them): so the
         # result does not depend on how the steps are split into calls
         fresh = (s > 0 or not moved) and not has_drive
-        its = newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref,
-                              ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, ib[I_BRANCH], ib[I_EXACT],
-                              newton_iters,
-                              fb[F_GTOL], ls_max, False, tan, elen, a1w, mrefw, g, band, D, dq, qt, stats,
-                              fresh)
+        if bending == BENDING_2D_SLERP:
+            its = newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref,
+                                  ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, ib[I_BRANCH], ib[I_EXACT],
+                                  newton_iters, fb[F_GTOL], ls_max, False, tan, elen, a1w, mrefw, gs[0], bands[0], D,
+                                  dq, qt, stats, fresh)
+        else:
+            if not fresh:
+                held = -1
+            last = s == nsteps - 1
+            its, held = _newton_reuse(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref, ks, lbar, kbend,
+                                      wbar, ktwist, mbar, lvor, bending == BENDING_2D_AVERAGE, newton_iters, fb[F_GTOL],
+                                      ls_max, tan, elen, a1w, mrefw, gs, bands, D, dq, qt, m1, m2, R, stats,
+                                      fresh, held, last)
         if stats[1] > lsf and its == 1 and stats[2] > fail_gtol:
             return step
         if ls_max == 0 or stats[1] > lsf:

@@ -61,6 +61,8 @@ _S = 50
 _W = 114
 _CR = 118
 _WS = 158
+_E0 = 158  # der_elastic_ws: the energy summed as ``want = 0`` sums it (stretching, then bending + twisting)
+_WS_E = 159  # workspace length of der_elastic_ws
 
 
 def ndof(nv: int) -> int:
@@ -266,17 +268,85 @@ def _add_gn_hessian_rows(band, base, R):
     (:func:`_vertex_rows`): the 8x8 Gram matrix ``S = sum_r C_r R_r R_r^T`` (36 entries) is mapped to
     the 66 lower entries of the 11x11 block through ``J = [-u, t0, u - v, t1, v]`` and added to the
     band directly (no 11x11 intermediate). ``R`` is the one workspace of :func:`der_elastic` (layout there)."""
+    _add_gn_hessian_nrows(band, base, R, 5)
+
+
+@njit(inline="always", **JIT)
+def _gram3(R, p, c, r0, r1, r2):
+    """``sum_r C_r R[r, p] R[r, c]`` over rows ``r0 < r1 < r2`` (in that order, from 0.0)."""
+    acc = 0.0
+    acc += R[_CR + 8 * r0 + p] * R[8 * r0 + c]
+    acc += R[_CR + 8 * r1 + p] * R[8 * r1 + c]
+    acc += R[_CR + 8 * r2 + p] * R[8 * r2 + c]
+    return acc
+
+
+@njit(inline="always", **JIT)
+def _add_gn_hessian_rows4d(band, base, R):
+    """:func:`_add_gn_hessian_rows` for the rows of :func:`_vertex_rows` as they are (4D bending): their
+    angle columns hold exact zeros (``theta_{i-1}`` enters rows 0, 1 and 4 only, ``theta_i`` rows 2, 3
+    and 4), whose products the Gram matrix leaves out; the other terms are summed in the same order
+    from the same 0.0, so every entry is bitwise that of :func:`_add_gn_hessian_rows`."""
     for r in range(5):
+        cr = R[_C + r]
+        for p in range(8):
+            R[_CR + 8 * r + p] = cr * R[8 * r + p]
+    for p in range(8):
+        if p == 3 or p == 7:
+            continue
+        for c in range(p + 1):
+            if c == 3:
+                continue
+            acc = 0.0
+            for r in range(5):
+                acc += R[_CR + 8 * r + p] * R[8 * r + c]
+            R[_S + 8 * (p) + c] = acc
+            R[_S + 8 * (c) + p] = acc
+    for c in range(3):  # p = 3 > c
+        acc = _gram3(R, 3, c, 0, 1, 4)
+        R[_S + 8 * 3 + c] = acc
+        R[_S + 8 * c + 3] = acc
+    for p in range(3, 7):  # c = 3 <= p
+        acc = _gram3(R, p, 3, 0, 1, 4)
+        R[_S + 8 * p + 3] = acc
+        R[_S + 8 * 3 + p] = acc
+    for c in range(8):  # p = 7 >= c
+        if c == 3:
+            acc = 0.0
+            acc += R[_CR + 8 * 4 + 7] * R[8 * 4 + 3]
+        else:
+            acc = _gram3(R, 7, c, 2, 3, 4)
+        R[_S + 8 * 7 + c] = acc
+        R[_S + 8 * c + 7] = acc
+    _scatter_gram(band, base, R)
+
+
+@njit(inline="always", **JIT)
+def _add_gn_hessian_rows3(band, base, R):
+    """:func:`_add_gn_hessian_rows` over the first three rows only (the averaged 2D bending: rows 3
+    and 4 have zero weight, and leaving out their exact zeros changes no bit of the sums)."""
+    _add_gn_hessian_nrows(band, base, R, 3)
+
+
+@njit(inline="always", **JIT)
+def _add_gn_hessian_nrows(band, base, R, nrows):
+    for r in range(nrows):
         cr = R[_C + r]
         for p in range(8):
             R[_CR + 8 * r + p] = cr * R[8 * r + p]
     for p in range(8):
         for c in range(p + 1):
             acc = 0.0
-            for r in range(5):
+            for r in range(nrows):
                 acc += R[_CR + 8 * r + p] * R[8 * r + c]
             R[_S + 8 * (p) + c] = acc
             R[_S + 8 * (c) + p] = acc
+    _scatter_gram(band, base, R)
+
+
+@njit(inline="always", **JIT)
+def _scatter_gram(band, base, R):
+    """Add the 11x11 block ``J^T S J`` of the Gram matrix ``S`` (``R[_S:]``, 8x8) into the lower band."""
     for a in range(3):
         for b in range(3):
             Suu = R[_S + 8 * (a) + b]
@@ -352,6 +422,22 @@ def der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvo
     ``wbar`` (n, 4), ``ktwist`` [N m^2], ``mbar`` [rad], ``lvor`` = ``lbar_{i-1} + lbar_i`` [m].
     """
     ne = tan.shape[0]
+    m1 = np.empty((ne, 3))
+    m2 = np.empty((ne, 3))
+    R = np.empty(_WS_E)
+    return der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, want, grad, band,
+                          m1, m2, R)
+
+
+@njit(**JIT)
+def der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, want, grad, band, m1, m2,
+                   R):
+    """:func:`der_elastic` on the caller's workspace (no allocation): ``m1``, ``m2`` (n-1, 3), ``R``
+    (>= ``_WS_E``). Also leaves in ``R[_E0]`` the energy summed in the order of ``want = 0``
+    (stretching, plus the bending and twisting summed apart), which the returned value of ``want``
+    1 / 2 (one running sum) may differ from in the last bits: a caller comparing energies of both
+    kinds (a line search on the result of an assembly) takes that one."""
+    ne = tan.shape[0]
     nv = ne + 1
     E = 0.0
     for j in range(ne):
@@ -381,15 +467,17 @@ def der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvo
                         band[4 * j + 4 + r, r - c] += h
                     band[4 * j + 4 + r, 4 + r - c] -= h
     if nv < 3:
+        R[_E0] = E
         return E
-    m1 = np.empty((ne, 3))
-    m2 = np.empty((ne, 3))
     material_frames_q(q, tan, a1, m1, m2)
     # one flat workspace (compact rows, weights, residuals, Gram matrix, curvature): with constant
     # offsets into a single buffer the compiler can tell the pieces apart (separate arrays may alias)
     if want == 0:
-        return E + _bend_twist_energy(q, tan, elen, m1, m2, mref, kbend, wbar, ktwist, mbar, lvor, curv2d)
-    R = np.empty(_WS)
+        E = E + _bend_twist_energy(q, tan, elen, m1, m2, mref, kbend, wbar, ktwist, mbar, lvor, curv2d)
+        R[_E0] = E
+        return E
+    Ebt = 0.0
+    Es = E
     for i in range(1, nv - 1):
         mt = _vertex_rows(q, tan, elen, m1, m2, mref, i, R)
         base = 4 * (i - 1)
@@ -418,7 +506,9 @@ def der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvo
         R[_RES + tw] = mt - mbar[i]
         R[_C + tw] = 2.0 * ktwist[i] / li
         for r in range(5):
-            E += 0.5 * R[_C + r] * R[_RES + r] * R[_RES + r]
+            er = 0.5 * R[_C + r] * R[_RES + r] * R[_RES + r]
+            E += er
+            Ebt += er
         if want >= 1:
             gux = 0.0
             guy = 0.0
@@ -450,7 +540,11 @@ def der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvo
             grad[base + 9] += gvy
             grad[base + 10] += gvz
         if want >= 2:
-            _add_gn_hessian_rows(band, base, R)
+            if curv2d:
+                _add_gn_hessian_rows3(band, base, R)
+            else:
+                _add_gn_hessian_rows4d(band, base, R)
+    R[_E0] = Es + Ebt
     return E
 
 

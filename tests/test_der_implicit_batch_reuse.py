@@ -1,0 +1,71 @@
+"""The batch's Newton loop reuses the accepted line-search trial's assembly (rodlab.der_implicit.batch
+._newton_reuse) and the 4D Gram matrix leaves out exact zeros (energies._add_gn_hessian_rows4d):
+both must give the bits of the plain kernels."""
+import numpy as np
+import pytest
+
+from rodlab.der_implicit.batch import RodBatch
+from rodlab.der_implicit.energies import (_C, _E0, _WS_E, _add_gn_hessian_rows, _add_gn_hessian_rows4d, der_elastic,
+                                          der_elastic_ws, update_frames)
+from rodlab.der_implicit.stepper import DERImplicitStepper, build_rod
+from rodlab.world import shapes
+
+
+def _rod(curv2d):
+    # a stiff bent strand released under gravity: full Newton steps mostly, some halved ones
+    x = shapes.helix(14, 0.03, 0.05, 0.6)
+    return build_rod(x, radius=5e-4, E=1e9, G=4e8, rho=1300.0, damping=1.0, curv2d=curv2d, rest_is_current=False)
+
+
+@pytest.mark.parametrize("curv2d, newton_iters", [(False, 1), (True, 1), (False, 3)])
+def test_batch_with_reused_assemblies_matches_the_plain_stepper_bitwise(curv2d, newton_iters):
+    model, state = _rod(curv2d)
+    ref = state.copy()
+    stepper = DERImplicitStepper(model, newton_iters=newton_iters, line_search=12)
+    stats = stepper.advance(ref, 40)
+    assert stats.success and stats.line_search_failures == 0
+    batch = RodBatch([model], h=stepper.h, newton_iters=newton_iters, gtol=0.0, line_search=12, curv2d=curv2d)
+    nv = model.nv
+    vx = np.ascontiguousarray(state.q[:4 * nv - 1].reshape(-1)[np.arange(4 * nv - 1) % 4 != 3].reshape(nv, 3))
+    vv = np.zeros((nv, 3))
+    th = state.q[3::4].copy()
+    thv = np.zeros(nv - 1)
+    a1 = state.a1.copy()
+    mref = state.mref.copy()
+    for k in (1, 7, 32):  # calls of several lengths: the reuse never crosses a call
+        assert batch.advance(vx, vv, th, thv, a1, mref, k, False) == 0
+    np.testing.assert_array_equal(vx, ref.q[np.arange(4 * nv - 1) % 4 != 3].reshape(nv, 3))
+    np.testing.assert_array_equal(th, ref.q[3::4])
+    np.testing.assert_array_equal(a1, ref.a1)
+    assert np.abs(vx - state.q[np.arange(4 * nv - 1) % 4 != 3].reshape(nv, 3)).max() > 1e-4  # it moved
+
+
+def test_elastic_workspace_energy_is_the_energy_only_sum_and_4d_gram_is_bitwise():
+    model, state = _rod(False)
+    rng = np.random.default_rng(3)
+    q = state.q + 1e-3 * rng.standard_normal(state.q.size)
+    ne = model.nv - 1
+    tan, elen, a1, mref = np.empty((ne, 3)), np.empty(ne), np.empty((ne, 3)), np.empty(ne - 1)
+    update_frames(q, state.tan, state.a1, state.mref, tan, elen, a1, mref)
+    n = q.size
+    args = (q, tan, elen, a1, mref, model.ks, model.lbar, model.kbend, model.wbar + 0.3, model.ktwist,
+            model.mbar + 0.1, model.lvor)
+    for curv2d in (False, True):
+        e0 = der_elastic(*args, curv2d, 0, np.zeros(n), np.zeros((n, 11)))
+        R = np.empty(_WS_E)
+        g, band = np.zeros(n), np.zeros((n, 11))
+        e2 = der_elastic_ws(*args, curv2d, 2, g, band, np.empty((ne, 3)), np.empty((ne, 3)), R)
+        assert R[_E0] == e0 and e2 == pytest.approx(e0, rel=1e-13)
+    # compact rows with the structural zeros of the 4D rows: theta_{i-1} column 3 in rows 0, 1, 4,
+    # theta_i column 7 in rows 2, 3, 4
+    for trial in range(5):
+        R = np.zeros(_WS_E)
+        R[:40] = rng.standard_normal(40)
+        R[8 * 2 + 3] = R[8 * 3 + 3] = 0.0
+        R[8 * 0 + 7] = R[8 * 1 + 7] = 0.0
+        R[_C:_C + 5] = rng.uniform(0.5, 2.0, 5)
+        b1 = rng.standard_normal((15, 11))
+        b2 = b1.copy()
+        _add_gn_hessian_rows(b1, 2, R.copy())
+        _add_gn_hessian_rows4d(b2, 2, R.copy())
+        np.testing.assert_array_equal(b1, b2)
