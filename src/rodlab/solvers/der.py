@@ -307,13 +307,7 @@ class DERSimulator(Simulator):
     def _advance_general(self, state: State, nsteps: int, t0: float) -> StepReport:
         """:meth:`advance` of a world with wind, moving clamps, time-dependent forces or bodies."""
         if nsteps:
-            if self.world.loads.wind is not None:
-                wind = self.world.loads.wind
-                u = np.asarray(wind.velocity(state.vertex_x, state.t), dtype=float)
-                np.multiply(self._wind_gain[:, None], u, out=self.work.vertex_wind_force)
-            presc = m1 = timed = self._no_input
-            if self._driven:
-                presc, m1, timed = self._call_inputs(state, nsteps)
+            presc, m1, timed = self._call_loads(state, nsteps)
             p = self._packed
             if self.world.bodies:
                 q = self._body_packed
@@ -333,13 +327,7 @@ class DERSimulator(Simulator):
         """The contact branch of :meth:`advance` (docs/contact-der.md): one compiled DER step at a
         time, then the contact response of :class:`rodlab.der.contact.DERContact`."""
         c = self._contact
-        if self.world.loads.wind is not None:
-            wind = self.world.loads.wind
-            u = np.asarray(wind.velocity(state.vertex_x, state.t), dtype=float)
-            np.multiply(self._wind_gain[:, None], u, out=self.work.vertex_wind_force)
-        presc = m1 = timed = self._no_input
-        if self._driven:
-            presc, m1, timed = self._call_inputs(state, nsteps)
+        presc, m1, timed = self._call_loads(state, nsteps)
         p = self._packed
         start = state.copy()
         gap_min, n_sum, n_max = math.inf, 0, 0
@@ -369,6 +357,16 @@ class DERSimulator(Simulator):
         gap_min = min(gap_min, c.min_gap(state.vertex_x))
         return StepReport(nsteps, wall_s=time.perf_counter() - t0, contact_min_gap=gap_min, contacts_sum=n_sum,
                           contacts_max=n_max)
+
+    def _call_loads(self, state: State, nsteps: int):
+        """Set this call's wind force (the field at the call's start) and return the per-step
+        inputs of :meth:`_call_inputs` (or the empty inputs of an undriven world)."""
+        if self.world.loads.wind is not None:
+            u = np.asarray(self.world.loads.wind.velocity(state.vertex_x, state.t), dtype=float)
+            np.multiply(self._wind_gain[:, None], u, out=self.work.vertex_wind_force)
+        if self._driven:
+            return self._call_inputs(state, nsteps)
+        return self._no_input, self._no_input, self._no_input
 
     def _call_inputs(self, state: State, nsteps: int):
         """Prescribed positions and directors of moving clamps and time-dependent forces for
