@@ -131,13 +131,17 @@ def main(argv=None):
     ap.add_argument("--stretch", type=float, default=1.0, help="stretching stiffness / (E A)")
     ap.add_argument("--dts", default=",".join(f"{d:g}" for d in DTS), help="steps [s], comma-separated, decreasing")
     ap.add_argument("--figure", default="", help="write the log-log figure here (png)")
+    ap.add_argument("--n", type=int, default=PARAMS["n"], help="vertices (the spectrum's top grows like n^2)")
+    ap.add_argument("--t-end", type=float, default=T_END, help="simulated time [s] (a multiple of the 0.02 s sampling)")
     a = ap.parse_args(argv)
+    globals()["T_END"] = a.t_end  # read by tip_trajectory
+    PARAMS["n"] = a.n
     dts = np.array([float(d) for d in a.dts.split(",")])
     integrators = ("backward-euler", "bdf2")
     res = order_table(integrators, dts, a.ref_factor, a.newton_iters, a.start, a.stretch)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}; "
-          f"start {a.start}, stretching {a.stretch:g} E A, n = {PARAMS['n']}, 1 s, damping {PARAMS['damping']} /s, "
+          f"start {a.start}, stretching {a.stretch:g} E A, n = {PARAMS['n']}, {a.t_end:g} s, damping {PARAMS['damping']} /s, "
           f"newton_iters {a.newton_iters}, "
           f"dt_ref = {dts[-1] / a.ref_factor:g} s")
     print("\n| dt [s] | " + " | ".join(f"{i}: tip error / L | slope" for i in integrators) + " |")
