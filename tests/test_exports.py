@@ -119,7 +119,10 @@ def test_vtk_frames_match_the_trajectory(which, hair_run, cant_run, tmp_path):
         assert len(cells) == len(offsets) - 1
         for r, cell in enumerate(cells):
             np.testing.assert_array_equal(cell, np.arange(offsets[r], offsets[r + 1]))
-        assert set(fields) == {"velocity", "radius", "curvature"}  # no twist or contact in these runs
+        assert set(fields) == {"velocity", "radius", "curvature", "twist"}  # twist from edge_m1; no contact
+        assert np.all(np.isfinite(fields["twist"]))
+        if which == "cant":   # a planar cantilever does not twist (float32 directors: ~1e-6 rad)
+            assert np.abs(fields["twist"]).max() < 1e-3
         np.testing.assert_allclose(fields["velocity"], velocity[k], rtol=1e-10, atol=1e-12 * np.abs(velocity).max())
         np.testing.assert_array_equal(fields["radius"], np.full(x.shape[1], radius))
         np.testing.assert_allclose(fields["curvature"], curvature_by_kernel(x[k], offsets), rtol=1e-12, atol=1e-12)
@@ -250,13 +253,15 @@ def test_closed_rods_stored_fields_and_joint_placement(synthetic):
         np.testing.assert_array_equal(np.array(closed.GetWidthsAttr().Get()), np.full(8, 0.008, dtype=np.float32))
 
 
-def test_twist_from_theta_and_reference_directors_matches_the_der_reference_twist(tmp_path):
+@pytest.mark.parametrize("source", ["theta", "edge_m1"])
+def test_twist_from_theta_and_reference_directors_matches_the_der_reference_twist(tmp_path, source):
     """twist = theta_{k+1} - theta_k + reference twist (Bergou et al. 2008), with the repo's kernel
-    giving the reference twist of arbitrary reference directors; divided by the Voronoi length."""
+    giving the reference twist of arbitrary reference directors; divided by the Voronoi length.
+    ``edge_m1``: the same material directors as a recording keeps them (float32, a frame axis)."""
     rng = np.random.default_rng(7)
     x = np.concatenate([_helix(9), _polygon(6, 0.05)])[None]
     offsets, closed = [0, 9, 15], [False, True]
-    thetas, d1s, expected = [], [], np.zeros(15)
+    thetas, d1s, m1s, expected = [], [], [], np.zeros(15)
     for r, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
         p = x[0, a:b]
         e = np.roll(p, -1, axis=0) - p if closed[r] else p[1:] - p[:-1]
@@ -272,15 +277,20 @@ def test_twist_from_theta_and_reference_directors_matches_the_der_reference_twis
         expected[a + (np.arange(nj) + 1) % (b - a)] = m / (0.5 * (l[:nj] + l[nxt]))
         thetas.append(theta)
         d1s.append(d1)
+        m1s.append(np.cos(theta)[:, None] * d1 + np.sin(theta)[:, None] * np.cross(tang, d1))
     assert np.abs(expected).max() > 1.0
     run_dir = tmp_path / "tw"
     run_dir.mkdir()
-    save_arrays(run_dir / "trajectory.npz", {"t": np.zeros(1), "x": x, "rod_offsets": np.array(offsets),
-                                             "rod_closed": np.array(closed), "theta": np.concatenate(thetas),
-                                             "ref_d1": np.concatenate(d1s)}, {"scene": "tw"})
+    arrays = {"t": np.zeros(1), "x": x, "rod_offsets": np.array(offsets), "rod_closed": np.array(closed)}
+    if source == "theta":
+        arrays |= {"theta": np.concatenate(thetas), "ref_d1": np.concatenate(d1s)}
+    else:
+        arrays["edge_m1"] = np.concatenate(m1s)[None].astype(np.float32)
+    save_arrays(run_dir / "trajectory.npz", arrays, {"scene": "tw"})
     (path,) = [p for _, p in read_pvd(export(run_dir, "vtk", radius=0.01)[0])]
     _, fields, _, _ = read_vtp(path)
-    np.testing.assert_allclose(fields["twist"], expected, rtol=1e-10, atol=1e-12)
+    tol = dict(rtol=1e-10, atol=1e-12) if source == "theta" else dict(rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(fields["twist"], expected, **tol)
     assert "velocity" not in fields   # one frame: nothing to difference
 
 

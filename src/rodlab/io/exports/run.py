@@ -16,9 +16,10 @@ fields in SI units:
   ``l_i = (|e_{i-1}| + |e_i|) / 2`` the frame's Voronoi length; 0 at the two ends of an open rod.
 * ``twist`` [rad/m]: twist density per vertex where the trajectory says it: ``twist_density``
   (F, J) per joint, ``twist`` (J,) or (F, J) integrated per joint [rad] (divided by the Voronoi
-  length), or edge angles ``theta`` with their reference directors ``ref_d1`` ((E,) and (E, 3), or
-  with a leading frame axis): the signed angle between the parallel-transported material director
-  ``m1`` of one edge and that of the next. A joint's value sits on the vertex between its two
+  length), the recorded material directors ``edge_m1`` (F, E, 3) (every run of
+  :func:`rodlab.experiment.record` keeps them), or edge angles ``theta`` with their reference
+  directors ``ref_d1`` ((E,) and (E, 3), or with a leading frame axis): the signed angle between
+  the parallel-transported material director ``m1`` of one edge and that of the next. A joint's value sits on the vertex between its two
   edges; the ends of an open rod get 0. Arrays without a frame axis belong to the last frame.
 * ``contact_force`` [N]: the trajectory's ``contact_force`` (F, N, 3) where there is one.
 
@@ -161,11 +162,14 @@ class RunData:
             return self._joints_to_vertices(dens)
         integrated = self._frame_of(("twist",), (nj,), k)
         if integrated is None:
-            theta = self._frame_of(("theta", "edge_theta"), (ne,), k)
-            d1 = self._frame_of(("ref_d1", "edge_ref_d1"), (ne, 3), k)
-            if theta is None or d1 is None:
-                return None
-            integrated = self._twist_from_frames(k, theta, d1)
+            m1 = self._frame_of(("edge_m1",), (ne, 3), k)
+            if m1 is None:
+                theta = self._frame_of(("theta", "edge_theta"), (ne,), k)
+                d1 = self._frame_of(("ref_d1", "edge_ref_d1"), (ne, 3), k)
+                if theta is None or d1 is None:
+                    return None
+                m1 = self._material_d1(k, theta, d1)
+            integrated = self._twist_from_m1(k, np.asarray(m1, dtype=np.float64))
         return self._joints_to_vertices(integrated) / self._voronoi(k)
 
     def twist_note(self) -> str | None:
@@ -177,7 +181,7 @@ class RunData:
         keys = set(self.arrays)
         if keys & {"theta", "edge_theta"}:
             return "twist omitted: edge angles theta without their reference directors ref_d1 do not define it"
-        return "twist omitted: the trajectory has no twist, twist_density or theta"
+        return "twist omitted: the trajectory has no twist, twist_density, edge_m1 or theta"
 
     def contact_force(self, k: int) -> np.ndarray | None:
         f = self._per_frame(("contact_force",), (self.n_vertices, 3))
@@ -250,25 +254,36 @@ class RunData:
                 out[a + 1:b - 1] = 0.5 * (l[:-1] + l[1:])
         return out
 
-    def _twist_from_frames(self, k, theta, ref_d1) -> np.ndarray:
-        """Integrated twist per joint [rad] from edge angles and reference directors: the signed
-        angle, about the next tangent, from the parallel-transported material director m1 of edge
-        j to that of edge j + 1 (independent of the reference frames' own twist)."""
-        out, e0 = [], 0
-        x = self.x[k]
+    def _tangents(self, k: int) -> list[np.ndarray]:
+        """Unit edge tangents of frame ``k``, one (E_r, 3) array per rod."""
+        out, x = [], self.x[k]
         for r, (a, b) in enumerate(zip(self.rod_offsets[:-1], self.rod_offsets[1:])):
             p = x[a:b]
-            closed = bool(self.rod_closed[r])
-            e = (np.roll(p, -1, axis=0) - p) if closed else (p[1:] - p[:-1])
-            ne = e.shape[0]
-            t = e / np.linalg.norm(e, axis=1)[:, None]
-            d1 = ref_d1[e0:e0 + ne]
-            d1 = d1 - np.einsum("ij,ij->i", d1, t)[:, None] * t   # keep d1 normal to its edge
-            d1 /= np.linalg.norm(d1, axis=1)[:, None]
-            th = theta[e0:e0 + ne]
-            m1 = np.cos(th)[:, None] * d1 + np.sin(th)[:, None] * np.cross(t, d1)
-            nxt = np.arange(ne if closed else ne - 1)
-            ta, tb, ma, mb = t[nxt], t[(nxt + 1) % ne], m1[nxt], m1[(nxt + 1) % ne]
+            e = (np.roll(p, -1, axis=0) - p) if self.rod_closed[r] else (p[1:] - p[:-1])
+            out.append(e / np.linalg.norm(e, axis=1)[:, None])
+        return out
+
+    def _material_d1(self, k, theta, ref_d1) -> np.ndarray:
+        """Material directors m1 (E, 3) of frame ``k`` from edge angles and reference directors:
+        ``m1 = cos(theta) d1 + sin(theta) t x d1``."""
+        t = np.concatenate(self._tangents(k))
+        d1 = ref_d1 - np.einsum("ij,ij->i", ref_d1, t)[:, None] * t   # keep d1 normal to its edge
+        d1 /= np.linalg.norm(d1, axis=1)[:, None]
+        return np.cos(theta)[:, None] * d1 + np.sin(theta)[:, None] * np.cross(t, d1)
+
+    def _twist_from_m1(self, k, m1) -> np.ndarray:
+        """Integrated twist per joint [rad] from the material directors ``m1`` (E, 3) of frame ``k``
+        (the recording's ``edge_m1``, or built from ``theta`` and ``ref_d1``): the signed angle,
+        about the next tangent, from the parallel-transported m1 of edge j to that of edge j + 1
+        (independent of any reference frame's own twist)."""
+        out, e0 = [], 0
+        for r, t in enumerate(self._tangents(k)):
+            ne = t.shape[0]
+            m = m1[e0:e0 + ne]
+            m = m - np.einsum("ij,ij->i", m, t)[:, None] * t   # m1 normal to its edge (float32 recordings)
+            m /= np.linalg.norm(m, axis=1)[:, None]
+            nxt = np.arange(ne if self.rod_closed[r] else ne - 1)
+            ta, tb, ma, mb = t[nxt], t[(nxt + 1) % ne], m[nxt], m[(nxt + 1) % ne]
             c = np.einsum("ij,ij->i", ta, tb)
             bvec = np.cross(ta, tb)
             moved = ma * c[:, None] + np.cross(bvec, ma) + bvec * (np.einsum("ij,ij->i", bvec, ma) / (1.0 + c))[:, None]
