@@ -29,6 +29,13 @@ GALLERY = (
     ("render_compact_fig11_drag_root", "Zhao et al., Fig. 11", "drag-root", {"t_end": 2.25}),
     ("render_compact_fig17_drop_cylinders", "Zhao et al., Fig. 17", "drop-cylinders", {"t_end": 1.0}),
     ("render_sagfree_fig10_hairstyle", "sag-free hair, Fig. 10", "hairstyle", {"strands": 300, "t_end": 0.3}),
+    ("render_der_fig9_plectonemes_hanging", "Bergou et al. 2008, Fig. 9", "plectonemes-hanging",
+     {"n": 120, "dt": 2.5e-4, "t_end": 2.5}),
+    ("render_der_fig10_hanging_chain", "Bergou et al. 2008, Fig. 10", "hanging-chain",
+     {"links": 4, "n": 12, "dt": 5e-4, "pull_speed": 0.2, "t_end": 0.6}),
+    ("render_compact_fig14_strand_through_springs", "Zhao et al., Fig. 14", "strand-through-springs", {}),
+    ("render_compact_fig15_knot_tighten", "Zhao et al., Fig. 15", "knot-tighten", {}),
+    ("render_compact_fig16_plectoneme", "Zhao et al., Fig. 16", "plectoneme", {}),
 )
 
 

@@ -148,6 +148,10 @@ def test_a_diverging_run_exits_3_with_metrics_and_trajectory(method, tmp_path, c
     with np.load(out / "trajectory.npz") as traj:
         assert traj["t"].size >= 1 and np.all(np.isfinite(traj["x"]))
         assert traj["t"][-1] == pytest.approx(metrics["t_reached"])
+        m1 = traj["edge_m1"]   # the twist of every kept frame: unit directors normal to their edges
+        assert m1.shape == (traj["t"].size, 5, 3) and np.allclose(np.linalg.norm(m1, axis=2), 1.0, atol=1e-6)
+        e = np.diff(traj["x"], axis=1)
+        assert np.abs(np.einsum("fei,fei->fe", m1, e / np.linalg.norm(e, axis=2)[..., None])).max() < 1e-5
     assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "trajectory.npz"]
 
 

@@ -81,6 +81,8 @@ def report_failure(label: str, exc: BaseException, out: Path, *, metrics: dict, 
     rec = getattr(exc, "recording", None) or (active().partial if active() is not None else None)
     if rec is not None:
         trajectory = {"t": rec.t, "x": rec.x, **{k: v for k, v in rec.probes.items()}}
+        if rec.edge_m1 is not None and len(rec.edge_m1) == len(rec.t):
+            trajectory["edge_m1"] = rec.edge_m1   # the twist up to the last good state (docs/pictures.md)
         steps = int(rec.steps)
     else:
         trajectory, steps = getattr(exc, "trajectory", None), None
