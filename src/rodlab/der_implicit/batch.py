@@ -180,8 +180,8 @@ def _newton_reuse(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b, 
                 update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
             g[:] = 0.0
             band[:, :] = 0.0
-            E = der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, 2, g, band,
-                               m1, m2, R)
+            E = der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, np.int64(2),
+                               g, band, m1, m2, R)
         held = -1
         for r in range(n):
             d1 = q[r] - qhat[r]
@@ -219,12 +219,12 @@ def _newton_reuse(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b, 
                 bn = bands[nxt]
                 gn[:] = 0.0
                 bn[:, :] = 0.0
-                Ekeep = der_elastic_ws(qt, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, 2,
-                                       gn, bn, m1, m2, R)
+                Ekeep = der_elastic_ws(qt, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d,
+                                       np.int64(2), gn, bn, m1, m2, R)
             else:
                 nxt = -1
-                Ekeep = der_elastic_ws(qt, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, 0,
-                                       g, band, m1, m2, R)
+                Ekeep = der_elastic_ws(qt, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d,
+                                       np.int64(0), g, band, m1, m2, R)  # np.int64: one compilation, not one per literal
             Et = R[_E0]
             for r in range(n):
                 d1 = qt[r] - qhat[r]
@@ -559,10 +559,10 @@ def elastic_energies(ib, fb, vertex_x, edge_theta, edge_ref_d1, joint_ref_twist,
         mbar, lvor = _fsec(fb, S_VERTEX_MBAR, vs, nv), _fsec(fb, S_VERTEX_LVOR, vs, nv)
         if ib[I_BENDING] == BENDING_2D_SLERP:
             out[r] = slerp_elastic(q, tan, elen, a1w, mrefw, ks, lbar, kbend, _fsec2(fb, S_VERTEX_WBAR2, vs, nv, 2),
-                                   ktwist, mbar, lvor, ib[I_BRANCH], ib[I_EXACT], 0, g, band)
+                                   ktwist, mbar, lvor, ib[I_BRANCH], ib[I_EXACT], np.int64(0), g, band)
         else:
             out[r] = der_elastic(q, tan, elen, a1w, mrefw, ks, lbar, kbend, _fsec2(fb, S_VERTEX_WBAR, vs, nv, 4), ktwist,
-                                 mbar, lvor, ib[I_BENDING] == BENDING_2D_AVERAGE, 0, g, band)
+                                 mbar, lvor, ib[I_BENDING] == BENDING_2D_AVERAGE, np.int64(0), g, band)
 
 
 class RodBatch:

@@ -151,7 +151,7 @@ def slerp_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar2, ktwist, mbar, 
     nv = ne + 1
     zb = np.zeros(nv)
     wz = np.zeros((nv, 4))
-    E = der_elastic(q, tan, elen, a1, mref, ks, lbar, zb, wz, ktwist, mbar, lvor, False, want, grad, band)
+    E = der_elastic(q, tan, elen, a1, mref, ks, lbar, zb, wz, ktwist, mbar, lvor, np.bool_(False), want, grad, band)
     m1 = np.empty((ne, 3))
     m2 = np.empty((ne, 3))
     material_frames_q(q, tan, a1, m1, m2)

@@ -155,7 +155,7 @@ def _phi(q, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a
          mbar, lvor, bending, wbar2, branch, exact, g, band):
     update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
     E = _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch, exact,
-                 0, g, band)
+                 np.int64(0), g, band)  # np.int64: not one compilation per literal
     for r in range(q.shape[0]):
         d1 = q[r] - qhat[r]
         d0 = q[r] - q0[r]
@@ -189,7 +189,7 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
         g[:] = 0.0
         band[:, :] = 0.0
         E = _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch, exact,
-                     2, g, band)
+                     np.int64(2), g, band)
         for r in range(n):
             d1 = q[r] - qhat[r]
             d0 = q[r] - q0[r]
