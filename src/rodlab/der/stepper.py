@@ -108,9 +108,11 @@ class DERStepper:
         self.rest_lengths = np.ascontiguousarray(rod.rest_lengths)
         nxt = (np.arange(nj) + 1) % ne
         self.lbar = self.rest_lengths[:nj] + self.rest_lengths[nxt]
-        self.bend_k = np.ascontiguousarray(rod.bending_stiffness)
+        # writable copies: a read-only array (a frozen Rod's) is another numba type, and the
+        # kernels called with it from here would compile a second time beside the batch's
+        self.bend_k = np.array(rod.bending_stiffness, dtype=np.float64)
         self.twist_k = 0.5 * (rod.twisting_stiffness[:nj] + rod.twisting_stiffness[nxt])
-        self.stretch_k = np.zeros(ne) if self.options.inextensible else np.ascontiguousarray(rod.stretching_stiffness)
+        self.stretch_k = np.zeros(ne) if self.options.inextensible else np.array(rod.stretching_stiffness, dtype=np.float64)
         if not self.options.inextensible:
             require(np.all(rod.stretching_stiffness > 0), "an extensible rod needs stretching_stiffness > 0")
         self.omega_bar, self.twist_bar = rest_curvatures_and_twist(rod)
