@@ -199,7 +199,7 @@ def old_terms(xprev, xdotprev, khat, K, J, prm, Pwork, out):
     a_s, b_s = prm[P_AS], prm[P_BS]
     rhoA = prm[P_RHOA]
     dummy = np.zeros((1, 1, 1))
-    node_terms(xprev, khat, K, J, prm, Pwork, dummy, False)
+    node_terms(xprev, khat, K, J, prm, Pwork, dummy, np.bool_(False))  # np.bool_: one compilation, not one per literal
     Q = np.empty((N, NP))
     Md = np.empty((N, NP))
     for j in range(N):  # M xdot at the old step is M xdotprev

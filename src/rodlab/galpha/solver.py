@@ -383,7 +383,7 @@ def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, 
             break
         if stale and fn > reuse_ratio * f_base and not need_factor:
             need_factor = True
-            residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, True, F, Jb, tipblock)
+            residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, np.bool_(True), F, Jb, tipblock)
             if pinned:
                 root_pin_jacobian(x, rootinfo, gw, Jb)
         if adaptive and rejects == 0 and it > 0:
@@ -545,12 +545,14 @@ class GAlphaSolver:
         x[:, 6:9] = m.kappa_hat if kappa is None else np.asarray(kappa, dtype=float)
         if n is not None:
             x[:, 9:12] = n
-        R0 = np.ascontiguousarray(m.root_R)
-        init_gravity_field(x, R0, np.ascontiguousarray(m.gravity), m.ds)
+        # writable copies: the model's frozen arrays are another numba type (read-only), and the
+        # kernels called with them would compile once more beside the stepping path's
+        R0 = np.array(m.root_R, dtype=float)
+        init_gravity_field(x, R0, np.array(m.gravity, dtype=float), m.ds)
         R = np.zeros((N, 3, 3))
         integrate_frames(x, R0, m.ds, self._cay, R)
         r = np.zeros((N, 3))
-        integrate_positions(x, R, np.ascontiguousarray(m.root_r), m.ds, r)
+        integrate_positions(x, R, np.array(m.root_r, dtype=float), m.ds, r)
         return GAlphaState(0.0, x, np.zeros((N, NV)), R, r, r.copy(), 0)
 
     def energy(self, state: GAlphaState) -> tuple[float, float, float]:
@@ -565,7 +567,7 @@ class GAlphaSolver:
         N = m.n_nodes
         sp = self.options.space
         prm = self._prm(dt, self.options.time, False)
-        node_terms(state.x, self._khat, self._K, self._J, prm, self._Pw, self._dP, False)
+        node_terms(state.x, self._khat, self._K, self._J, prm, self._Pw, self._dP, np.bool_(False))
         P = self._Pw
         x = state.x
         xs = np.zeros((N, 12))
