@@ -276,7 +276,7 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
     dirty = False
     E = 0.0
     it = 0
-    chain_forward(s, lengths, qref, p, q, Dj, Qj, True)
+    chain_forward(s, lengths, qref, p, q, Dj, Qj, np.bool_(True))
     E = eval_energy(p, q, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
                     a_in, a_d, gp, gq, Hp, Hqd, Hqo, 1, comps)
     while True:
@@ -329,7 +329,7 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
             for j in range(n):
                 for c in range(3):
                     s_try[j, c] = s[j, c] + alpha * ds[j, c]
-            chain_forward(s_try, lengths, qref, p, q, Dj, Qj, True)
+            chain_forward(s_try, lengths, qref, p, q, Dj, Qj, np.bool_(True))
             E_try = eval_energy(p, q, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
                                 a_in, a_d, gp, gq, Hp, Hqd, Hqo, 1, comps)
             if E_try <= E + 1e-4 * alpha * slope or E_try - E <= e_round:
@@ -350,9 +350,9 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
                 s[j, c] = s_try[j, c]
         if recenter_each:
             recenter(q, qref, s)  # q = T(s_try) becomes the reference, w = 0: rebuild the Jacobian there
-            chain_forward(s, lengths, qref, p, q, Dj, Qj, True)
+            chain_forward(s, lengths, qref, p, q, Dj, Qj, np.bool_(True))
     if dirty or pcg_fail or ls_fail:
-        chain_forward(s, lengths, qref, p, q, Dj, Qj, False)  # p, q may hold a rejected trial
+        chain_forward(s, lengths, qref, p, q, Dj, Qj, np.bool_(False))  # p, q may hold a rejected trial
     stats[0] = it
     stats[1] = total_pcg
     stats[2] = n_solves
