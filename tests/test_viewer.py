@@ -2,7 +2,8 @@
 
 Chromium is driven over its DevTools protocol (``--remote-debugging-port``, websocket-client); WebGL
 runs on SwiftShader (software), so no GPU is needed. The browser tests skip only when no Chromium
-binary is found (``apt-get install -y chromium``; .ci/run installs it; ``RODLAB_CHROMIUM`` names one).
+binary is found (``apt-get install -y chromium``; .ci/run installs it and sets
+``RODLAB_REQUIRE_BROWSER=1``, which turns that skip into a failure; ``RODLAB_CHROMIUM`` names one).
 """
 from __future__ import annotations
 
@@ -244,6 +245,9 @@ class Chromium:
 def browser(tmp_path_factory):
     binary = _chromium()
     if binary is None:
+        if os.environ.get("RODLAB_REQUIRE_BROWSER") == "1":  # set by .ci/run: CI must run these tests
+            pytest.fail("RODLAB_REQUIRE_BROWSER=1 but no Chromium binary was found (chromium, chromium-browser, "
+                        "google-chrome, chrome or RODLAB_CHROMIUM)")
         pytest.skip("no Chromium binary (apt-get install -y chromium, or set RODLAB_CHROMIUM)")
     b = Chromium(binary, tmp_path_factory.mktemp("chromium_profile"))
     yield b
