@@ -1,0 +1,74 @@
+"""Time per step of every contact scene, side by side with its paper and issue #11's target;
+writes docs/benchmarks-contact-scenes.md.
+
+    python bench/bench_contact_scenes.py [--quick]
+
+Each scene runs through :func:`rodlab.scenes.registry.run_scene` (the call ``rodlab run SCENE``
+makes) with its defaults, except the overrides listed in the table (to bound the run time); the
+time per step is the scene's own ``ms_per_step`` metric (the whole ``advance`` calls of its
+recording loop, Python included; compilation excluded: :func:`rodlab.experiment.record` takes one
+warm-up step on a copy of the state before it starts the clock). ``--quick`` runs
+every scene for a tenth of its simulated time.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import time
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "benchmarks-contact-scenes.md"
+
+# scene, overrides, paper [ms/step] (None: the paper gives none), issue #11's target [ms/step]
+SCENES = (
+    ("knot-tighten", {}, "Zhao et al., Fig. 15", 43.0, 4.3),
+    ("strand-through-springs", {}, "Zhao et al., Fig. 14", 52.7, 5.3),
+    ("plectoneme", {}, "Zhao et al., Fig. 16", 20.2, 2.0),
+    ("drop-cylinders", {}, "Zhao et al., Fig. 17", 36.9, 3.7),
+    ("plectonemes-hanging", {"t_end": 1.0}, "Bergou et al. 2008, Fig. 9", 0.92, 0.09),
+    ("hanging-chain", {}, "Bergou et al. 2008, Fig. 10", 0.2, 0.02),
+    ("incline", {}, "-", None, None),
+    ("capstan", {}, "-", None, None),
+)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a tenth of each scene's simulated time")
+    args = ap.parse_args(argv)
+    from rodlab.scenes.registry import get_scene, run_scene
+
+    rows, start = [], time.perf_counter()
+    for name, overrides, figure, paper, target in SCENES:
+        params = get_scene(name).resolve(overrides)
+        if args.quick and "t_end" in params:
+            params["t_end"] = params["t_end"] / 10
+        m = run_scene(name, **params).metrics
+        ms = m.get("ms_per_step")
+        rows.append((name, figure, {k: v for k, v in overrides.items()}, m.get("n_vertices"), ms, paper, target,
+                     m.get("min_gap"), m.get("mean_contacts"), m.get("max_contacts")))
+        print(f"{name:24s} {ms:9.3f} ms/step (paper {paper}, target {target})", flush=True)
+    command = "python bench/bench_contact_scenes.py" + (" --quick" if args.quick else "")
+    lines = ["# Contact scenes: time per step", "",
+             f"Written by `{command}` on {datetime.date.today()} ({platform.machine()}, {os.cpu_count()} cores, "
+             f"Python {platform.python_version()}, {time.perf_counter() - start:.0f} s). `ms_per_step` is each scene's "
+             "own metric: the whole `advance` calls of its recording loop, Python included, compilation excluded. "
+             "Target: issue #11's (10x faster than the paper).", "",
+             "| scene | paper figure | overrides | vertices | ms/step | paper [ms/step] | target [ms/step] | "
+             "min_gap [m] | contacts mean / max |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for name, figure, ov, nv, ms, paper, target, gap, mean, mx in rows:
+        ov_text = ", ".join(f"{k}={v}" for k, v in ov.items()) or "-"
+        gap_text = "-" if gap is None else f"{gap:.3g}"
+        mean_text = "-" if mean is None else f"{mean:.3g} / {mx}"
+        lines.append(f"| `{name}` | {figure} | {ov_text} | {nv} | {ms:.3g} | {paper if paper is not None else '-'} | "
+                     f"{target if target is not None else '-'} | {gap_text} | {mean_text} |")
+    DOC.write_text("\n".join(lines) + "\n")
+    print(f"wrote {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
