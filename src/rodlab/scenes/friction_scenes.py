@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ..experiment import record
+from ..model import require
 from ..solvers import make_simulator
 from ..world import WorldBuilder, shapes
 from ..world.obstacles import Cylinder, Plane
@@ -64,6 +65,9 @@ def fit_acceleration(t, s) -> float:
           "or bdf2 (second order)", choices=("backward-euler", "bdf2")),
 ])
 def run_incline(params, progress) -> SceneResult:
+    require(params["t_end"] >= params["t_settle"] + 3 * params["dt"],
+            f"t_end must be >= t_settle + 3 dt = {params['t_settle'] + 3 * params['dt']:g} s (the acceleration is fitted "
+            f"to the frames after t_settle; got t_end = {params['t_end']:g} s)")
     world, down, normal = incline_world(params["angle"], params["mu"], n=params["vertices"], length=params["length"])
     sim = make_simulator(world, "der-implicit", dt=params["dt"], friction_eps_v=params["eps_v"],
                          integrator=params["integrator"])
