@@ -1,6 +1,7 @@
 """Per-call overhead of ``advance(state, 1)`` (issue #13 item 3: target <= 5 us), every method.
 
     python bench/bench_overhead.py                 # table of section (a) of docs/benchmarks-world.md
+    python bench/bench_overhead.py --write         # ... and write it there (the rest of the file is kept)
     python bench/bench_overhead.py --methods der --sizes 10 200 --calls 2000
     python bench/bench_overhead.py --dispatch      # numba dispatch cost: positional vs grouped arguments
 
@@ -15,14 +16,18 @@ best of ``--repeats`` rounds. One clamped rod of 1 m, E = 1e8 Pa, radius 1 cm, g
 from __future__ import annotations
 
 import argparse
+import datetime
+import os
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
 from rodlab.solvers import METHODS, simulator_class
 from rodlab.world import WorldBuilder, shapes
 
+ROOT = Path(__file__).resolve().parents[1]
 CHUNK = 20  # steps per call of the median-based estimate (robust on a loaded machine)
 CANTILEVER = dict(E=1e8, G=1e8 / 3, rho=1000.0, radius=0.01)
 
@@ -127,6 +132,34 @@ def _loop(fn, calls):
     return (time.perf_counter() - t0) / calls
 
 
+def write_section(path: Path, rows: list[str], command: str) -> None:
+    """Replace section (a) of ``path`` (docs/benchmarks-world.md; bench/bench_world.py writes the
+    rest and keeps this section) with ``rows``; a missing file gets this section alone."""
+    head = "## (a) Per-call overhead of `advance(state, 1)`"
+    section = f"""{head}
+
+Written by `{command}` on {datetime.date.today().isoformat()}; load average (1 min) at the end:
+{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (above ~0.5 per core the times are those of a shared
+machine). One rod clamped at its start, gravity, damping 1 /s, E = 1e8 Pa, radius 1 cm, length 1 m,
+each method's default `dt`, from the state 20 steps after release. Every column times the same steps
+(from copies of one state): K calls of `advance(state, 1)`, one `advance(state, K)` and K / {CHUNK}
+calls of `advance(state, {CHUNK})`. Overhead = mean time of one `advance(state, 1)` call minus the
+per-step time inside the long call (sensitive to other processes: one slow call moves the mean);
+the last column, the robust one, is the median of `advance(state, 1)` minus the median per-step time
+of the `advance(state, {CHUNK})` calls, scaled by {CHUNK}/{CHUNK - 1}. Best of the rounds. Target: <= 5 us.
+
+""" + "\n".join(rows) + "\n\n"
+    text = path.read_text() if path.exists() else ""
+    start, end = text.find(head), text.find("## (b) Many strands")
+    if start >= 0 and end > start:
+        text = text[:start] + section + text[end:]
+    elif start >= 0:
+        text = text[:start] + section
+    else:
+        text = (text + "\n" if text else "# World / Simulator benchmarks\n\n") + section
+    path.write_text(text)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--methods", nargs="*", default=list(METHODS))
@@ -134,8 +167,14 @@ def main(argv=None) -> None:
     ap.add_argument("--calls", type=int, default=400, help="K: calls of advance(s, 1) and steps of advance(s, K)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--dispatch", action="store_true", help="also time numba dispatch of argument layouts")
+    ap.add_argument("--write", action="store_true", help="write the table into section (a) of --out")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks-world.md"), help="markdown file of --write")
     args = ap.parse_args(argv)
-    overhead_rows(args.methods, args.sizes, args.calls, args.repeats)
+    rows = overhead_rows(args.methods, args.sizes, args.calls, args.repeats)
+    if args.write:
+        command = "python bench/bench_overhead.py --write" + "".join(
+            f" --{k} {v}" for k, v in (("calls", args.calls), ("repeats", args.repeats)) if v != ap.get_default(k))
+        write_section(Path(args.out), rows, command)
     if args.dispatch:
         dispatch_rows()
 

@@ -3,9 +3,8 @@
     python bench/bench_world.py            # full run (the lead's)
     python bench/bench_world.py --quick    # a few minutes: fewer sizes, fewer repeats, smaller budget
 
-(a) Per-call overhead of ``advance(state, 1)`` for each method on one clamped rod of 10, 50 and
-    200 vertices under gravity: the mean (and median) time of many ``advance(state, 1)`` calls minus the
-    per-step time inside one ``advance(state, K)`` call (target <= 5 us).
+(a) Per-call overhead of ``advance(state, 1)``: measured and written by ``bench/bench_overhead.py
+    --write`` (one measurement, not two); this script keeps that section of the file as it is.
 (b) Many strands: 1, 100, 1000, 10000 clamped strands of 32 vertices under gravity; der-implicit
     (one Newton iteration), compact and der: time per step and per vertex-step with one thread and
     with two (``numba.set_num_threads``), and the speed-up. A row whose predicted time (from the
@@ -28,12 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rodlab.solvers import METHODS, simulator_class
+from rodlab.solvers import simulator_class
 from rodlab.world import WorldBuilder, shapes
 
 ROOT = Path(__file__).resolve().parents[1]
 HAIR = dict(E=3.9e9, G=1.3e9, rho=1300.0, radius=5e-5)  # the sag-free paper's strand material
-CANTILEVER = dict(E=1e8, G=1e8 / 3, rho=1000.0, radius=0.01)
 STRAND_RUNS = (  # (label, method, options)
     ("der-implicit", "der-implicit", {"newton_iters": 1}),
     ("der-implicit, no line search", "der-implicit", {"newton_iters": 1, "line_search": 0}),
@@ -50,13 +48,6 @@ def load(method):
         return None
 
 
-def one_rod_world(n: int):
-    b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=1.0)
-    b.add_rod(shapes.straight(n, 1.0), **CANTILEVER)
-    b.clamp(0, "start")
-    return b.build()
-
-
 def strands_world(count: int, n: int = 32, length: float = 0.2):
     """``count`` straight strands of ``n`` vertices hanging from a square grid, each clamped."""
     b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=1.0)
@@ -68,57 +59,20 @@ def strands_world(count: int, n: int = 32, length: float = 0.2):
     return b.build()
 
 
-def time_calls(sim, start, calls: int) -> tuple[float, float]:
-    """Median and mean wall time [us] of ``advance(state, 1)`` over ``calls`` calls from a copy of
-    ``start`` (the mean is comparable with a long call's per-step time when steps differ in cost,
-    e.g. in Newton iterations)."""
-    state = start.copy()
-    out = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        sim.advance(state, 1)
-        out.append(time.perf_counter() - t0)
-    return 1e6 * statistics.median(out), 1e6 * statistics.fmean(out)
-
-
-def time_inside(sim, start, k: int, repeats: int) -> float:
-    """Per-step wall time [us] inside one ``advance(state, k)`` call from a copy of ``start``
-    (median of ``repeats``): the same steps as :func:`time_calls` makes one at a time."""
-    out = []
-    for _ in range(repeats):
-        state = start.copy()
-        t0 = time.perf_counter()
-        sim.advance(state, k)
-        out.append((time.perf_counter() - t0) / k)
-    return 1e6 * statistics.median(out)
-
-
-def overhead_table(quick: bool) -> str:
-    sizes = (10, 50, 200)
-    k, reps = (200, 3) if quick else (2000, 5)
-    rows = ["| method | vertices | dt [s] | `advance(s, 1)` median [us] | `advance(s, 1)` mean [us] | per step in `advance(s, K)` [us] | overhead (mean - per step) [us] |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for method in METHODS:
-        cls = load(method)
-        if cls is None:
-            rows.append(f"| {method} | - | - | not importable yet | - | - | - |")
-            continue
-        for n in sizes:
-            sim = cls(one_rod_world(n))
-            state = sim.initial_state()
-            sim.advance(state.copy(), 1)  # compile
-            sim.advance(state, 20)  # past the first steps of the release
-            kk = max(10, k // (4 if method == "galpha" else 1))
-            inside = time_inside(sim, state, kk, reps)
-            median, mean = time_calls(sim, state, kk)
-            rows.append(f"| {method} | {n} | {sim.dt:.3g} | {median:.1f} | {mean:.1f} | {inside:.1f} | {mean - inside:.1f} |")
-            print(rows[-1], flush=True)
-    return "\n".join(rows)
+def overhead_section(text: str) -> str:
+    """Section (a) of ``text`` (a docs/benchmarks-world.md), written by ``bench/bench_overhead.py
+    --write``, with its heading, up to section (b); where there is none, a heading saying how to make it."""
+    head = "## (a) Per-call overhead of `advance(state, 1)`"
+    start, end = text.find(head), text.find("## (b) Many strands")
+    if start < 0 or end < start:
+        return head + "\n\nNot measured yet: `python bench/bench_overhead.py --write` writes this section.\n\n"
+    return text[start:end]
 
 
 def time_inside_cpu(sim, start, k: int, repeats: int) -> tuple[float, float]:
-    """:func:`time_inside`, also timing the process's CPU time (all threads): the medians of the
-    per-step wall time and CPU time [us]. The CPU time counts only the time the process ran, so on a
+    """Per-step wall time inside one ``advance(state, k)`` call from a copy of ``start`` (median of
+    ``repeats``), and the process's CPU time (all threads): the medians of the per-step wall time
+    and CPU time [us]. The CPU time counts only the time the process ran, so on a
     machine shared with other work it measures the work itself where the wall time does not."""
     wall, cpu = [], []
     for _ in range(repeats):
@@ -201,8 +155,8 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     budget = args.budget if args.budget is not None else (20.0 if args.quick else 60.0)
     started = time.perf_counter()
-    a = overhead_table(args.quick)
-    print(a, flush=True)
+    out = Path(args.out)
+    a = overhead_section(out.read_text() if out.exists() else "")
     load_b = os.getloadavg()[0]
     b = strands_table(args.quick, budget)
     command = "python bench/bench_world.py" + (" --quick" if args.quick else "") + (f" --budget {args.budget:g}" if args.budget else "")
@@ -211,17 +165,7 @@ def main(argv=None) -> None:
 Written by `{command}` on {datetime.date.today().isoformat()} ({time.perf_counter() - started:.0f} s).
 Machine: {machine()}. Medians of wall-clock times; compilation and setup excluded.
 
-## (a) Per-call overhead of `advance(state, 1)`
-
-One rod clamped at its start, gravity, damping 1 /s, E = 1e8 Pa, radius 1 cm, length 1 m, each
-method's default `dt`, from the state 20 steps after release. Both columns time the same steps
-(from copies of one state): K calls of `advance(state, 1)` and one `advance(state, K)`. Overhead =
-mean time of one `advance(state, 1)` call minus the per-step time inside the long call (the median
-is shown too; it is lower where a few steps take many more Newton / PCG iterations). Target: <= 5 us.
-
-{a}
-
-## (b) Many strands
+{a}## (b) Many strands
 
 Strands of 32 vertices (20 cm human hair: E = 3.9 GPa, radius 50 um), each clamped at its root,
 gravity, damping 1 /s; der-implicit with one Newton iteration per step (with its default Armijo line
@@ -235,7 +179,7 @@ those of a shared machine).
 
 {b}
 """
-    Path(args.out).write_text(text)
+    out.write_text(text)
     print(f"wrote {args.out}", file=sys.stderr)
 
 

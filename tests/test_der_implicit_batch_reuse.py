@@ -1,5 +1,5 @@
-"""The batch's Newton loop reuses the accepted line-search trial's assembly (rodlab.der_implicit.batch
-._newton_reuse) and the 4D Gram matrix leaves out exact zeros (energies._add_gn_hessian_rows4d):
+"""The batch's Newton loop reuses the accepted line-search trial's assembly (rodlab.der_implicit.stepper
+.newton_minimize with reuse=True) and the 4D Gram matrix leaves out exact zeros (energies._add_gn_hessian_rows4d):
 both must give the bits of the plain kernels."""
 import numpy as np
 import pytest

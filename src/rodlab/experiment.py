@@ -168,9 +168,7 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
     ends, multiples of its chunk size and of its interval), a checkpoint of the state and of the loop
     is written at each multiple of the interval, and a checkpointer built from a saved checkpoint
     first loads it into ``state`` and continues from it: the recording equals, bit for bit, the one
-    of the uninterrupted run (docs/checkpoints.md). After each checkpoint the loop takes a step on
-    a copy of the state, as a resumed run's warm-up does, so a simulator that remembers its last
-    call continues from the same memory in both.
+    of the uninterrupted run (docs/checkpoints.md): simulators keep nothing outside the state.
     """
     from . import runctl
     from .model import SimulationError, check_steps
@@ -251,10 +249,6 @@ def record(sim, state, nsteps: int, *, frames: int = 100, progress=None, probes:
                 "failed_calls": failed, "failure_message": failure, "residual_max": res_max, "tallies": dict(sums),
                 "n_frames_kept": len(ts)}
         ck.save(sim, state, loop, {"t": ts, "x": xs, "edge_m1": m1s, "probes": values})
-        # a step on a copy, as a resumed run's warm-up does from this checkpoint: a simulator that
-        # remembers its last call (der-implicit re-transports its frames when the state changed
-        # since then) then continues from the same memory in both runs, bit for bit
-        warm_up(sim, state)
 
     with runctl.stepping():
         try:

@@ -22,8 +22,12 @@ this module adds is the batching (issue #13, item 3):
   ~30 kB for rod after rod (they stay in its cache), where per-rod sections would stream through
   memory (the arena keeps its work sections for :mod:`.contact_step` and :func:`elastic_energies`);
 - the full Newton step's line-search trial is assembled with its gradient and Hessian, which the
-  next iteration or step reuses when the trial is accepted (:func:`_newton_reuse`): the line search
-  then costs no energy evaluation of its own in the common case. Results are bitwise those of
+  next iteration or step reuses when the trial is accepted (:func:`.stepper.newton_minimize` with
+  ``reuse``, the one Newton loop of the stepper, its statics and this driver): the line search
+  then costs no energy evaluation of its own in the common case. The last one of a call is kept in
+  the arena, and the next call takes it when it starts from that very state (the unknowns and
+  frames the buffers hold, bit for bit, and frames the state says belong to its positions): a call
+  of one step then assembles once, as a step inside a long call does. Results are bitwise those of
   :func:`.stepper.newton_minimize`.
 
 :class:`RodBatch` builds the buffers from one :class:`.stepper.DERImplicitModel` per rod and
@@ -36,11 +40,9 @@ import math
 import numpy as np
 from numba import get_parallel_chunksize, njit, prange, set_parallel_chunksize
 
-from .energies import (_E0, _WS_E, BANDWIDTH, _transport, der_elastic, der_elastic_ws, edge_geometry,
-                       update_frames)
+from .energies import _WS_E, BANDWIDTH, _transport, der_elastic, edge_geometry, update_frames
 from .slerp_bending import slerp_elastic
-from .stepper import BENDING_2D_AVERAGE, BENDING_2D_SLERP, BENDING_4D, DERImplicitModel, _hold_fixed, newton_minimize
-from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
+from .stepper import BENDING_2D_AVERAGE, BENDING_2D_SLERP, BENDING_4D, DERImplicitModel, newton_minimize
 
 from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
 PARALLEL_CHUNK = 4
@@ -81,6 +83,11 @@ FSECTIONS = (
     ("drive_target", 9, "drive"),
     ("vertex_wbar2", 2, "vertex"),  # rest 2D curvature of the slerped bending model (2d-slerp only)
     ("dof_qprev", 1, "dof"), ("dof_vprev", 1, "dof"),  # bdf2: unknowns and velocities of the previous step
+    # the elastic gradient, Hessian band and energy at the unknowns and frames a call ended with, and
+    # whether they are there (rod_held: flag, energy): the next call that starts from that very state
+    # takes them instead of assembling again (a cache, see _rod_steps)
+    # (entity "held": the unknowns, twice over in a one-rod world, which steps in these two buffers)
+    ("dof_gheld", 1, "held"), ("dof_bandheld", BANDWIDTH + 1, "held"), ("rod_held", 3, "rod"),
 )
 # header slot of each section's offset (a numba kernel reads module constants, not a dict)
 (S_DOF_MASS, S_DOF_FEXT, S_DOF_Q, S_DOF_V, S_DOF_Q0, S_DOF_QHAT, S_DOF_G, S_DOF_PIVOT, S_DOF_DQ, S_DOF_QT,
@@ -88,7 +95,7 @@ FSECTIONS = (
  S_VERTEX_KBEND, S_VERTEX_KTWIST, S_VERTEX_MBAR, S_VERTEX_LVOR, S_VERTEX_WBAR, S_JOINT_MREF_BASE,
  S_JOINT_MREF, S_ROD_DAMPING, S_ROD_DECAY, S_ROD_FAIL_GTOL, S_ROD_NEWTON_ITERS, S_ROD_LINE_SEARCH_FAILURES,
  S_ROD_RESIDUAL, S_ROD_FAILED_STEP, S_ROD_STATS, S_DRIVE_TARGET, S_VERTEX_WBAR2, S_DOF_QPREV,
- S_DOF_VPREV) = range(F_HEADER, F_HEADER + len(FSECTIONS))
+ S_DOF_VPREV, S_DOF_GHELD, S_DOF_BANDHELD, S_ROD_HELD) = range(F_HEADER, F_HEADER + len(FSECTIONS))
 FS = {name: F_HEADER + k for k, (name, _, _) in enumerate(FSECTIONS)}
 F_FIRST = F_HEADER + len(FSECTIONS)
 
@@ -141,115 +148,8 @@ def _impose_drives(r, ib, fb, q, tan_base, a1_base):
 
 
 @njit(**JIT)
-def _newton_reuse(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b, mref_b, ks, lbar, kbend, wbar, ktwist,
-                  mbar, lvor, curv2d, max_iters, gtol, ls_max, tan, elen, a1, mref, gs, bands, D, dq, qt, m1, m2, R,
-                  stats, fresh, held, last):
-    """:func:`.stepper.newton_minimize` (``rebase`` False) for the 4D and averaged 2D bending, on the
-    caller's workspace, reusing the assembly of the accepted line-search trial.
-
-    The first trial of the line search (the full Newton step) is assembled with its gradient and
-    Hessian (``der_elastic`` ``want = 2``) instead of its energy alone; when it is accepted, the next
-    Newton iteration, or the next step's first one (its base frames are then the trial's), starts at
-    that very point with those very frames, so its elastic energy, gradient and Hessian are the
-    trial's, bit for bit, and are not computed again. The Armijo test uses the trial's energy in the
-    order of ``want = 0`` (``R[_E0]``), so every decision is that of ``newton_minimize``.
-
-    ``gs`` (2, n), ``bands`` (2, n, 11): two elastic gradient / Hessian buffers; ``held`` (-1, 0 or
-    1): the buffer holding the elastic part at ``q`` with the frames in ``tan``, ``elen``, ``a1``,
-    ``mref`` (those :func:`.stepper.newton_minimize` would compute first), its elastic energy [J] in
-    ``R[_WS_E]``. ``last``: no step follows in this call (the final trial is then evaluated for its
-    energy alone). ``m1``, ``m2``, ``R`` (``_WS_E + 1``): :func:`.energies.der_elastic_ws`'s workspace.
-    Returns ``(iterations, held)``: the buffer that holds the elastic part at the new ``q`` (-1: none)."""
-    n = q.shape[0]
-    its = 0
-    for it in range(max_iters):
-        if held >= 0:
-            cur = held
-            g = gs[cur]
-            band = bands[cur]
-            E = R[_WS_E]
-        else:
-            cur = 0
-            g = gs[0]
-            band = bands[0]
-            if it == 0 and fresh:
-                edge_geometry(q, tan, elen)
-                a1[:, :] = a1_b
-                mref[:] = mref_b
-            else:
-                update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
-            g[:] = 0.0
-            band[:, :] = 0.0
-            E = der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d, np.int64(2),
-                               g, band, m1, m2, R)
-        held = -1
-        for r in range(n):
-            d1 = q[r] - qhat[r]
-            d0 = q[r] - q0[r]
-            E += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * q[r]
-            g[r] += mass[r] * (a_in * d1 + a_dmp * d0) - fext[r]
-            band[r, 0] += mass[r] * (a_in + a_dmp)
-        _hold_fixed(fixed_idx, g, band)
-        gmax = 0.0
-        for r in range(n):
-            if abs(g[r]) > gmax:
-                gmax = abs(g[r])
-        stats[2] = gmax
-        if gmax <= gtol:
-            break
-        ldlt_factor_band10(band, D, 1e-13)
-        for r in range(n):
-            dq[r] = -g[r]
-        ldlt_solve_band10(band, D, dq)
-        slope = 0.0
-        for r in range(n):
-            slope += g[r] * dq[r]
-        alpha = 1.0
-        ok = ls_max == 0
-        if ok:
-            for r in range(n):
-                qt[r] = q[r] + dq[r]
-        for ls in range(ls_max):
-            for r in range(n):
-                qt[r] = q[r] + alpha * dq[r]
-            update_frames(qt, tan_b, a1_b, mref_b, tan, elen, a1, mref)
-            if ls == 0 and not (last and it == max_iters - 1):
-                nxt = 1 - cur
-                gn = gs[nxt]
-                bn = bands[nxt]
-                gn[:] = 0.0
-                bn[:, :] = 0.0
-                Ekeep = der_elastic_ws(qt, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d,
-                                       np.int64(2), gn, bn, m1, m2, R)
-            else:
-                nxt = -1
-                Ekeep = der_elastic_ws(qt, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d,
-                                       np.int64(0), g, band, m1, m2, R)  # np.int64: one compilation, not one per literal
-            Et = R[_E0]
-            for r in range(n):
-                d1 = qt[r] - qhat[r]
-                d0 = qt[r] - q0[r]
-                Et += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * qt[r]
-            if Et <= E + 1e-4 * alpha * slope + 1e-12 * (abs(E) + abs(Et)):
-                ok = True
-                if nxt >= 0:
-                    held = nxt
-                    R[_WS_E] = Ekeep
-                break
-            alpha *= 0.5
-        its += 1
-        stats[0] += 1
-        if not ok:
-            stats[1] += 1
-            break
-        for r in range(n):
-            q[r] = qt[r]
-    return its, held
-
-
-@njit(**JIT)
-def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, dof_prev,
-               nsteps):
+def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, vertex_x_frames,
+               dof_prev, nsteps):
     """``nsteps`` implicit steps of rod ``r`` on its own slices of the work buffers (the step
     of :func:`.stepper.implicit_euler_steps`, with preallocated work arrays). Reads the rod's state
     from the flat state arrays; leaves the result in its work buffers (``dof_q``, ``dof_v``,
@@ -257,7 +157,10 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     BDF2 (same minimisation, inertia about the BDF2 predictor with ``beta h`` for ``h``; the first
     step is backward Euler unless ``ib[I_HAVE_PREV]``, then ``dof_prev`` (D, 2) holds the previous
     step's unknowns and velocities, interleaved; the work buffers ``dof_qprev``, ``dof_vprev`` get
-    those of the call's last step). Returns 0, or the 1-based step that failed (non-finite
+    those of the call's last step). ``vertex_x_frames`` (N, 3): the positions the state's reference
+    frames were last transported to by a step (the state's own stamp, ``state.solver``; NaN: none):
+    where they are the rod's positions, the first step starts from those frames as they are
+    (``fresh``), else it transports them once. Returns 0, or the 1-based step that failed (non-finite
     unknowns, or a line search that found no descent while the free force exceeded
     ``rod_fail_gtol``; a degenerate geometry the kernels refuse also counts)."""
     nrod = ib[I_NROD]
@@ -280,10 +183,17 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     nb = BANDWIDTH + 1
     wk = np.empty(n * (7 + 2 * nb) + ne * 13 + nj + _WS_E + 1)
     o = 0
-    gs = wk[o:o + 2 * n].reshape((2, n))
-    o += 2 * n
-    bands = wk[o:o + 2 * n * nb].reshape((2, n, nb))
-    o += 2 * n * nb
+    # the Newton loop's two gradient / Hessian buffers: a one-rod world's are its blocks of the arena,
+    # which keep the last assembly between calls in place (no copies); with several rods they are the
+    # call's work arrays and that assembly is copied there and back
+    own = nrod == 1
+    if own:  # (ds = 0)
+        gs = _fsec(fb, S_DOF_GHELD, 0, 2 * n).reshape((2, n))
+        bands = _fsec(fb, S_DOF_BANDHELD, 0, 2 * n * nb).reshape((2, n, nb))
+    else:
+        gs = wk[o:o + 2 * n].reshape((2, n))
+        bands = wk[o + 2 * n:o + 2 * n + 2 * n * nb].reshape((2, n, nb))
+    o += 2 * n + 2 * n * nb
     q0 = wk[o:o + n]
     qhat = wk[o + n:o + 2 * n]
     D = wk[o + 2 * n:o + 3 * n]
@@ -299,7 +209,7 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     mrefw = wk[o:o + nj]
     o += nj
     R = wk[o:o + _WS_E + 1]
-    held = -1  # the work buffer holding the elastic part at q (see _newton_reuse)
+    held = -1  # the work buffer holding the elastic part at q (see stepper.newton_minimize)
     ks = _fsec(fb, S_EDGE_KS, es, ne)
     lbar = _fsec(fb, S_EDGE_LBAR, es, ne)
     tanr = _fsec2(fb, S_EDGE_TAN_BASE, es, ne, 3)
@@ -318,24 +228,53 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     out_iters = _fsec(fb, S_ROD_NEWTON_ITERS, r, 1)
     out_lsf = _fsec(fb, S_ROD_LINE_SEARCH_FAILURES, r, 1)
     out_res = _fsec(fb, S_ROD_RESIDUAL, r, 1)
-    # pack the state into the interleaved unknowns q = [x_0, theta_0, x_1, ...]; the tangents of the
-    # work buffer belong to its positions, so they are recomputed only when the positions changed
-    # (the work buffers start as NaN, so the first call always computes them)
+    # pack the state into the interleaved unknowns q = [x_0, theta_0, x_1, ...]. The base tangents of
+    # the work buffer belong to its positions, so they are recomputed only when the positions differ
+    # from the buffer's (a cache: the work buffers start as NaN, so the first call computes them).
+    # Whether the state's frames belong to its positions is the state's own record (vertex_x_frames).
+    # ``same``: the state is bitwise the one the buffers hold (unknowns and frames), so the elastic
+    # assembly the last call ended with (if kept) is the one this call would make first.
     moved = False
+    stale = False
     for i in range(nv):
         for c in range(3):
             xi = vertex_x[vs + i, c]
             if q[4 * i + c] != xi:
                 moved = True
+            if vertex_x_frames[vs + i, c] != xi:
+                stale = True
             q[4 * i + c] = xi
             v[4 * i + c] = vertex_v[vs + i, c]
+    same = not moved
     for j in range(ne):
-        q[4 * j + 3] = edge_theta[es + j]
+        th = edge_theta[es + j]
+        if q[4 * j + 3] != th:
+            same = False
+        q[4 * j + 3] = th
         v[4 * j + 3] = edge_theta_v[es + j]
         for c in range(3):
-            a1[j, c] = edge_ref_d1[es + j, c]
+            d = edge_ref_d1[es + j, c]
+            if a1[j, c] != d:
+                same = False
+            a1[j, c] = d
     for k in range(nj):
-        mref[k] = joint_ref_twist[js + k]
+        mk = joint_ref_twist[js + k]
+        if mref[k] != mk:
+            same = False
+        mref[k] = mk
+    kept = _fsec(fb, S_ROD_HELD, 3 * r, 3)  # (kept?, elastic energy [J], buffer)
+    slerp = ib[I_BENDING] == BENDING_2D_SLERP
+    if same and not stale and not has_drive and not slerp and kept[0] == 1.0:
+        # the first Newton iteration's elastic part: the last call's final (accepted) trial, taken at
+        # these unknowns with these frames (fresh), bit for bit what der_elastic_ws would give again
+        if own:
+            held = int(kept[2])
+        else:
+            gs[0, :] = _fsec(fb, S_DOF_GHELD, ds, n)
+            bands[0, :, :] = _fsec(fb, S_DOF_BANDHELD, nb * ds, n * nb).reshape((n, nb))
+            held = 0
+        R[_WS_E] = kept[1]
+    kept[0] = 0.0
     stats = _fsec(fb, S_ROD_STATS, 3 * r, 3)  # newton_minimize's counters (iterations, failures, residual)
     stats[0] = 0.0
     stats[1] = 0.0
@@ -385,23 +324,18 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
         if has_drive:
             _impose_drives(r, ib, fb, q, tanr, a1)
         lsf = stats[1]
-        # the base frames belong to q (see newton_minimize) unless a clamp moved or the state was changed
-        # from outside since the last call (then one full transport re-orthonormalises them): so the
-        # result does not depend on how the steps are split into calls
-        fresh = (s > 0 or not moved) and not has_drive
-        if bending == BENDING_2D_SLERP:
-            its = newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref,
-                                  ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, ib[I_BRANCH], ib[I_EXACT],
-                                  newton_iters, fb[F_GTOL], ls_max, False, tan, elen, a1w, mrefw, gs[0], bands[0], D,
-                                  dq, qt, stats, fresh)
-        else:
-            if not fresh:
-                held = -1
-            last = s == nsteps - 1
-            its, held = _newton_reuse(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref, ks, lbar, kbend,
-                                      wbar, ktwist, mbar, lvor, bending == BENDING_2D_AVERAGE, newton_iters, fb[F_GTOL],
-                                      ls_max, tan, elen, a1w, mrefw, gs, bands, D, dq, qt, m1, m2, R, stats,
-                                      fresh, held, last)
+        # the base frames belong to q (see newton_minimize) unless a clamp moved or the state's frames
+        # were not written by a step at these positions (then one full transport re-orthonormalises
+        # them): so the result depends on the state alone, not on how the steps are split into calls
+        fresh = (s > 0 or not stale) and not has_drive
+        if not fresh:
+            held = -1
+        # the 4D and averaged 2D bending reuse the accepted line-search trial's assembly; the last
+        # step's, too, is kept for the next call (below), which then need not assemble its first iteration
+        its, held = newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref, ks, lbar, kbend,
+                                    wbar, ktwist, mbar, lvor, bending, wbar2, ib[I_BRANCH], ib[I_EXACT], newton_iters,
+                                    fb[F_GTOL], ls_max, False, tan, elen, a1w, mrefw, gs, bands, D, dq, qt, m1, m2, R,
+                                    stats, fresh, not slerp, held)
         if stats[1] > lsf and its == 1 and stats[2] > fail_gtol:
             return step
         if ls_max == 0 or stats[1] > lsf:
@@ -421,6 +355,15 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
                 finite = False
         if not finite:
             return step
+    if held >= 0 and nsteps > 0:  # keep the elastic part at the final unknowns and frames (a cache)
+        if own:
+            kept[2] = held
+        else:
+            _fsec(fb, S_DOF_GHELD, ds, n)[:] = gs[held]
+            _fsec(fb, S_DOF_BANDHELD, nb * ds, n * nb).reshape((n, nb))[:, :] = bands[held]
+            kept[2] = 0
+        kept[1] = R[_WS_E]
+        kept[0] = 1.0
     out_iters[0] = stats[0]
     out_lsf[0] = stats[1]
     out_res[0] = stats[2]
@@ -429,22 +372,24 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
 
 
 @njit(**JIT)
-def _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, dof_prev,
-                       nsteps):
+def _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
+                       vertex_x_frames, dof_prev, nsteps):
     """:func:`_rod_steps`, with an exception of the kernels (a degenerate geometry: zero-length or
     reversed edges, or NaN coordinates) turned into a failure of the step it happened in (an
     exception must not leave a parallel region)."""
     try:
         return _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
-                          dof_prev, nsteps)
+                          vertex_x_frames, dof_prev, nsteps)
     except Exception:
         return max(1, int(_fsec(fb, S_ROD_FAILED_STEP, r, 1)[0]))
 
 
 @njit(**JIT)
-def _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, dof_prev):
-    """Copy rod ``r``'s stepped unknowns from its work buffers into the flat state arrays (and, for
-    BDF2, the previous step's unknowns and velocities into ``dof_prev``)."""
+def _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
+                    vertex_x_frames, dof_prev):
+    """Copy rod ``r``'s stepped unknowns from its work buffers into the flat state arrays, its
+    positions also into ``vertex_x_frames`` (the frames now belong to them), and, for BDF2, the
+    previous step's unknowns and velocities into ``dof_prev``."""
     nrod = ib[I_NROD]
     rod = ib[ib[I_ROD]:ib[I_ROD] + ROD_COLS * (nrod + 1)].reshape((nrod + 1, ROD_COLS))
     vs, es, js, ds = rod[r, 0], rod[r, 1], rod[r, 2], rod[r, 3]
@@ -459,6 +404,7 @@ def _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edg
     for i in range(nv):
         for c in range(3):
             vertex_x[vs + i, c] = q[4 * i + c]
+            vertex_x_frames[vs + i, c] = q[4 * i + c]
             vertex_v[vs + i, c] = v[4 * i + c]
     for j in range(ne):
         edge_theta[es + j] = q[4 * j + 3]
@@ -495,22 +441,24 @@ def _collect(ib, fb, failed):
     return 0
 
 
-def _advance(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, dof_prev, nsteps):
+def _advance(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, vertex_x_frames,
+             dof_prev, nsteps):
     """``nsteps`` steps of every rod, ``prange`` over rods (numba's threads, ``numba.set_num_threads``),
-    then, if all succeeded, the write-back. ``dof_prev`` (D, 2): BDF2's previous step (read when
+    then, if all succeeded, the write-back. ``vertex_x_frames`` (N, 3): the state's record of the
+    positions its frames belong to (:func:`_rod_steps`; written on success). ``dof_prev`` (D, 2): BDF2's previous step (read when
     ``ib[I_HAVE_PREV]``, written on success; any (0, 2) array for backward Euler). Returns 0, or the
     first step (1-based) at which some rod failed; the state arrays are then unchanged."""
     nrod = ib[I_NROD]
     failed = ib[ib[I_FAILED]:ib[I_FAILED] + nrod]
     for r in prange(nrod):
         failed[r] = _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                       joint_ref_twist, dof_prev, nsteps)
+                                       joint_ref_twist, vertex_x_frames, dof_prev, nsteps)
     first = _collect(ib, fb, failed)
     if first > 0:
         return first
     for r in prange(nrod):
         _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
-                        dof_prev)
+                        vertex_x_frames, dof_prev)
     return 0
 
 
@@ -593,6 +541,7 @@ class RodBatch:
         starts = {k: np.concatenate([[0], np.cumsum(c)]).astype(np.int64) for k, c in counts.items()}
         totals = {k: int(s[-1]) for k, s in starts.items()}
         totals["rod"] = nrod
+        totals["held"] = totals["dof"] * (2 if nrod == 1 else 1)  # see FSECTIONS
         self.starts = starts
         self.n_drive = totals["drive"]
         # int arena
@@ -652,13 +601,21 @@ class RodBatch:
                 self.vertex_wbar2[v] = slerp[0][r]
         self.rod_decay[:] = 1.0
         self.dof_q[:] = np.nan  # no positions stepped yet (see _rod_steps)
+        self.vertex_x_frames = np.full((totals["vertex"], 3), np.nan)  # advance(vertex_x_frames=None)'s record
 
     def advance(self, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps: int,
-                parallel: bool, dof_prev: np.ndarray | None = None, have_prev: bool = False) -> int:
+                parallel: bool, dof_prev: np.ndarray | None = None, have_prev: bool = False,
+                vertex_x_frames: np.ndarray | None = None) -> int:
         """``nsteps`` steps of every rod on the flat state arrays (in place when all succeed).
         BDF2: ``dof_prev`` (D, 2) the previous step's interleaved unknowns and velocities, read when
-        ``have_prev`` and written on success (``None``: backward Euler only).
+        ``have_prev`` and written on success (``None``: backward Euler only). ``vertex_x_frames``
+        (N, 3): the positions the state's frames belong to (:func:`_rod_steps`; a simulator passes
+        the state's own record, ``None`` uses one kept by this batch for arrays stepped only here).
         Returns 0 or the first failed step (1-based; the arrays are then untouched)."""
+        if vertex_x_frames is None:
+            if self.vertex_x_frames.shape != vertex_x.shape:
+                self.vertex_x_frames = np.full(vertex_x.shape, np.nan)
+            vertex_x_frames = self.vertex_x_frames
         if dof_prev is None:
             if self.ibuf[I_INTEGRATOR] != INTEGRATOR_BACKWARD_EULER:
                 raise ValueError("a BDF2 batch needs dof_prev, the (D, 2) previous-step array")
@@ -666,12 +623,12 @@ class RodBatch:
         self.ibuf[I_HAVE_PREV] = 1 if have_prev else 0
         if not parallel:
             return advance_serial(self.ibuf, self.fbuf, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                  joint_ref_twist, dof_prev, nsteps)
+                                  joint_ref_twist, vertex_x_frames, dof_prev, nsteps)
         chunk = get_parallel_chunksize()
         set_parallel_chunksize(PARALLEL_CHUNK)
         try:
             return advance_parallel(self.ibuf, self.fbuf, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                    joint_ref_twist, dof_prev, nsteps)
+                                    joint_ref_twist, vertex_x_frames, dof_prev, nsteps)
         finally:
             set_parallel_chunksize(chunk)
 

@@ -26,7 +26,7 @@ from numba import njit
 
 from ..model import check_damping_scheme, check_steps
 from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
-from .energies import BANDWIDTH, der_elastic, edge_geometry, update_frames
+from .energies import _E0, _WS_E, BANDWIDTH, der_elastic, der_elastic_ws, edge_geometry, update_frames
 from .slerp_bending import BRANCHES, GRADIENTS, _frames_at, slerp_elastic
 
 from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
@@ -166,30 +166,60 @@ def _phi(q, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a
 @njit(**JIT)
 def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b, mref_b,
                     ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, branch, exact, max_iters, gtol, ls_max,
-                    rebase, tan, elen, a1, mref, g, band, D, dq, qt, stats, fresh=False):
-    """Minimize ``Phi`` (module docstring) from ``q`` in place. ``a_in = 1/h^2``, ``a_dmp = c/h``
-    (both 0 for statics). ``rebase``: after each accepted iterate, the current frames become the
-    base of the next transport (statics); otherwise frames are always transported from the step's
-    start (``tan_b``, ``a1_b``, ``mref_b``). ``stats`` (3,) accumulates iterations, line-search
-    failures, and receives the last free-gradient max-norm. Returns the number of iterations.
+                    rebase, tan, elen, a1, mref, gs, bands, D, dq, qt, m1, m2, R, stats, fresh, reuse, held):
+    """Minimize ``Phi`` (module docstring) from ``q`` in place; returns ``(iterations, held)``.
+
+    ``a_in = 1/h^2``, ``a_dmp = c/h`` (both 0 for statics). ``rebase``: after each accepted
+    iterate, the current frames become the base of the next transport (statics); otherwise frames
+    are always transported from the step's start (``tan_b``, ``a1_b``, ``mref_b``). ``stats`` (3,)
+    accumulates iterations, line-search failures, and receives the last free-gradient max-norm.
     ``bending``: ``BENDING_*`` (``wbar2``, ``branch``, ``exact``: the slerped model's rest curvature
     and options, see slerp_bending.py). ``ls_max = 0`` takes full Newton steps (no line search).
     ``fresh``: the base frames belong to ``q`` itself (``tan_b`` are ``q``'s tangents: a time step
     that starts where the last one ended, no clamp moved in between), so the first iteration's
-    frames are the base frames and only the edge lengths are computed (saves one transport)."""
+    frames are the base frames and only the edge lengths are computed (saves one transport).
+
+    ``gs`` (2, n), ``bands`` (2, n, 11): gradient / Hessian buffers (only the first is used unless
+    ``reuse``); ``m1``, ``m2`` (E, 3), ``R`` (``_WS_E + 1``): :func:`.energies.der_elastic_ws`'s
+    workspace. ``reuse`` (4D and averaged 2D bending, ``rebase`` False: the batch driver): the
+    first trial of the line search (the full Newton step) is assembled with its gradient and
+    Hessian (``der_elastic_ws``, ``want = 2``) into the other buffer; when it is accepted, the next
+    iteration, or the next step's first one (its base frames are then the trial's), starts at that
+    very point with those very frames, so its elastic energy, gradient and Hessian are the trial's,
+    bit for bit, and are not computed again. The Armijo test uses the trial's energy in the order of
+    ``want = 0`` (``R[_E0]``), so every decision is that of the plain loop. ``held`` (-1, 0 or 1):
+    the buffer that already holds the elastic part at ``q`` with the frames in ``tan``, ``elen``,
+    ``a1``, ``mref`` (those the first iteration would compute), its energy [J] in ``R[_WS_E]``;
+    the returned ``held`` is the buffer holding it at the new ``q`` (-1: none; always -1 without
+    ``reuse``)."""
     n = q.shape[0]
     its = 0
+    curv2d = bending == BENDING_2D_AVERAGE
     for it in range(max_iters):
-        if it == 0 and fresh:
-            edge_geometry(q, tan, elen)
-            a1[:, :] = a1_b
-            mref[:] = mref_b
+        if held >= 0:
+            cur = held
+            g = gs[cur]
+            band = bands[cur]
+            E = R[_WS_E]
         else:
-            update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
-        g[:] = 0.0
-        band[:, :] = 0.0
-        E = _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch, exact,
-                     np.int64(2), g, band)
+            cur = 0
+            g = gs[0]
+            band = bands[0]
+            if it == 0 and fresh:
+                edge_geometry(q, tan, elen)
+                a1[:, :] = a1_b
+                mref[:] = mref_b
+            else:
+                update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
+            g[:] = 0.0
+            band[:, :] = 0.0
+            if reuse:
+                E = der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d,
+                                   np.int64(2), g, band, m1, m2, R)
+            else:
+                E = _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch,
+                             exact, np.int64(2), g, band)
+        held = -1
         for r in range(n):
             d1 = q[r] - qhat[r]
             d0 = q[r] - q0[r]
@@ -219,10 +249,34 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
         for ls in range(ls_max):
             for r in range(n):
                 qt[r] = q[r] + alpha * dq[r]
-            Et = _phi(qt, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a1, mref,
-                      ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, branch, exact, g, band)
+            nxt = -1
+            if reuse:
+                update_frames(qt, tan_b, a1_b, mref_b, tan, elen, a1, mref)
+                if ls == 0:
+                    nxt = 1 - cur
+                    gn = gs[nxt]
+                    bn = bands[nxt]
+                    gn[:] = 0.0
+                    bn[:, :] = 0.0
+                    Ekeep = der_elastic_ws(qt, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d,
+                                           np.int64(2), gn, bn, m1, m2, R)
+                else:
+                    Ekeep = der_elastic_ws(qt, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d,
+                                           np.int64(0), g, band, m1, m2, R)  # np.int64: one compilation
+                Et = R[_E0]
+                for r in range(n):
+                    d1 = qt[r] - qhat[r]
+                    d0 = qt[r] - q0[r]
+                    Et += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * qt[r]
+            else:
+                Ekeep = 0.0
+                Et = _phi(qt, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a1, mref,
+                          ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, branch, exact, g, band)
             if Et <= E + 1e-4 * alpha * slope + 1e-12 * (abs(E) + abs(Et)):
                 ok = True
+                if nxt >= 0:
+                    held = nxt
+                    R[_WS_E] = Ekeep
                 break
             alpha *= 0.5
         its += 1
@@ -237,7 +291,12 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
             tan_b[:, :] = tan
             a1_b[:, :] = a1
             mref_b[:] = mref
-    return its
+    return its, held
+
+
+def newton_workspace(n: int, ne: int) -> tuple:
+    """Fresh ``(gs, bands, m1, m2, R)`` for :func:`newton_minimize` with ``n`` unknowns and ``ne`` edges."""
+    return np.empty((2, n)), np.empty((2, n, BANDWIDTH + 1)), np.empty((ne, 3)), np.empty((ne, 3)), np.empty(_WS_E + 1)
 
 
 @njit(**JIT)
@@ -252,8 +311,11 @@ def implicit_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, 
     elen = np.empty(ne)
     a1w = np.empty((ne, 3))
     mrefw = np.empty(mref.shape[0])
-    g = np.empty(n)
-    band = np.empty((n, BANDWIDTH + 1))
+    gs = np.empty((2, n))
+    bands = np.empty((2, n, BANDWIDTH + 1))
+    m1 = np.empty((ne, 3))
+    m2 = np.empty((ne, 3))
+    R = np.empty(_WS_E + 1)
     D = np.empty(n)
     dq = np.empty(n)
     qt = np.empty(n)
@@ -270,8 +332,8 @@ def implicit_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, 
         fresh = s > 0
         newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref,
                         ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, branch, exact, newton_iters, gtol,
-                        ls_max, False,
-                        tan, elen, a1w, mrefw, g, band, D, dq, qt, stats, fresh)
+                        ls_max, False, tan, elen, a1w, mrefw, gs, bands, D, dq, qt, m1, m2, R, stats, fresh, False,
+                        np.int64(-1))
         update_frames(q, tanr, a1, mref, tan, elen, a1w, mrefw)
         tanr[:, :] = tan
         a1[:, :] = a1w
@@ -409,7 +471,8 @@ def solve_static(model: DERImplicitModel, state: DERImplicitState, *, load_steps
     n = state.q.shape[0]
     ne = state.tan.shape[0]
     tan, elen, a1w, mrefw = np.empty((ne, 3)), np.empty(ne), np.empty((ne, 3)), np.empty(state.mref.shape[0])
-    g, band, D, dq, qt = np.empty(n), np.empty((n, BANDWIDTH + 1)), np.empty(n), np.empty(n), np.empty(n)
+    gs, bands, m1, m2, R = newton_workspace(n, ne)
+    D, dq, qt = np.empty(n), np.empty(n), np.empty(n)
     zeros = np.zeros(n)
     fixed = _fixed_idx(model)
     for ls in range(1, int(load_steps) + 1):
@@ -417,7 +480,8 @@ def solve_static(model: DERImplicitModel, state: DERImplicitState, *, load_steps
         tol = float(gtol) if ls == load_steps else float(gtol) * 1e3
         newton_minimize(state.q, zeros, zeros, zeros, 0.0, 0.0, f, fixed, state.tan, state.a1, state.mref, model.ks,
                         model.lbar, model.kbend, model.wbar, model.ktwist, model.mbar, model.lvor, _bending(model),
-                        NO_SLERP, 0, 0, int(max_iters), tol, 30, True, tan, elen, a1w, mrefw, g, band, D, dq, qt, stats)
+                        NO_SLERP, 0, 0, int(max_iters), tol, 30, True, tan, elen, a1w, mrefw, gs, bands, D, dq, qt,
+                        m1, m2, R, stats, False, False, -1)
     ok = stats[2] <= gtol
     msg = "converged" if ok else f"not converged after {int(stats[0])} Newton iterations (gradient {stats[2]:.3e} N > {gtol:.3e} N)"
     state.v[:] = 0.0

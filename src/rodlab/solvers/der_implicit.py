@@ -7,7 +7,12 @@ Takahashi and Batty, "A sag-free initialization of discrete elastic rods", Sec. 
 iteration per step, 60 frames per second x 4 substeps, ``dt = 1/240 s``). :meth:`advance` steps all
 rods in one compiled call, in parallel over rods (:mod:`rodlab.der_implicit.batch`), reading and
 writing the flat :class:`rodlab.world.State`; the edge angles' velocities [rad/s] are carried in
-``state.solver["edge_theta_v"]`` (zero when a state comes from another method).
+``state.solver["edge_theta_v"]`` (zero when a state comes from another method), and
+``state.solver["vertex_x_frames"]`` (N, 3) records the positions the state's reference frames were
+transported to by the last step (NaN: none; a state of another method, a static solve or one
+changed by hand): a step that starts where that record says takes the frames as they are, any
+other start transports them once to its positions. So a step's result depends on the state alone
+(a warm-up step on a copy, a checkpoint, a fresh simulator change nothing).
 
 From the world (one :class:`rodlab.der_implicit.stepper.DERImplicitModel` per rod, :func:`rod_model`):
 
@@ -67,13 +72,15 @@ from ..der_implicit.stepper import DERImplicitModel, DERImplicitState, solve_sta
 from ..der_implicit.contact_step import ContactStep, rods_base_frames
 from ..model import ModelError, Rod, check_damping_scheme, require
 from ..world import State
-from .base import Simulator, StaticReport, StepReport
+from .base import Simulator, StaticReport, StepReport, ok_report, step_report
 
 INTEGRATORS = ("backward-euler", "bdf2")
 FEATURES = frozenset({"prescribed clamp motion", "swivel clamps", "pinned vertices", "rest curvature overrides",
                       "point forces", "rods given by stiffness", "wind", "obstacles", "rod contact", "friction"})
 BENDING_MODELS = ("4d", "2d-average", "2d-slerp")
 DEFAULT_DT = 1.0 / 240.0
+FRAMES_KEY = "vertex_x_frames"
+"""``state.solver`` key: the positions (N, 3) the state's reference frames belong to (module docstring)."""
 
 
 def rod_model(rod: Rod, *, gravity=(0.0, 0.0, 0.0), damping: float = 0.0, point_forces=(), curv2d: bool = False,
@@ -448,6 +455,7 @@ class DERImplicitSimulator(Simulator):
             state.rod_ref_d1(r)[...] = rest.a1
             state.rod_ref_twist(r)[...] = rest.mref
         state.solver["edge_theta_v"] = np.zeros(self.world.n_edges)
+        state.solver[FRAMES_KEY] = np.full(self._shape_x, np.nan)  # the rest frames: not from a step
         state.method = self.method
         return state
 
@@ -458,6 +466,18 @@ class DERImplicitSimulator(Simulator):
             state.solver["edge_theta_v"] = tv
         return tv
 
+    def _own(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+        """``state.solver``'s ``edge_theta_v`` (E,) and ``vertex_x_frames`` (N, 3), made (zero
+        velocities; no frame record) where missing, malformed or of another method's state."""
+        sv = state.solver
+        other = state.method != self.method
+        tv, fx = sv.get("edge_theta_v"), sv.get(FRAMES_KEY)
+        if other or not _is_f64(tv, self._shape_e):
+            tv = sv["edge_theta_v"] = np.zeros(self._shape_e)
+        if other or not _is_f64(fx, self._shape_x):
+            fx = sv[FRAMES_KEY] = np.full(self._shape_x, np.nan)
+        return tv, fx
+
     def advance(self, state: State, nsteps: int = 1) -> StepReport:
         # the base class's checks, on their slow path only (a call should cost a few microseconds)
         if nsteps.__class__ is not int or nsteps < 0:
@@ -465,12 +485,14 @@ class DERImplicitSimulator(Simulator):
         x, theta = state.vertex_x, state.edge_theta
         if x.shape != self._shape_x or theta.shape != self._shape_e:
             self._check_layout(state)
-        tv = state.solver.get("edge_theta_v")
-        if state.method != self.method or tv is None or tv.shape != self._shape_e:
-            tv = self._theta_velocity(state)
+        sv = state.solver
+        tv, fx = sv.get("edge_theta_v"), sv.get(FRAMES_KEY)
+        if state.method != self.method or tv is None or fx is None or tv.shape != self._shape_e \
+                or fx.shape != self._shape_x:
+            tv, fx = self._own(state)
         t0 = perf_counter()
         if nsteps == 0:
-            return StepReport(0)
+            return ok_report(0, 0.0)
         if self._contact is not None:
             return self._advance_contact(state, nsteps, tv)
         b = self.batch
@@ -481,27 +503,27 @@ class DERImplicitSimulator(Simulator):
         if not self._stepwise:
             if self._parallel:
                 failed = b.advance(x, state.vertex_v, theta, tv, state.edge_ref_d1, state.joint_ref_twist, nsteps, True,
-                                   prev, have)
+                                   prev, have, fx)
             else:  # one rod: the compiled call directly (the fewest microseconds per call)
                 b.ibuf[I_HAVE_PREV] = have
                 failed = advance_serial(b.ibuf, b.fbuf, x, state.vertex_v, theta, tv, state.edge_ref_d1,
-                                        state.joint_ref_twist, prev, nsteps)
+                                        state.joint_ref_twist, fx, prev, nsteps)
             if failed:
-                self._replay_and_fail(state, tv, nsteps, failed, t0, prev=prev, have=have)
+                self._replay_and_fail(state, tv, nsteps, failed, t0, prev=prev, have=have, fx=fx)
             state.t += nsteps * self._dt
             state.method = self.method
             if self._bdf2:
                 self._mark_prev(state)
             fb = b.fbuf
-            return StepReport(nsteps, True, "ok", int(fb[F_NEWTON_MAX]), 0, float(fb[F_RESIDUAL_MAX]),
-                              perf_counter() - t0)
+            return step_report(nsteps, True, "ok", int(fb[F_NEWTON_MAX]), 0, float(fb[F_RESIDUAL_MAX]),
+                               perf_counter() - t0)
         iters, residual = 0, 0.0
         for s in range(nsteps):
             self._set_step_loads(state)
             failed = b.advance(state.vertex_x, state.vertex_v, state.edge_theta, tv, state.edge_ref_d1,
-                               state.joint_ref_twist, 1, self._parallel, prev, have)
+                               state.joint_ref_twist, 1, self._parallel, prev, have, fx)
             if failed:
-                self._replay_and_fail(state, tv, nsteps, s + 1, t0, done=s)
+                self._replay_and_fail(state, tv, nsteps, s + 1, t0, done=s, fx=fx)
             state.t += self._dt
             state.method = self.method
             if self._bdf2:
@@ -512,7 +534,8 @@ class DERImplicitSimulator(Simulator):
         return StepReport(nsteps, newton_iters=iters, residual=residual, wall_s=time.perf_counter() - t0)
 
     def _replay_and_fail(self, state: State, tv: np.ndarray, nsteps: int, failed: int, t0: float,
-                         done: int | None = None, prev: np.ndarray | None = None, have: bool = False):
+                         done: int | None = None, prev: np.ndarray | None = None, have: bool = False,
+                         fx: np.ndarray | None = None):
         """Step ``failed`` of this call failed (the state is still at the call's start, or at step
         ``done`` of a stepwise call): redo the good steps, then raise :class:`SimulationError`."""
         b = self.batch
@@ -521,7 +544,7 @@ class DERImplicitSimulator(Simulator):
             done = failed - 1
             if done > 0:
                 b.advance(state.vertex_x, state.vertex_v, state.edge_theta, tv, state.edge_ref_d1,
-                          state.joint_ref_twist, done, self._parallel, prev if self._bdf2 else None, have)
+                          state.joint_ref_twist, done, self._parallel, prev if self._bdf2 else None, have, fx)
                 state.t += done * self._dt
                 state.method = self.method
                 self._mark_prev(state)
@@ -571,6 +594,7 @@ class DERImplicitSimulator(Simulator):
         if not msgs:
             state.vertex_v[...] = 0.0
             state.solver["edge_theta_v"] = np.zeros(self.world.n_edges)
+            state.solver[FRAMES_KEY] = np.full(self._shape_x, np.nan)  # frames from the static solve
             state.solver.pop("bdf2_prev", None)
             state.solver.pop("bdf2_prev_at", None)
             state.method = self.method
@@ -598,3 +622,10 @@ class DERImplicitSimulator(Simulator):
         gravity = -float(np.sum(w.vertex_mass * (state.vertex_x @ g)))
         elastic = self.elastic_energy(state)
         return {"kinetic": kinetic, "elastic": elastic, "gravity": gravity, "total": kinetic + elastic + gravity}
+
+
+def _is_f64(a, shape) -> bool:
+    """``a`` is a C-contiguous float64 array of ``shape`` (what the compiled driver takes)."""
+    return a is not None and a.__class__ is np.ndarray and a.shape == shape and a.dtype == np.float64 \
+        and a.flags.c_contiguous
+

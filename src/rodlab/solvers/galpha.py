@@ -74,8 +74,7 @@ from ..geometry.curves import reference_twist3
 from ..geometry.rotations import log_so3, matrix_to_quat, quat_to_matrix
 from ..model import ModelError, require
 from ..world import State
-from .base import Simulator, StaticReport, StepReport, UnsupportedFeature
-from .compact import step_report
+from .base import Simulator, StaticReport, StepReport, UnsupportedFeature, ok_report, step_report
 
 from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
 FEATURES = frozenset({"pinned vertices", "point forces", "point torques", "prescribed clamp motion"})
@@ -551,7 +550,7 @@ class GAlphaSimulator(Simulator):
         if state.vertex_x.shape != self._shape_x:
             self._check_layout(state)
         if nsteps == 0:
-            return StepReport(0)
+            return ok_report(0, 0.0)
         views = self._bound_views(state)
         sv = state.solver
         # one step of one rod puts everything back itself on failure (GAlphaSolver.step_robust)
