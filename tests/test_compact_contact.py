@@ -6,7 +6,7 @@ import pytest
 from rodlab.compact.chain import chain_forward
 from rodlab.compact.contact_world import edge_edge_rows
 from rodlab.contact import min_gap
-from rodlab.solvers import UnsupportedFeature, make_simulator
+from rodlab.solvers import make_simulator
 from rodlab.world import WorldBuilder
 from rodlab.world.obstacles import Cylinder, Plane
 
@@ -140,7 +140,8 @@ def test_friction_and_options_are_refused_clearly():
     b = WorldBuilder()
     b.add_rod(_straight(5, (0, 0, 0), (1, 0, 0)), E=1e7, G=1e7 / 3, rho=1000, radius=R)
     b.set_contact(rods=True, friction=0.3)
-    with pytest.raises(UnsupportedFeature, match="friction"):
-        make_simulator(b.build(), "compact")
+    make_simulator(b.build(), "compact")  # friction is supported (tests/test_compact_friction.py)
+    with pytest.raises(Exception, match="friction_eps_v"):
+        make_simulator(b.build(), "compact", friction_eps_v=0.0)
     with pytest.raises(Exception, match="contact_ccd_passes"):
         make_simulator(_crossing_world(), "compact", contact_ccd_passes=-1)

@@ -9,7 +9,7 @@ from rodlab.model import ModelError
 from rodlab.solvers import SimulationError, UnsupportedFeature, make_simulator
 from rodlab.solvers.compact import compact_model_of
 from rodlab.world import WorldBuilder, shapes
-from rodlab.world.obstacles import Capsule, Plane
+from rodlab.world.obstacles import Plane, TriangleMesh
 
 
 def cantilever_world(n, E=1e7, g=9.81, damping=2.0, copies=1, spacing=0.5):
@@ -164,11 +164,11 @@ def test_refusals_name_feature_and_method():
             b.pin(0, edit["pin"])
         if edit.get("wind"):
             b.set_wind((1.0, 0, 0), 0.1)
-        if edit.get("capsule"):
-            b.add_obstacle(Capsule((0, 0, -1.0), (1.0, 0, -1.0), 0.1))
+        if edit.get("mesh"):  # capsules are supported (tests/test_compact_friction.py)
+            b.add_obstacle(TriangleMesh([(0, 0, -1.0), (1.0, 0, -1.0), (0, 1.0, -1.0)], [(0, 1, 2)]))
         return b.build()
 
-    for edit, words in (({"wind": True}, "wind"), ({"capsule": True}, "capsule obstacles")):
+    for edit, words in (({"wind": True}, "wind"), ({"mesh": True}, "triangle mesh obstacles")):
         with pytest.raises(UnsupportedFeature, match="compact") as exc:
             make_simulator(world(**edit), "compact")
         assert words in str(exc.value)

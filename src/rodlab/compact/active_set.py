@@ -9,7 +9,8 @@ they block, removed when their multiplier turns negative) on ``x = T(s)``:
   ``vec(conj(q_target) q_i) = 0``);
 * :class:`Floor` -- half-space ``n . p_j - offset - radius >= 0`` for every vertex;
 * :class:`Sphere` -- ``|p_j - c| - R - radius >= 0`` for every vertex;
-* :class:`Cylinder` -- distance to an axis minus ``R + radius >= 0`` for every vertex.
+* :class:`Cylinder` -- distance to an axis minus ``R + radius >= 0`` for every vertex;
+* :class:`Capsule` -- distance to a segment minus ``R + radius >= 0`` for every vertex.
 
 Coordinate Dirichlet conditions on ``s`` (root position, segment-0 rotation) are eliminated as in
 :mod:`rodlab.compact.sqp`. Each Newton iteration solves the QP of Eq. 12 by a primal active-set
@@ -139,6 +140,25 @@ class Cylinder:
         radial = rel - np.outer(rel @ a, a)
         r = np.linalg.norm(radial, axis=1)
         return r - self.radius - radius, radial / np.maximum(r, 1e-300)[:, None]
+
+
+@dataclass(frozen=True)
+class Capsule:
+    """Solid capsule: the points within ``radius`` [m] of the segment ``a``-``b`` (a finite
+    cylinder with hemispherical caps). Distance and normal from each vertex's closest point on
+    the segment."""
+
+    a: np.ndarray
+    b: np.ndarray
+    radius: float
+
+    def values(self, p, radius):
+        a = np.asarray(self.a, dtype=float)
+        ab = np.asarray(self.b, dtype=float) - a
+        s = np.clip(((p - a) @ ab) / float(ab @ ab), 0.0, 1.0)
+        rel = p - (a + s[:, None] * ab)
+        r = np.linalg.norm(rel, axis=1)
+        return r - self.radius - radius, rel / np.maximum(r, 1e-300)[:, None]
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from ..contact.narrowphase import segment_segment, vrow
 from ..model import require
 from .chain import chain_forward, jac_mul, jac_t_mul
 from .end_clamps import EndClamps
+from .friction import StepFriction, patches
 from .energies import reduced_hessian
 from .sqp import CompactState, finish_step, prepare_preconditioner, split_damping, tension_stiffness
 
@@ -58,7 +59,8 @@ class StepInfo(NamedTuple):
     """One joint step: ``success`` (no PCG or line-search failure), ``message``, ``newton``
     iterations, ``pcg`` iterations, linear ``solves``, last KKT ``residual``, ``active`` rows at the
     end, ``qp`` active-set iterations, ``ccd_passes`` re-solves after continuous detection,
-    ``max_violation`` [m] of the candidate rows after the step, ``finite``."""
+    ``max_violation`` [m] of the candidate rows after the step, ``finite``; ``sticking`` and
+    ``sliding`` frictional contacts at the step's end (:mod:`rodlab.compact.friction`)."""
 
     success: bool
     message: str
@@ -71,6 +73,8 @@ class StepInfo(NamedTuple):
     ccd_passes: int
     max_violation: float
     finite: bool
+    sticking: int = 0
+    sliding: int = 0
 
 
 def contact_radius(world) -> np.ndarray:
@@ -170,10 +174,15 @@ class WorldContactSolver:
     max_newton : int
         SQP iterations at most while a candidate row is violated by more than ``1e-3 r_min``
         (the options' ``max_newton``, the paper's 5, otherwise).
+    friction_eps_v : float
+        Slip speed [m/s] below which the kinetic friction potential is mollified
+        (:mod:`rodlab.compact.friction`; sticking is exact, by equality rows, whatever its value).
+        The coefficients come from ``world.contact.rod_friction_table`` and
+        ``world.obstacle_friction``.
     """
 
     def __init__(self, world, rod_solvers, *, rods: bool, proximity=None, max_qp_iterations: int = 100,
-                 ccd_passes: int = 4, max_newton: int = 30):
+                 ccd_passes: int = 4, max_newton: int = 30, friction_eps_v: float = 1e-4):
         require(isinstance(ccd_passes, (int, np.integer)) and ccd_passes >= 0,
                 f"contact_ccd_passes must be an integer >= 0 (got {ccd_passes!r})")
         self.world = world
@@ -198,8 +207,19 @@ class WorldContactSolver:
         # clamps away from the root, sliding clamps, pins away from the root: Dirichlet frames and
         # equality rows (rodlab.compact.end_clamps), the last ``n_eq`` rows of every step
         self.clamps = EndClamps(world, [sol.model for sol in self.solvers])
-        self.n_eq = self.clamps.n_rows
+        self.n_clamp = self.clamps.n_rows
+        self.n_eq = self.n_clamp  # + the stick rows of the step's sticking contacts
         self._t1 = 0.0
+        # Coulomb friction (rodlab.compact.friction): coefficients per rod pair and per obstacle
+        require(isinstance(friction_eps_v, (int, float)) and math.isfinite(friction_eps_v) and friction_eps_v > 0,
+                f"friction_eps_v must be > 0 m/s (got {friction_eps_v!r})")
+        self.friction_eps_v = float(friction_eps_v)
+        self.has_friction = bool(world.contact.has_friction)
+        self.rod_mu = (world.contact.rod_friction_table(world.n_rods) if world.contact.rods
+                       else np.zeros((world.n_rods, world.n_rods)))
+        self.obstacle_mu = np.array([world.obstacle_friction(m) for m in range(len(world.obstacles))], dtype=float)
+        self._fric = None
+        self._pinned = set()
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _sl(self, r):
@@ -217,6 +237,13 @@ class WorldContactSolver:
                 total -= float(f @ sol.ws.p[j])
                 if mode >= 1:
                     sol.ws.gp[j] -= f
+        fric = self._fric
+        if fric is not None and fric.slip.size:
+            grad = np.zeros((self.N, 3)) if mode >= 1 else None
+            total += fric.energy(P, grad)
+            if grad is not None:
+                for r, sol in enumerate(self.solvers):
+                    sol.ws.gp += grad[self._sl(r)]
         return total
 
     def _obstacle_rows(self, P, cand):
@@ -239,11 +266,12 @@ class WorldContactSolver:
         (edge-edge, then obstacle), then the ``n_eq`` equality rows of the clamps at the step's end."""
         verts_e, coef_e, val_e = edge_edge_rows(P, self.geometry, *ee)
         verts_o, coef_o, val_o = self._obstacle_rows(P, cand)
-        if self.n_eq:
-            verts_c, coef_c, val_c = self.clamps.rows(P, self._t1)
-            return (np.concatenate([verts_e, verts_o, verts_c]), np.concatenate([coef_e, coef_o, coef_c]),
-                    np.concatenate([val_e, val_o, val_c]))
-        return (np.concatenate([verts_e, verts_o]), np.concatenate([coef_e, coef_o]), np.concatenate([val_e, val_o]))
+        parts = [(verts_e, coef_e, val_e), (verts_o, coef_o, val_o)]
+        if self.n_clamp:
+            parts.append(self.clamps.rows(P, self._t1))
+        if self._fric is not None and self._fric.n_rows:
+            parts.append(self._fric.stick_rows(P))
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
 
     def _infeasibility(self, cvals):
         """``|C_A|_1`` of the merit function (Eq. 11): violated inequality rows and every equality row."""
@@ -327,11 +355,14 @@ class WorldContactSolver:
                 # rows of one touching point (a crossing at a vertex makes two to four equal rows)
                 # are dependent: a relative Tikhonov shift splits their multiplier instead of
                 # letting it grow without bound
-                S[np.diag_indices_from(S)] += 1e-9 * float(np.max(np.abs(np.diag(S)))) + 1e-300
-                try:
-                    lam = np.linalg.solve(S, rhs)
-                except np.linalg.LinAlgError:
-                    lam = np.linalg.lstsq(S, rhs, rcond=None)[0]
+                if self._fric is not None and self._fric.n_rows:
+                    lam = _min_norm_solve(S, rhs)
+                else:
+                    S[np.diag_indices_from(S)] += 1e-9 * float(np.max(np.abs(np.diag(S)))) + 1e-300
+                    try:
+                        lam = np.linalg.solve(S, rhs)
+                    except np.linalg.LinAlgError:
+                        lam = np.linalg.lstsq(S, rhs, rcond=None)[0]
                 d_eqp = (z.ravel() + Y @ lam).reshape(z.shape)
             else:
                 d_eqp, lam = z, np.zeros(0)
@@ -355,7 +386,7 @@ class WorldContactSolver:
                 W.append(block)  # the first row the step runs into (Alg. 2: insert)
                 inW[block] = True
                 continue
-            ineq = [i for i, k in enumerate(W) if k < n_in]
+            ineq = [i for i, k in enumerate(W) if k < n_in and k not in self._pinned]
             if ineq:
                 scale = 1e-12 * (1.0 + float(np.max(np.abs(lam))))
                 i = min(ineq, key=lambda i: lam[i])
@@ -404,7 +435,6 @@ class WorldContactSolver:
         total = dict(newton=0, pcg=0, solves=0, qp=0)
         while True:
             info, keys, W = self._sqp(states, t, dt, (pairs, nref), cand, active_prev)
-            n_rows = pairs.shape[0] + len(cand) + self.n_eq
             for k in ("newton", "pcg", "solves", "qp"):
                 total[k] += getattr(info, k)
             if not info.finite or not self.rods or passes >= self.ccd_passes:
@@ -428,7 +458,7 @@ class WorldContactSolver:
                     getattr(st, name)[...] = getattr(bk, name)
             passes += 1
         active_prev.clear()
-        active_prev.update(keys(k) for k in W if k < n_rows - self.n_eq)
+        active_prev.update(keys(k) for k in W if k < pairs.shape[0] + len(cand))
         return info._replace(newton=total["newton"], pcg=total["pcg"], solves=total["solves"], qp=total["qp"],
                              ccd_passes=passes)
 
@@ -444,9 +474,8 @@ class WorldContactSolver:
         # rows active at the end of the last step (Alg. 2's warm start) and every equality row
         n_seg = max(int(self.geometry.n_edges), 1)
         prev_e = np.array([(k[1], k[2]) for k in active_prev if k[0] == "e"], dtype=np.int64).reshape(-1, 2)
-        prev_mask = np.concatenate([np.isin(pairs[:, 0] * n_seg + pairs[:, 1], prev_e[:, 0] * n_seg + prev_e[:, 1]),
-                                    np.array([("o",) + tuple(c) in active_prev for c in cand], dtype=bool),
-                                    np.ones(self.n_eq, dtype=bool)])
+        prev_ineq = np.concatenate([np.isin(pairs[:, 0] * n_seg + pairs[:, 1], prev_e[:, 0] * n_seg + prev_e[:, 1]),
+                                    np.array([("o",) + tuple(c) in active_prev for c in cand], dtype=bool)])
         preds = []
         for st, sol in zip(states, solvers):
             a_d = 0.0 if sol.damping_scheme == "exponential" else sol.damping / dt
@@ -454,6 +483,8 @@ class WorldContactSolver:
         S = np.concatenate([st.s for st in states])
         QREF = [st.qref for st in states]
         P = np.empty((N, 3))
+        self._start_friction(np.concatenate([pr[1] for pr in preds]), ee, cand, prev_ineq, dt)
+        max_it, min_it = self.max_newton, solvers[0].options.max_newton
         ctx = {"pcg": 0, "solves": 0, "qp": 0, "pcg_fail": False}
         it, resid, W, converged, ls_fail = 0, math.inf, [], False, False
         opts = solvers[0].options
@@ -461,8 +492,17 @@ class WorldContactSolver:
             E = self._energy(S, QREF, preds, 2, t1, P)
             rows = self._rows(P, ee, cand)
             worst = self._worst(rows[2])
-            if it >= self.max_newton or (it >= opts.max_newton and worst <= self.violation_tol):
+            if it >= max_it or (it >= min_it and worst <= self.violation_tol):
+                if self._stick_switch(P):  # patches that stick get their rows: a few more iterations
+                    max_it, min_it = it + 3, it + 1
+                    continue
                 break
+            prev_mask = np.concatenate([prev_ineq, np.ones(self.n_eq, dtype=bool)])
+            prev_mask[list(self._pinned)] = True
+            kdiag = None
+            if self._fric is not None and self._fric.slip.size:
+                kdiag = np.zeros(N)
+                self._fric.stiffness(P, kdiag)
             b = np.empty((N, 3))
             ok = True
             for r, sol in enumerate(solvers):
@@ -474,16 +514,23 @@ class WorldContactSolver:
                 reduced_hessian(ws.q, pr[2], ws.Qj, md.masses, md.Jr, md.lbar, md.Kh, pr[4], pr[5], ws.Hp, ws.Bd, ws.Bo)
                 if sol.options.tension_stiffness:
                     tension_stiffness(S[sl], md.lengths, ws.q, ws.gp, ws.Bd)
+                if kdiag is not None:
+                    ws.Hp += kdiag[sl]
                 ok &= bool(prepare_preconditioner(sol.kind, ws.Dj, ws.Hp, ws.Bd, ws.Bo, sol.free, ws.diag, ws.off,
                                                   ws.sinv, ws.W, ws.suffix, ws.A, ws.L))
             if not ok:
                 ctx["pcg_fail"] = True
                 break
             d, lam, W, g_lam = self._solve_qp(b, rows, prev_mask, ctx)
+            if self._fric is not None and self._fric.update(W, lam):
+                continue  # the step's first QP had no friction force: solve again with it
             cvals = rows[2]
             viol = float(np.max(np.abs(cvals[W]))) if W else 0.0
             resid = float(np.linalg.norm(b - g_lam))
             if resid < opts.tol and viol < 1e-10:
+                if self._stick_switch(P):
+                    max_it, min_it = it + 3, it + 1
+                    continue
                 converged = True
                 break
             inv_mu = 1.1 * (float(np.max(np.abs(lam))) if len(lam) else 0.0) + 1e-12
@@ -502,6 +549,9 @@ class WorldContactSolver:
                 alpha *= 0.5
             it += 1
             if not accepted:
+                if self._stick_switch(P):  # no progress at the sliding solution: the stick test
+                    max_it, min_it = it + 3, it + 1
+                    continue
                 ls_fail = True
                 break
             S = S_try
@@ -528,8 +578,58 @@ class WorldContactSolver:
         msg = "converged" if converged else ("PCG did not converge" if ctx["pcg_fail"] else
                                              ("line search made no progress" if ls_fail else "newton iteration limit reached"))
         n_contact = sum(1 for k in W if k < n_e + n_o)
+        stick, slide = self._fric.counts if self._fric is not None else (0, 0)
         return StepInfo(not ctx["pcg_fail"], msg, it, ctx["pcg"], ctx["solves"], resid, n_contact, ctx["qp"], 0, max_viol,
-                        True), keys, W
+                        True, stick, slide), keys, W
+
+    def _start_friction(self, x0, ee, cand, prev_ineq, dt):
+        """The step's frictional contacts (:class:`rodlab.compact.friction.StepFriction`): rows with
+        ``mu > 0`` in the last step's active set or touching (gap <= 1e-3 r_min) at the step's
+        start ``x0`` (N, 3), every one sliding until the step's stick test; ``n_eq`` back to the
+        clamp rows."""
+        self._fric = None
+        self._pinned = set()
+        self.n_eq = self.n_clamp
+        if not self.has_friction:
+            return
+        pairs, n_e = ee[0], ee[0].shape[0]
+        K = n_e + len(cand)
+        if K == 0:
+            return
+        mu = np.empty(K)
+        er = self.geometry.edge_rod
+        mu[:n_e] = self.rod_mu[er[pairs[:, 0]], er[pairs[:, 1]]] if n_e else 0.0
+        mu[n_e:] = [self.obstacle_mu[oi] if oi < self.obstacle_mu.size else 0.0 for _, oi, _ in cand]
+        rows = self._rows(x0, ee, cand)  # inequality rows only: no friction yet, clamp rows last
+        frictional = (mu > 0.0) & (prev_ineq | (rows[2][:K] <= self.violation_tol))
+        if not frictional.any():
+            return
+        rows_in = (rows[0][:K], rows[1][:K], rows[2][:K])
+        self._fric = StepFriction(rows_in, frictional, mu, patches(cand, pairs, er, n_e), x0,
+                                  self.friction_eps_v * dt)
+
+    def _stick_switch(self, P) -> bool:
+        """The step's stick test at the sliding solution ``P`` (:meth:`StepFriction.decide`); on a
+        switch the stick rows join the equality rows and the sticking contacts' normal rows stay
+        in the working set. True when the SQP must go on."""
+        f = self._fric
+        if f is None or not f.decide(P):
+            return False
+        self.n_eq = self.n_clamp + f.n_rows
+        self._pinned = {int(k) for k in f.pinned_rows()}
+        return True
+
+
+def _min_norm_solve(S, rhs, rcond=1e-10):
+    """Least-squares multipliers of minimum norm for a symmetric positive semi-definite Schur
+    complement ``S``: eigen-directions below ``rcond`` times the largest eigenvalue are dropped.
+    With stick rows (:mod:`rodlab.compact.friction`) many rows are dependent (an inextensible rod
+    moves every vertex the same along itself), and the Tikhonov shift alone lets a round-off
+    inconsistency of the right-hand side grow into multipliers 1e5 times the load."""
+    w, V = np.linalg.eigh(0.5 * (S + S.T))
+    keep = w > rcond * max(float(w[-1]), 1e-300)
+    Vk = V[:, keep]
+    return Vk @ ((Vk.T @ rhs) / w[keep])
 
 
 def rod_states(world, s, qref, x, q, v, omega, t=0.0):

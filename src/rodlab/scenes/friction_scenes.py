@@ -1,4 +1,5 @@
-"""Friction scenes of issue "Contact and friction" on der-implicit's barrier contact (IPC).
+"""Friction scenes of issue "Contact and friction" on der-implicit's barrier contact (IPC); the
+incline also on compact's active-set contact with stick rows and lagged kinetic friction (``method``).
 
 incline: a short rod lying on a plane tilted by ``angle`` with Coulomb ``mu``; its acceleration
 down the slope against ``g (sin(angle) - mu cos(angle))`` (0 when ``tan(angle) <= mu``).
@@ -51,7 +52,21 @@ def fit_acceleration(t, s) -> float:
     return float(2.0 * np.polyfit(np.asarray(t), np.asarray(s), 2)[0])
 
 
-@register("incline", "der-implicit: a rod sliding or sticking on a tilted plane with Coulomb friction (IPC barrier)", [
+METHODS = ("der-implicit", "compact")
+
+
+def _friction_simulator(world, method, dt, eps_v, integrator):
+    """der-implicit (IPC barrier, ``friction_eps_v = eps_v``) or compact (active set; its
+    ``friction_eps_v`` only mollifies the kinetic force, sticking is exact)."""
+    if method == "compact":
+        require(integrator == "backward-euler", f"method compact steps friction by backward-euler only "
+                f"(got integrator={integrator!r})")
+        return make_simulator(world, "compact", dt=dt, friction_eps_v=eps_v)
+    return make_simulator(world, "der-implicit", dt=dt, friction_eps_v=eps_v, integrator=integrator)
+
+
+@register("incline", "a rod sliding or sticking on a tilted plane with Coulomb friction (der-implicit: IPC barrier; "
+          "compact: active set)", [
     Param("angle", 30.0, "tilt of the plane [deg]", low=0.0, high=89.0),
     Param("mu", 0.3, "Coulomb friction coefficient", low=0.0),
     Param("vertices", 6, "rod vertices", low=3, high=200),
@@ -63,21 +78,21 @@ def fit_acceleration(t, s) -> float:
           low_open=True),
     Param("integrator", "backward-euler", "der-implicit time integration: backward-euler (first order, the paper's) "
           "or bdf2 (second order)", choices=("backward-euler", "bdf2")),
+    Param("method", "der-implicit", "simulation method", choices=METHODS),
 ])
 def run_incline(params, progress) -> SceneResult:
     require(params["t_end"] >= params["t_settle"] + 3 * params["dt"],
             f"t_end must be >= t_settle + 3 dt = {params['t_settle'] + 3 * params['dt']:g} s (the acceleration is fitted "
             f"to the frames after t_settle; got t_end = {params['t_end']:g} s)")
     world, down, normal = incline_world(params["angle"], params["mu"], n=params["vertices"], length=params["length"])
-    sim = make_simulator(world, "der-implicit", dt=params["dt"], friction_eps_v=params["eps_v"],
-                         integrator=params["integrator"])
+    sim = _friction_simulator(world, params["method"], params["dt"], params["eps_v"], params["integrator"])
     state = sim.initial_state()
     nsteps = int(math.ceil(params["t_end"] / sim.dt - 1e-9))
     run = record(sim, state, nsteps, frames=nsteps, progress=progress,
                  probes={"s": lambda st: float(st.vertex_x.mean(axis=0) @ down)})
     keep = run.t >= params["t_settle"]
     acc = fit_acceleration(run.t[keep], run.probes["s"][keep])
-    m = {"method": "der-implicit", "n_vertices": world.n_vertices, "dt": sim.dt,
+    m = {"method": params["method"], "n_vertices": world.n_vertices, "dt": sim.dt,
          "acceleration": acc, "acceleration_theory": incline_theory(params["angle"], params["mu"]),
          "slide_distance": float(run.probes["s"][-1] - run.probes["s"][0]),
          **run.contact_summary(), "ms_per_step": 1e3 * run.wall_s / max(run.steps, 1),

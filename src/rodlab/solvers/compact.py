@@ -13,7 +13,7 @@ A clamp of the first edge may move (``motion(t) -> (R, d)``, turning about the e
 rest frame, for the end of the step (Zhao et al., Sec. 2.3: Dirichlet values of ``s``); the
 motion is evaluated in Python once per step, before the compiled call.
 
-Obstacles (the world's :class:`~rodlab.world.obstacles.Plane`, ``Sphere`` and ``Cylinder``) are
+Obstacles (the world's :class:`~rodlab.world.obstacles.Plane`, ``Sphere``, ``Cylinder`` and ``Capsule``) are
 inequality constraints on every vertex, ``distance(x_j) >= rod radius``, solved by the active-set
 SQP of Zhao et al. (Alg. 1 + Alg. 2, App. B: :class:`rodlab.compact.active_set.ConstrainedSolver`),
 one rod after the other in Python: a world with obstacles steps far slower than one without.
@@ -30,8 +30,12 @@ pairs it finds. Every contact step reports ``contact_min_gap``, ``contacts_sum``
 ``contacts_max`` in its :class:`~rodlab.solvers.base.StepReport`. Clamps of other edges, sliding
 clamps (``slide_axis``) and pins of other vertices take that path too: the clamped segment's
 frame is a Dirichlet condition, the clamped or pinned vertex's position equality rows of the step
-(:mod:`rodlab.compact.end_clamps`). Capsules and triangle meshes, Coulomb friction, swivel
-clamps, closed rods and wind are refused by name.
+(:mod:`rodlab.compact.end_clamps`). Coulomb friction (``world.contact`` friction per rod pair,
+``add_obstacle(..., friction=mu)``) takes that path too: sticking contacts are tangential equality
+rows of the step, patches outside Coulomb's cone slide with the lagged kinetic force
+(:mod:`rodlab.compact.friction`). Capsule obstacles are vertex rows like the cylinder's
+(:class:`rodlab.compact.active_set.Capsule`). Triangle meshes, swivel clamps, closed rods and
+wind are refused by name.
 
 State layout (``state.method == "compact"``): ``vertex_x``/``vertex_v`` are the chain's positions
 ``p`` and velocities ``v``; ``state.solver`` holds ``s`` (N, 3) (per rod: root position, then the
@@ -70,25 +74,15 @@ from ..compact.pcg import PRECONDITIONERS
 from ..compact.sqp import CompactModel
 from ..model import DAMPING_SCHEMES, ModelError, require
 from ..world import State
-from ..world.obstacles import Cylinder, Plane, Sphere
-from .base import Simulator, StaticReport, StepReport, UnsupportedFeature
+from ..world.obstacles import Capsule, Cylinder, Plane, Sphere
+from .base import Simulator, StaticReport, StepReport, UnsupportedFeature, step_report
 
 FEATURES = frozenset({"pinned vertices", "anisotropic bending", "rods given by stiffness", "prescribed clamp motion",
-                      "obstacles", "rod contact", "point forces", "sliding clamps"})
+                      "obstacles", "rod contact", "point forces", "sliding clamps", "friction"})
 PRECONDS = ("none", "diagonal", "block-diagonal", "hybrid", "direct")
 INTEGRATORS = ("backward-euler", "bdf2")
 _HISTORY = (("bdf2_x", "v", 3), ("bdf2_v", "v", 3), ("bdf2_q", "e", 4), ("bdf2_omega", "e", 3))
 _SOLVER_KEYS = ("s", "qref", "q", "omega")
-_new = object.__new__
-
-
-def step_report(steps, success, message, newton_iters, linear_iters, residual, wall_s) -> StepReport:
-    """``StepReport(steps, ...)`` in a quarter of the time (0.5 us instead of 2.3: a frozen
-    dataclass's ``__init__`` sets each field through ``object.__setattr__``); equal to it."""
-    report = _new(StepReport)
-    report.__dict__.update(steps=steps, success=success, message=message, newton_iters=newton_iters,
-                           linear_iters=linear_iters, residual=residual, wall_s=wall_s)
-    return report
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,8 +181,8 @@ class CallStats(NamedTuple):
 
 def contact_obstacle(obstacle):
     """The active-set constraint (:mod:`rodlab.compact.active_set`) of a world obstacle: a plane
-    ``n . (x - point) >= 0`` is a ``Floor`` at offset ``n . point``; spheres and (infinite)
-    cylinders map one to one. Capsules and meshes raise :class:`UnsupportedFeature`."""
+    ``n . (x - point) >= 0`` is a ``Floor`` at offset ``n . point``; spheres, (infinite)
+    cylinders and capsules map one to one (vertex rows). Meshes raise :class:`UnsupportedFeature`."""
     from ..compact import active_set as AS
 
     if isinstance(obstacle, Plane):
@@ -197,9 +191,11 @@ def contact_obstacle(obstacle):
         return AS.Sphere(tuple(obstacle.center), float(obstacle.radius))
     if isinstance(obstacle, Cylinder):
         return AS.Cylinder(tuple(obstacle.point), tuple(obstacle.axis), float(obstacle.radius))
-    kind = {"Capsule": "capsule", "TriangleMesh": "triangle mesh"}.get(type(obstacle).__name__, type(obstacle).__name__)
-    raise UnsupportedFeature(f"method compact does not support {kind} obstacles (plane, sphere and cylinder only; "
-                             f"see the feature table in docs/world.md)")
+    if isinstance(obstacle, Capsule):
+        return AS.Capsule(tuple(obstacle.a), tuple(obstacle.b), float(obstacle.radius))
+    kind = {"TriangleMesh": "triangle mesh"}.get(type(obstacle).__name__, type(obstacle).__name__)
+    raise UnsupportedFeature(f"method compact does not support {kind} obstacles (plane, sphere, cylinder and capsule "
+                             f"only; see the feature table in docs/world.md)")
 
 
 class CompactSimulator(Simulator):
@@ -224,7 +220,9 @@ class CompactSimulator(Simulator):
     also ``contact_ccd_passes`` (4: re-solves of a step after continuous detection found pairs
     that were not candidates; 0 = discrete detection only, as in the paper) and
     ``contact_newton_iters`` (30: SQP iterations at most while a candidate row is violated by more
-    than 1e-3 of the smallest radius; ``newton_iters`` otherwise). ``integrator``:
+    than 1e-3 of the smallest radius; ``newton_iters`` otherwise). With friction
+    ``friction_eps_v`` [m/s] (1e-4: slip speed below which the kinetic friction potential is
+    mollified; sticking is exact whatever its value). ``integrator``:
     ``"backward-euler"`` (Zhao et al.'s implicit Euler, the default) or ``"bdf2"`` (second order:
     the same SQP on BDF2's incremental potential, docs/integrators.md; its history, the previous
     step's start, lives in ``state.solver["bdf2_*"]``, and a step without a history of this ``dt``
@@ -242,7 +240,8 @@ class CompactSimulator(Simulator):
                "recenter_every_iteration": False, "warm_start": True, "damping_scheme": "implicit",
                "static_newton_iters": 300, "static_rtol": 1e-9, "contact_proximity": None,
                "contact_max_qp_iterations": 100, "contact_ccd_passes": 4,
-               "contact_newton_iters": 30, "integrator": "backward-euler"}
+               "contact_newton_iters": 30, "integrator": "backward-euler",
+               "friction_eps_v": 1e-4}
 
     def _setup(self, dt):
         w, o = self.world, self.opts
@@ -270,6 +269,9 @@ class CompactSimulator(Simulator):
             val = o[name]
             ok = isinstance(val, (int, float)) and math.isfinite(val) and (val > 0 if positive else val >= 0)
             require(ok, f"{name} must be {'> 0' if positive else '>= 0'} (got {val!r})")
+        eps_v = o["friction_eps_v"]
+        require(isinstance(eps_v, (int, float)) and not isinstance(eps_v, bool) and math.isfinite(eps_v) and eps_v > 0,
+                f"friction_eps_v must be > 0 m/s (got {eps_v!r})")
         prox = o["contact_proximity"]
         require(prox is None or (isinstance(prox, (int, float)) and not isinstance(prox, bool) and math.isfinite(prox)
                                  and prox >= 0), f"contact_proximity must be None or >= 0 m (got {prox!r})")
@@ -337,7 +339,8 @@ class CompactSimulator(Simulator):
         self._contact = None
         self._joint = None
         self._cgeom = None
-        if self._obstacles or w.contact.rods or w.loads.point_forces or needs_rows(w):
+        joint = bool(w.contact.rods or w.loads.point_forces or needs_rows(w) or w.contact.has_friction)
+        if self._obstacles or joint:
             from ..compact.active_set import ConstrainedSolver
             from ..compact.sqp import SolverOptions
 
@@ -353,11 +356,12 @@ class CompactSimulator(Simulator):
                              for r, md in enumerate(self.models)]
             from ..compact.contact_world import WorldContactSolver, contact_geometry
 
-            if w.contact.rods or w.loads.point_forces or needs_rows(w):
+            if joint:  # rod contact, point forces, clamp rows or friction: one SQP over every rod
                 self._joint = WorldContactSolver(w, self._contact, rods=w.contact.rods,
                                                  proximity=None if prox is None else float(prox),
                                                  max_qp_iterations=int(o["contact_max_qp_iterations"]),
-                                                 ccd_passes=int(ccd), max_newton=int(o["contact_newton_iters"]))
+                                                 ccd_passes=int(ccd), max_newton=int(o["contact_newton_iters"]),
+                                                 friction_eps_v=float(eps_v))
                 self._cgeom = self._joint.geometry
             else:
                 self._cgeom = contact_geometry(w)
