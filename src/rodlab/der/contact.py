@@ -3,12 +3,15 @@
 Bergou, Wardetzky, Robinson, Audoly, Grinspun, "Discrete Elastic Rods" (ACM TOG 2008) handle
 contact in their explicit simulations (Table 1, Figs. 1, 9, 10) with impulses after the elastic
 update; here, after each step of the unchanged compiled DER kernel (symplectic Euler, fast or
-symplectic projection, quasistatic twist), :class:`DERContact` runs:
+symplectic projection, quasistatic twist), the contact response runs, all of it inside one
+compiled call per step (:func:`rodlab.der.contact_loop.respond_packed`; this module holds
+its impulse, projection and frame kernels and :class:`DERContact`, the contact data):
 
-1. **Rows.** Contacts are detected at the step's end positions ``x1`` with
-   :func:`rodlab.contact.detect` (margin ``margin_factor`` times the smallest contact radius); when
+1. **Rows.** Contacts are detected at the step's end positions ``x1`` (the kernels of
+   :func:`rodlab.contact.detect`, serial: :func:`rodlab.der.contact_loop.detect_rows`; margin
+   ``margin_factor`` times the smallest contact radius); when
    some vertex moved more than half the smallest contact radius in the step, or the world has a
-   mesh, continuous detection :func:`rodlab.contact.impacts` from ``x0`` to ``x1`` adds every pair
+   mesh, continuous detection (those of :func:`rodlab.contact.impacts`) from ``x0`` to ``x1`` adds every pair
    that touched during the step, with its normal and closest points taken *at the time of impact*
    (so a pair that passed through is pushed back to the side it came from). Each row ``k`` joins
    the points ``p_a = sum_i w_ai x_i`` (two vertices of segment a, barycentric weights) and
@@ -24,17 +27,21 @@ symplectic projection, quasistatic twist), :class:`DERContact` runs:
    ``mu lambda_k`` against the slip (kinetic). Iterated until no row changes any velocity by
    more than ``tolerance`` [m/s]. Normal impulses are inelastic (no restitution): a resting
    contact ends the step at gap 0 with zero normal velocity.
-3. **Positions.** ``x1 += h dv``; every touched rod is projected back onto inextensibility (fast
-   projection, Goldenthal et al. 2007, as in Bergou et al. 2008 Sec. 8.1) and its velocity gets
+3. **Positions.** ``x1 += h dv``; every touched rod is projected back onto inextensibility with
+   the simulator's projection (fast projection, Goldenthal et al. 2007, as in Bergou et al. 2008
+   Sec. 8.1; or, with ``projection="symplectic"``, the SHAKE correction along the constraint
+   gradients at the positions before the displacement) and its velocity gets
    ``(x_projected - x1) / h``; rounds 1-3 repeat (with fresh detection) until a round finds no
-   row violated by more than ``penetration_tol`` (or ``max_rounds``).
+   row violated by more than ``penetration_tol`` (or ``max_rounds``). With
+   ``projection="symplectic"`` the touched rods' velocities are then projected onto the
+   constraints' tangent space (RATTLE's velocity step, :func:`velocity_project_rods`).
 4. **Frames.** Touched rods' reference frames are parallel transported in time to the corrected
    edges, reference twists recomputed, clamped angles re-set and the quasistatic twist re-solved
    (the same kernels as the DER step).
 
 Rod-rod impulses are equal and opposite, so they conserve linear momentum exactly. Detection is
 skipped while a clearance bound kept in the state proves that no pair can be within reach
-(:meth:`DERContact.respond`).
+(:func:`rodlab.der.contact_loop.respond`).
 """
 from __future__ import annotations
 
@@ -43,78 +50,34 @@ import math
 import numpy as np
 from numba import njit
 
-from ..contact import OBSTACLE, SEGMENT, detect, from_arrays, impacts, min_gap
+from ..contact import OBSTACLE, detect, from_arrays, min_gap
 from ..contact.detect import _obstacle_table
-from ..contact.narrowphase import MESH, point_obstacle, segment_obstacle, segment_segment, segment_triangle, vlerp, vrow
+from ..contact.narrowphase import MESH
 from ..geometry._vec import JIT
 from ..geometry.curves import compute_edges, compute_tangents
 from . import kernels as K
-from .projection import fast_projection
+from .projection import _mark_active, fast_projection, shake_projection, velocity_projection
 
 
 # ---- compiled kernels -----------------------------------------------------------------------------
 @njit(**JIT)
-def impact_rows(x0, x1, kind, pair_a, pair_b, tri_flat, toi, edge_v0, edge_v1, edge_radius, obstacle_kind,
-                obstacle_param, tri_x, s_out, t_out, point_out, normal_out, gap_out):
-    """Contact rows of the impacts of a step: closest points and normal at the time of impact
-    ``toi`` (positions interpolated linearly from ``x0`` to ``x1``), gap measured along that
-    normal at ``x1`` with the same barycentric weights (negative when the pair passed through)."""
-    for k in range(kind.shape[0]):
-        a = pair_a[k]
-        tau = min(max(toi[k], 0.0), 1.0)
-        pa0 = vlerp(vrow(x0, edge_v0[a]), vrow(x1, edge_v0[a]), tau)
-        pa1 = vlerp(vrow(x0, edge_v1[a]), vrow(x1, edge_v1[a]), tau)
-        t = 0.0
-        if kind[k] == 0:
-            b = pair_b[k]
-            qb0 = vlerp(vrow(x0, edge_v0[b]), vrow(x1, edge_v0[b]), tau)
-            qb1 = vlerp(vrow(x0, edge_v1[b]), vrow(x1, edge_v1[b]), tau)
-            s, t, _, n = segment_segment(pa0, pa1, qb0, qb1)
-            q = vlerp(vrow(x1, edge_v0[b]), vrow(x1, edge_v1[b]), t)
-            thick = edge_radius[a] + edge_radius[b]
-        else:
-            m = pair_b[k]
-            if obstacle_kind[m] == MESH:
-                f = tri_flat[k]
-                s, _, q, n = segment_triangle(pa0, pa1, vrow(tri_x[f], 0), vrow(tri_x[f], 1), vrow(tri_x[f], 2))
-            else:
-                s, _, q, n = segment_obstacle(pa0, pa1, obstacle_kind[m], obstacle_param[m])
-            thick = edge_radius[a]
-        p = vlerp(vrow(x1, edge_v0[a]), vrow(x1, edge_v1[a]), s)
-        s_out[k] = s
-        t_out[k] = t
-        gap_out[k] = (p[0] - q[0]) * n[0] + (p[1] - q[1]) * n[1] + (p[2] - q[2]) * n[2] - thick
-        for c in range(3):
-            point_out[k, c] = q[c]
-            normal_out[k, c] = n[c]
+def copy_rows(dst, src, n):
+    """``dst[:n] = src[:n]`` for 1-D or 2-D arrays, written as a loop: a slice assignment compiles
+    numba's broadcasting error path once per pair of array types (~1.5 s each, measured in
+    ``der/batch.py``)."""
+    for k in range(n):
+        dst[k] = src[k]
 
 
 @njit(**JIT)
-def endpoint_rows(x, pair_a, pair_b, edge_v0, edge_v1, edge_radius, obstacle_kind, obstacle_param, s_out, normal_out,
-                  gap_out):
-    """Rows of both endpoints of each segment-obstacle contact (analytic obstacles; mesh rows
-    get gap ``inf``): a segment lying along a surface then holds both its vertices, not only its
-    middle (a middle-only row leaves the zigzag mode of the two vertices free). Row ``2k + i``:
-    endpoint ``i`` of contact ``k``."""
-    for k in range(pair_a.shape[0]):
-        e = pair_a[k]
-        m = pair_b[k]
-        for i in range(2):
-            r = 2 * k + i
-            s_out[r] = float(i)
-            if obstacle_kind[m] == MESH:
-                gap_out[r] = np.inf
-                for c in range(3):
-                    normal_out[r, c] = 0.0
-                continue
-            p = vrow(x, edge_v0[e]) if i == 0 else vrow(x, edge_v1[e])
-            d, _, n = point_obstacle(p, obstacle_kind[m], obstacle_param[m])
-            gap_out[r] = d - edge_radius[e]
-            for c in range(3):
-                normal_out[r, c] = n[c]
+def copy_rows2(dst, src, n):
+    """:func:`copy_rows` for 2-D arrays, element by element."""
+    for k in range(n):
+        for c in range(src.shape[1]):
+            dst[k, c] = src[k, c]
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def _rel_velocity(k, v, va, vb, wa, wb, out):
     for c in range(3):
         out[c] = wa[k, 0] * v[va[k, 0], c] + wa[k, 1] * v[va[k, 1], c]
@@ -122,7 +85,7 @@ def _rel_velocity(k, v, va, vb, wa, wb, out):
             out[c] -= wb[k, 0] * v[vb[k, 0], c] + wb[k, 1] * v[vb[k, 1], c]
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def _apply(k, v, inv_mass, va, vb, wa, wb, j):
     for i in range(2):
         ia = va[k, i]
@@ -152,6 +115,7 @@ def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t
         weff[k] = w
     vr = np.empty(3)
     j = np.empty(3)
+    jt = np.empty(3)
     sweeps = 0
     for it in range(max_iter):
         sweeps = it + 1
@@ -170,10 +134,11 @@ def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t
                     j[c] = dl * normal[k, c]
                 _apply(k, v, inv_mass, va, vb, wa, wb, j)
                 worst = max(worst, abs(dl) * w)
-            if mu[k] > 0.0 or lam_t[k, 0] != 0.0 or lam_t[k, 1] != 0.0 or lam_t[k, 2] != 0.0:
+            # friction: the bound mu lambda_n is 0 on a row without normal impulse, so there (and with no
+            # tangential impulse to take back) the update is a no-op and is skipped
+            if (mu[k] > 0.0 and lam_n[k] > 0.0) or lam_t[k, 0] != 0.0 or lam_t[k, 1] != 0.0 or lam_t[k, 2] != 0.0:
                 _rel_velocity(k, v, va, vb, wa, wb, vr)
                 vn = vr[0] * normal[k, 0] + vr[1] * normal[k, 1] + vr[2] * normal[k, 2]
-                jt = np.empty(3)
                 for c in range(3):
                     jt[c] = lam_t[k, c] - (vr[c] - vn * normal[k, c]) / w
                 # keep it tangential (the normal may have changed the slip direction only)
@@ -201,10 +166,14 @@ def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t
 
 @njit(**JIT)
 def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
-                 edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, tol, max_iter):
-    """Fast projection of each rod in ``rods`` onto inextensibility, in place on ``x``; the
-    projection's displacement over ``h`` is added to ``v``. Returns the largest relative length
-    violation left."""
+                 edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, tol, max_iter,
+                 symplectic, x_ref):
+    """Projection of each rod in ``rods`` onto inextensibility, in place on ``x``; the
+    projection's displacement over ``h`` is added to ``v``. Fast projection (Goldenthal et al.
+    2007), or with ``symplectic`` the SHAKE correction along the constraint gradients at
+    ``x_ref`` (N, 3) (the positions before the correction's displacement, on the constraints:
+    :func:`rodlab.der.projection.shake_projection`, the simulator's RATTLE step). Returns the
+    largest relative length violation left."""
     worst = 0.0
     for q in range(rods.shape[0]):
         r = rods[q]
@@ -217,9 +186,15 @@ def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_
         edges = np.empty((ne, 3))
         a_diag, a_lower, rhs, dlam = np.empty(ne), np.empty(ne), np.empty(ne), np.empty(ne)
         active = np.empty(ne, dtype=np.bool_)
-        _, viol = fast_projection(xr, inv_mass[vs:ve], edge_rest_length[es:ee], rod_closed[r], tol, max_iter, edges,
-                                  a_diag, a_lower, rhs, active, dlam, slide_vertex[ss:se], slide_axis[ss:se],
-                                  slide_w[ss:se], slide_edge[ss:se], slide_side[ss:se])
+        if symplectic:
+            _, viol = shake_projection(xr, x_ref[vs:ve], inv_mass[vs:ve], edge_rest_length[es:ee], rod_closed[r], tol,
+                                       max_iter, edges, np.empty((ne, 3)), a_diag, a_lower, rhs, active, dlam,
+                                       slide_vertex[ss:se], slide_axis[ss:se], slide_w[ss:se], slide_edge[ss:se],
+                                       slide_side[ss:se])
+        else:
+            _, viol = fast_projection(xr, inv_mass[vs:ve], edge_rest_length[es:ee], rod_closed[r], tol, max_iter,
+                                      edges, a_diag, a_lower, rhs, active, dlam, slide_vertex[ss:se], slide_axis[ss:se],
+                                      slide_w[ss:se], slide_edge[ss:se], slide_side[ss:se])
         worst = max(worst, viol)
         inv_h = 1.0 / h
         for i in range(ve - vs):
@@ -232,19 +207,24 @@ def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_
 @njit(**JIT)
 def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, h, max_iter, tolerance, gap_tol,
             max_outer, inextensible, vertex_rod, touched, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
-            edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol, proj_max_iter):
+            edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol, proj_max_iter,
+            symplectic):
     """Impulses and inextensibility together (module docstring, steps 2-3): Gauss-Seidel on the
-    rows (:func:`solve_impulses`, accumulated impulses kept), ``x += h dv``, fast projection of
-    the rods whose vertices moved (``touched`` (R,) marks them), repeated until every row holds
+    rows (:func:`solve_impulses`, accumulated impulses kept), ``x += h dv``, projection of
+    the rods whose vertices moved (``touched`` (R,) marks them; fast projection, or SHAKE along
+    the gradients at the round's start with ``symplectic``: :func:`project_rods`), repeated until every row holds
     within ``gap_tol`` [m] after the projection. ``x = x_rows + h (v - v_rows)`` holds throughout,
     so the rows' first-order gaps are ``h (n . v_rel - target)``. Returns ``(outer iterations,
     largest row violation [m])``."""
     nv = x.shape[0]
     v_prev = np.empty_like(v)
+    x_ref = np.empty_like(x) if symplectic else np.empty((0, 3))
     moved = np.zeros(nv, dtype=np.bool_)
     worst = 0.0
     for outer in range(max_outer):
-        v_prev[:, :] = v
+        copy_rows2(v_prev, v, nv)
+        if symplectic:
+            copy_rows2(x_ref, x, nv)
         solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance)
         for i in range(nv):
             moved[i] = False
@@ -259,7 +239,7 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, h,
             rods = np.flatnonzero(touched).astype(np.int64)
             project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
                          edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol,
-                         proj_max_iter)
+                         proj_max_iter, symplectic, x_ref)
         # first-order row violations after the projection
         vr = np.empty(3)
         worst = 0.0
@@ -270,6 +250,31 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, h,
         if worst <= gap_tol or not inextensible:
             return outer + 1, worst
     return max_outer, worst
+
+
+@njit(**JIT)
+def velocity_project_rods(rods, x, v, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
+                          slide_vertex, slide_axis, slide_w, slide_edge, slide_side):
+    """RATTLE's velocity step (:func:`rodlab.der.projection.velocity_projection`) for each rod in
+    ``rods``: its velocities projected, in the mass metric, onto the tangent space of the length
+    constraints at its positions ``x``."""
+    for q in range(rods.shape[0]):
+        r = rods[q]
+        vs, ve = rod_vertex_start[r], rod_vertex_start[r + 1]
+        es, ee = rod_edge_start[r], rod_edge_start[r + 1]
+        ss, se = rod_slide_start[r], rod_slide_start[r + 1]
+        ne = ee - es
+        edges = np.empty((ne, 3))
+        compute_edges(x[vs:ve], rod_closed[r], edges)
+        active = np.empty(ne, dtype=np.bool_)
+        _mark_active(inv_mass[vs:ve], ve - vs, ne, slide_edge[ss:se], active)
+        vr = v[vs:ve].copy()
+        velocity_projection(vr, inv_mass[vs:ve], rod_closed[r], active, edges, np.empty(ne), np.empty(ne),
+                            np.empty(ne), np.empty(ne), slide_vertex[ss:se], slide_axis[ss:se], slide_w[ss:se],
+                            slide_edge[ss:se], slide_side[ss:se])
+        for i in range(ve - vs):
+            for c in range(3):
+                v[vs + i, c] = vr[i, c]
 
 
 @njit(**JIT)
@@ -305,15 +310,19 @@ def refresh_frames(rods, x_old, x, theta, ref_d1, ref_twist, rod_vertex_start, r
                            joint_rest_twist[js:je], joint_twist_stiffness[js:je], edge_stretch_stiffness[es:ee],
                            edge_free_theta[es:ee], closed, rod_uniform[r], rod_twist_tol[r], twist_max_iter,
                            m1, m2, omega, grad, h_diag, h_lower, step)
-        ref_d1[es:ee] = d1
-        ref_twist[js:je] = tw
-        theta[es:ee] = th
+        for j in range(ne):
+            theta[es + j] = th[j]
+            for c in range(3):
+                ref_d1[es + j, c] = d1[j, c]
+        for j in range(nj):
+            ref_twist[js + j] = tw[j]
 
 
 # ---- the step -------------------------------------------------------------------------------------
 class DERContact:
     """Contact data of a :class:`rodlab.solvers.der.DERSimulator` whose world has obstacles or rod
-    contact, and the per-step response :meth:`respond` (module docstring).
+    contact, for the compiled contact response :func:`rodlab.der.contact_loop.respond_packed`
+    (module docstring).
 
     Parameters
     ----------
@@ -331,7 +340,6 @@ class DERContact:
 
     def __init__(self, sim, *, margin_factor=0.5, tolerance=1e-10, max_iter=500, max_rounds=6):
         w = sim.world
-        self.sim = sim
         self.world = w
         c = w.contact
         self.rods = bool(c.rods)
@@ -344,140 +352,22 @@ class DERContact:
         self.radius_min = float(radius.min())
         self.margin = margin_factor * self.radius_min
         self.penetration_tol = 1e-3 * self.radius_min
-        self.tolerance = float(tolerance)
-        self.max_iter = int(max_iter)
-        self.max_rounds = int(max_rounds)
         self.has_mesh = g.tri_x.shape[0] > 0
-        self.rod_mu = c.rod_friction_table(w.n_rods) if self.rods else np.zeros((w.n_rods, w.n_rods))
+        self.rod_mu = np.ascontiguousarray(c.rod_friction_table(w.n_rods) if self.rods else np.zeros((w.n_rods, w.n_rods)),
+                                           dtype=float)
         self.obstacle_mu = np.array([w.obstacle_friction(m) for m in range(len(w.obstacles))], dtype=float)
-        # flat triangle id of (obstacle, local triangle)
-        self.mesh_start = np.zeros(max(len(w.obstacles), 1), dtype=np.int64)
-        for m in range(len(w.obstacles)):
-            hit = np.flatnonzero(g.tri_obstacle == m)
-            self.mesh_start[m] = hit[0] if hit.size else -1
+        # CCD tolerance: rodlab.contact.impacts' default
+        ccd_tol = 1e-6 * float(g.edge_radius.min(initial=0.0))
+        self.cfg = np.array([self.margin, self.radius_min, self.penetration_tol, float(tolerance), ccd_tol,
+                             float(sim._dt)])
+        self.icfg = np.array([int(max_iter), int(max_rounds), 200, int(self.rods), int(self.has_mesh)], dtype=np.int64)
+        self.stats = np.zeros(3)  # rounds, impulse/projection alternations, rows (summed over calls)
         m = sim.model
-        self.rod_closed = np.asarray(w.rod_closed, dtype=np.bool_)
-        self.rod_uniform = np.array([bool(st.uniform_twist) for st in sim.steppers])
-        self.rod_twist_free = np.asarray(m.rod_flag[:, 2] != 0)
         self.vertex_rod = np.repeat(np.arange(w.n_rods, dtype=np.int64), np.diff(w.rod_vertex_start))
-        self.max_outer = 200
-        self.stats = np.zeros(4)  # rounds, impulse/projection iterations, rows, seconds in detection
-
-    # rows -------------------------------------------------------------------------------------
-    def _rows(self, kind, pa, pb, s, t, normal, gap):
-        g = self.geometry
-        n = kind.shape[0]
-        va = np.stack([g.edge_v0[pa], g.edge_v1[pa]], axis=1)
-        wa = np.stack([1.0 - s, s], axis=1)
-        seg = kind == SEGMENT
-        vb = np.full((n, 2), -1, dtype=np.int64)
-        wb = np.zeros((n, 2))
-        vb[seg, 0] = g.edge_v0[pb[seg]]
-        vb[seg, 1] = g.edge_v1[pb[seg]]
-        wb[seg, 0] = 1.0 - t[seg]
-        wb[seg, 1] = t[seg]
-        mu = np.empty(n)
-        mu[seg] = self.rod_mu[g.edge_rod[pa[seg]], g.edge_rod[pb[seg]]]
-        mu[~seg] = self.obstacle_mu[pb[~seg]] if self.obstacle_mu.size else 0.0
-        return va, vb, wa, wb, np.ascontiguousarray(normal), gap, mu
-
-    def _detect_rows(self, x0, x1, ccd):
-        g = self.geometry
-        found = detect(g, x1, self.margin, obstacles=True)
-        keep = np.ones(found.kind.shape[0], dtype=bool) if self.rods else found.kind == OBSTACLE
-        parts = [self._rows(found.kind[keep], found.pair_a[keep], found.pair_b[keep], found.weight_a[keep],
-                            found.weight_b[keep], found.normal[keep], found.gap[keep])]
-        keys = [found.kind[keep].astype(np.int64) * (1 << 40) + found.pair_a[keep] * (1 << 20) + found.pair_b[keep]]
-        ob = found.kind == OBSTACLE
-        if ob.any():
-            pa, pb = found.pair_a[ob], found.pair_b[ob]
-            ne = 2 * pa.shape[0]
-            s, n, gp = np.empty(ne), np.empty((ne, 3)), np.empty(ne)
-            endpoint_rows(x1, pa, pb, g.edge_v0, g.edge_v1, g.edge_radius, g.obstacle_kind, g.obstacle_param, s, n, gp)
-            two = np.repeat(np.arange(pa.shape[0]), 2)
-            fin = np.isfinite(gp)
-            parts.append(self._rows(np.full(ne, OBSTACLE, dtype=np.int8)[fin], pa[two][fin], pb[two][fin], s[fin],
-                                    np.zeros(ne)[fin], n[fin], gp[fin]))
-            keys.append(OBSTACLE * (1 << 40) + pa[two][fin] * (1 << 20) + pb[two][fin])
-        if ccd:
-            hits = impacts(g, x0, x1, obstacles=True)
-            keep = np.ones(hits.kind.shape[0], dtype=bool) if self.rods else hits.kind == OBSTACLE
-            kind, pa, pb, el, toi = (a[keep] for a in hits)
-            nk = kind.shape[0]
-            if nk:
-                flat = np.where(el >= 0, self.mesh_start[np.where(kind == OBSTACLE, pb, 0)] + el, 0).astype(np.int64)
-                s, t, q, n, gp = np.empty(nk), np.empty(nk), np.empty((nk, 3)), np.empty((nk, 3)), np.empty(nk)
-                tri = g.tri_x if g.tri_x.shape[0] else np.zeros((1, 3, 3))
-                impact_rows(x0, x1, kind.astype(np.int64), pa, pb, flat, toi, g.edge_v0, g.edge_v1, g.edge_radius,
-                            g.obstacle_kind, g.obstacle_param, tri, s, t, q, n, gp)
-                parts.append(self._rows(kind, pa, pb, s, t, n, gp))
-                keys.append(kind.astype(np.int64) * (1 << 40) + pa * (1 << 20) + pb)
-        rows = [np.concatenate([p[k] for p in parts]) for k in range(7)]
-        return rows, np.concatenate(keys)
-
-    # the response -----------------------------------------------------------------------------
-    def respond(self, state, x0, x_step, m1_step):
-        """Contact response after one DER step from ``x0`` (N, 3) to the state's positions (the
-        kernel's result ``x_step``). Returns ``(active contacts, min gap at the end)``."""
-        import time as _time
-
-        sim, m, h = self.sim, self.sim.model, self.sim._dt
-        x, v = state.vertex_x, state.vertex_v
-        inv_mass = m.vertex_inv_mass
-        rmin = self.radius_min
-        touched = np.zeros(self.world.n_rods, dtype=bool)
-        active_keys = []
-        end_gap = math.inf
-        # clearance bound kept in the state (no history outside it): after a detection that found
-        # nothing within the margin every gap exceeded it; two points approach by at most the sum
-        # of their displacements, so detection is skipped while twice the largest displacement
-        # summed since stays below that margin (its key: the positions it was left at)
-        clear = state.solver.get("der_contact_clear")
-        if clear is not None and clear[0] > 0.0 and not self.has_mesh and clear[1] == float(x0.sum()):
-            budget = clear[0] - 2.0 * float(np.sqrt(np.max(np.sum((x - x0) ** 2, axis=1))))
-            if budget > 0.0:
-                state.solver["der_contact_clear"] = np.array([budget, float(x.sum())])
-                return 0, math.inf
-        state.solver["der_contact_clear"] = np.array([0.0, 0.0])
-        for rnd in range(self.max_rounds):
-            t0 = _time.perf_counter()
-            step = float(np.sqrt(np.max(np.sum((x - x0) ** 2, axis=1)))) if x.shape[0] else 0.0
-            ccd = self.has_mesh or step > 0.5 * rmin
-            (va, vb, wa, wb, normal, gap, mu), keys = self._detect_rows(x0, x, ccd)
-            self.stats[3] += _time.perf_counter() - t0
-            self.stats[0] += 1
-            end_gap = float(gap.min()) if gap.size else math.inf
-            if rnd == 0 and not gap.size:
-                state.solver["der_contact_clear"] = np.array([self.margin, float(x.sum())])
-            if not gap.size or end_gap >= -self.penetration_tol and rnd > 0:
-                break
-            # least normal relative velocity: g + h n . dv_rel >= 0
-            vrel = (wa[:, :1] * v[va[:, 0]] + wa[:, 1:] * v[va[:, 1]])
-            segb = vb[:, 0] >= 0
-            vrel[segb] -= wb[segb, :1] * v[vb[segb, 0]] + wb[segb, 1:] * v[vb[segb, 1]]
-            target = np.einsum("ij,ij->i", vrel, normal) - gap / h
-            if not np.any(target > np.einsum("ij,ij->i", vrel, normal) + 1e-300) and not np.any(mu > 0):
-                break
-            lam_n = np.zeros(gap.shape[0])
-            lam_t = np.zeros((gap.shape[0], 3))
-            outer, _ = resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, h, self.max_iter,
-                               self.tolerance, self.penetration_tol, self.max_outer, bool(sim._options.inextensible),
-                               self.vertex_rod, touched, m.rod_vertex_start, m.rod_edge_start, m.rod_slide_start,
-                               self.rod_closed, m.edge_rest_length, m.slide_vertex, m.slide_axis, m.slide_w,
-                               m.slide_edge, m.slide_side, float(m.option_float[0]), int(m.option_int[0]))
-            self.stats[1] += outer
-            self.stats[2] += gap.shape[0]
-            active_keys.append(keys[lam_n > 0])
-        rods = np.flatnonzero(touched).astype(np.int64)
-        if rods.size:
-            refresh_frames(rods, x_step, x, state.edge_theta, state.edge_ref_d1, state.joint_ref_twist,
-                           m.rod_vertex_start, m.rod_edge_start, m.rod_joint_start, m.rod_clamp_start, self.rod_closed,
-                           self.rod_uniform, self.rod_twist_free, m.clamp_edge, m1_step, m.edge_rest_length,
-                           m.edge_bend_stiffness, m.edge_stretch_stiffness, m.edge_free_theta,
-                           m.joint_voronoi_length, m.joint_rest_curvature, m.joint_rest_twist,
-                           m.joint_twist_stiffness, m.rod_twist_tol, int(m.option_int[1]))
-        n_active = int(np.unique(np.concatenate(active_keys)).size) if active_keys else 0
-        return n_active, end_gap
+        self.rod_closed = np.asarray(m.rod_flag[:, 0] != 0)
+        self.rod_uniform = np.asarray(m.rod_flag[:, 1] != 0)
+        self.rod_twist_free = np.asarray(m.rod_flag[:, 2] != 0)
+        self.rows = np.empty((64, 17))  # the compiled response's row table, kept between steps
 
     def min_gap(self, x) -> float:
         """Exact smallest gap [m] at ``x``: segment pairs (when rods collide) and obstacles."""
@@ -496,4 +386,4 @@ class DERContact:
         return best
 
 
-__all__ = ["DERContact", "impact_rows", "project_rods", "refresh_frames", "solve_impulses"]
+__all__ = ["DERContact", "copy_rows", "copy_rows2", "project_rods", "refresh_frames", "resolve", "solve_impulses", "velocity_project_rods"]

@@ -324,29 +324,40 @@ class DERSimulator(Simulator):
         return StepReport(nsteps, wall_s=time.perf_counter() - t0)
 
     def _advance_contact(self, state: State, nsteps: int, t0: float) -> StepReport:
-        """The contact branch of :meth:`advance` (docs/contact-der.md): one compiled DER step at a
-        time, then the contact response of :class:`rodlab.der.contact.DERContact`."""
+        """The contact branch of :meth:`advance` (docs/contact-der.md): per step one compiled DER
+        step (serial driver) and one compiled call of the whole contact response
+        (:func:`rodlab.der.contact_loop.respond_packed`). The clearance bound that lets
+        contact-free steps skip detection lives in ``state.solver["der_contact_clear"]``."""
+        from ..der.contact_loop import respond_packed
+
         c = self._contact
         presc, m1, timed = self._call_loads(state, nsteps)
         p = self._packed
+        f, i, b, L, h = p.f, p.i, p.b, p.layout, self._dt
+        X, V, TH, D1, TW = state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1, state.joint_ref_twist
         start = state.copy()
+        clear = state.solver.get("der_contact_clear")
+        clear = np.array(clear, dtype=float) if clear is not None and np.shape(clear) == (2,) else np.zeros(2)
+        x0, x_step = np.empty_like(X), np.empty_like(X)
+        moving, timed_on, clamp_m1 = bool(self._moving), bool(self._timed), self.model.clamp_m1
+        g, rows, warn = c.geometry, c.rows, 0
         gap_min, n_sum, n_max = math.inf, 0, 0
         for s in range(nsteps):
-            x0 = state.vertex_x.copy()
-            ps = presc[s:s + 1] if self._moving else presc
-            ms = m1[s:s + 1] if self._moving else m1
-            ts = timed[s:s + 1] if self._timed else timed
-            # one step per call: the serial driver (the parallel one costs ~6 ms per call to wake its threads
-            # on 2 loaded cores; measured)
-            code = B.advance_rods_serial(p.f, p.i, p.b, p.layout, 1, self._dt, state.vertex_x, state.vertex_v,
-                                         state.edge_theta, state.edge_ref_d1, state.joint_ref_twist, ps, ms, ts)
-            if code:
+            np.copyto(x0, X)
+            ps = presc[s:s + 1] if moving else presc
+            ms = m1[s:s + 1] if moving else m1
+            ts = timed[s:s + 1] if timed_on else timed
+            code = B.advance_rods_serial(f, i, b, L, 1, h, X, V, TH, D1, TW, ps, ms, ts)
+            if code & B.STATUS_FAILED:
                 state.assign(start)
                 self._check_code(state, code, 1, t0)
-            state.t += self._dt
-            m1_step = ms[0] if self._moving else self.model.clamp_m1
-            n, gap = c.respond(state, x0, state.vertex_x.copy(), np.ascontiguousarray(m1_step))
-            if not (np.all(np.isfinite(state.vertex_x)) and np.all(np.isfinite(state.vertex_v))):
+            warn |= code
+            state.t += h
+            np.copyto(x_step, X)
+            n, gap, finite, rows = respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, ms[0] if moving else clamp_m1,
+                                                  g, c.rod_mu, c.obstacle_mu, c.cfg, c.icfg, c.vertex_rod, c.rod_closed,
+                                                  c.rod_uniform, c.rod_twist_free, clear, c.stats, rows)
+            if not finite:
                 state.assign(start)
                 report = StepReport(0, False, "contact response produced a non-finite state", wall_s=time.perf_counter() - t0)
                 self._fail(state, None, report, f"der contact: the state became non-finite at step {s + 1} of {nsteps} "
@@ -354,6 +365,10 @@ class DERSimulator(Simulator):
             n_sum += n
             n_max = max(n_max, n)
             gap_min = min(gap_min, gap)
+        c.rows = rows
+        if warn & B.STATUS_PROJECTION_WARN:
+            self._check_code(state, B.STATUS_PROJECTION_WARN, 1, t0)
+        state.solver["der_contact_clear"] = clear
         gap_min = min(gap_min, c.min_gap(state.vertex_x))
         return StepReport(nsteps, wall_s=time.perf_counter() - t0, contact_min_gap=gap_min, contacts_sum=n_sum,
                           contacts_max=n_max)

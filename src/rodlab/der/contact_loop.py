@@ -1,0 +1,475 @@
+"""The contact response of explicit DER as one compiled call per step, serial
+(docs/contact-der.md, "The step").
+
+After each DER step (the contact-free path's compiled step, one step per call of
+:func:`rodlab.der.batch.advance_rods_serial`), :func:`respond_packed` runs :func:`respond`: the
+clearance skip, detection (:func:`detect_rows`: the grid broadphase, narrowphase and, when
+needed, CCD kernels of :mod:`rodlab.contact`, called from compiled code, serially), impulses and
+inextensibility (:func:`rodlab.der.contact.resolve`) in rounds, the velocity step of RATTLE with
+``projection="symplectic"``, and the frame update (:func:`rodlab.der.contact.refresh_frames`).
+Nothing runs on numba's thread pool: a contact world's step is a few hundred vertices, where
+waking threads costs more per step than the work.
+
+Rows (one per contact, and per endpoint of a segment-obstacle contact) are collected in one
+growing float table, columns ``C_*``; vertex ids, pair ids and the active-contact key are exact
+in float64 (below ``2**53``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..contact.broadphase import _cell, _grid, _grid_keys, _lower_bound, _run_end
+from ..contact.ccd import _mesh_toi_of, ccd_segment_obstacle, ccd_segment_segment
+from ..contact.detect import _mesh_of
+from ..contact.narrowphase import MESH, point_obstacle, segment_obstacle, segment_segment, segment_triangle, vlerp, vrow
+from ..geometry._vec import JIT
+
+# functions called only from compiled code: no CPython or C wrapper to compile (as der/batch.py does)
+JIT_INNER = dict(JIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+from . import batch as B
+from .contact import copy_rows, copy_rows2, refresh_frames, resolve, velocity_project_rods
+
+# row table columns
+(C_VA0, C_VA1, C_VB0, C_VB1, C_WA0, C_WA1, C_WB0, C_WB1, C_N0, C_N1, C_N2, C_GAP, C_MU, C_KEY, C_A, C_B,
+ C_KIND) = range(17)
+ROW_COLUMNS = 17
+KEY_KIND, KEY_A = float(1 << 40), float(1 << 20)
+
+# ---- broadphase, serial ------------------------------------------------------------------------
+@njit(**JIT)
+def grid_pairs_serial(lo, hi, edge_rod, edge_local, rod_edge_count, rod_closed, rod_skip):
+    """:func:`rodlab.contact.broadphase.grid_pairs` on the calling thread: the same pairs in the
+    same order (a stable sort of the same keys, then the visit of
+    :func:`rodlab.contact.broadphase._visit` written inline, in one pass into a growing table:
+    a call of ``_visit`` per box costs ~1.5 us in reference counting of its 17 arguments,
+    measured, against ~0.1 us of work in a small world)."""
+    n = lo.shape[0]
+    if n < 2:
+        return np.empty((0, 2), dtype=np.int64)
+    gmin, h, dims = _grid(lo, hi)
+    keys = np.empty(n, dtype=np.int64)
+    _grid_keys(lo, gmin, h, dims, keys)
+    order = np.argsort(keys, kind="mergesort")
+    skeys = keys[order]
+    run_end = np.empty(n, dtype=np.int64)
+    _run_end(skeys, run_end)
+    box = 0.5 * h
+    slo = np.empty((n, 3))
+    shi = np.empty((n, 3))
+    srod = np.empty(n, dtype=np.int64)
+    slocal = np.empty(n, dtype=np.int64)
+    for ii in range(n):
+        i = order[ii]
+        for a in range(3):
+            slo[ii, a] = lo[i, a]
+            shi[ii, a] = hi[i, a]
+        srod[ii] = edge_rod[i]
+        slocal[ii] = edge_local[i]
+    out = np.empty((max(2 * n, 16), 2), dtype=np.int64)
+    count = 0
+    ptr = np.full(27, -1, dtype=np.int64)
+    for ii in range(n):
+        own = skeys[ii]
+        ox = _cell(slo[ii, 0], gmin[0], h, dims[0])
+        oy = _cell(slo[ii, 1], gmin[1], h, dims[1])
+        oz = _cell(slo[ii, 2], gmin[2], h, dims[2])
+        cx0 = _cell(slo[ii, 0] - box, gmin[0], h, dims[0])
+        cy0 = _cell(slo[ii, 1] - box, gmin[1], h, dims[1])
+        cz0 = _cell(slo[ii, 2] - box, gmin[2], h, dims[2])
+        cx1 = _cell(shi[ii, 0], gmin[0], h, dims[0])
+        cy1 = _cell(shi[ii, 1], gmin[1], h, dims[1])
+        cz1 = _cell(shi[ii, 2], gmin[2], h, dims[2])
+        for cx in range(cx0, cx1 + 1):
+            for cy in range(cy0, cy1 + 1):
+                for cz in range(cz0, cz1 + 1):
+                    key = (cx * dims[1] + cy) * dims[2] + cz
+                    if key < own:
+                        continue
+                    if key == own:
+                        first, end = ii + 1, run_end[ii]
+                    else:
+                        o = (cx - ox + 1) * 9 + (cy - oy + 1) * 3 + (cz - oz + 1)
+                        p = ptr[o]
+                        if p < 0:
+                            p = _lower_bound(skeys, key)
+                        else:
+                            while p < n and skeys[p] < key:
+                                p += 1
+                        ptr[o] = p
+                        if p >= n or skeys[p] != key:
+                            continue
+                        first, end = p, run_end[p]
+                    for q in range(first, end):
+                        if not (slo[ii, 0] <= shi[q, 0] and slo[q, 0] <= shi[ii, 0] and slo[ii, 1] <= shi[q, 1]
+                                and slo[q, 1] <= shi[ii, 1] and slo[ii, 2] <= shi[q, 2] and slo[q, 2] <= shi[ii, 2]):
+                            continue
+                        if srod[ii] == srod[q]:
+                            r = srod[ii]
+                            d = abs(slocal[ii] - slocal[q])
+                            if rod_closed[r]:
+                                d = min(d, rod_edge_count[r] - d)
+                            if d <= rod_skip[r]:
+                                continue
+                        if count >= out.shape[0]:
+                            bigger = np.empty((2 * out.shape[0], 2), dtype=np.int64)
+                            copy_rows2(bigger, out, count)
+                            out = bigger
+                        i, j = order[ii], order[q]
+                        out[count, 0] = min(i, j)
+                        out[count, 1] = max(i, j)
+                        count += 1
+    return out[:count]
+
+
+# ---- rows --------------------------------------------------------------------------------------
+@njit(inline="always", **JIT)
+def _push(rows, k, e_a, e_b, kind, g, s, t, n, gap, mu):
+    """Row ``k`` (the table grown when full): segment ``e_a`` at parameter ``s`` (weights
+    ``(1 - s, s)`` on its vertices) against segment ``e_b`` at ``t`` (``kind`` 0) or obstacle
+    ``e_b`` (``kind`` 1: no vertices, weights 0)."""
+    if k >= rows.shape[0]:
+        bigger = np.empty((2 * rows.shape[0], ROW_COLUMNS))
+        copy_rows2(bigger, rows, k)
+        rows = bigger
+    rows[k, C_VA0] = g.edge_v0[e_a]
+    rows[k, C_VA1] = g.edge_v1[e_a]
+    rows[k, C_WA0] = 1.0 - s
+    rows[k, C_WA1] = s
+    if kind == 0:
+        rows[k, C_VB0] = g.edge_v0[e_b]
+        rows[k, C_VB1] = g.edge_v1[e_b]
+        rows[k, C_WB0] = 1.0 - t
+        rows[k, C_WB1] = t
+    else:
+        rows[k, C_VB0] = -1.0
+        rows[k, C_VB1] = -1.0
+        rows[k, C_WB0] = 0.0
+        rows[k, C_WB1] = 0.0
+    rows[k, C_N0] = n[0]
+    rows[k, C_N1] = n[1]
+    rows[k, C_N2] = n[2]
+    rows[k, C_GAP] = gap
+    rows[k, C_MU] = mu
+    rows[k, C_KEY] = kind * KEY_KIND + e_a * KEY_A + e_b
+    rows[k, C_A] = e_a
+    rows[k, C_B] = e_b
+    rows[k, C_KIND] = kind
+    return rows
+
+
+@njit(**JIT_INNER)
+def detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, rows):
+    """Contact rows at ``x`` (N, 3) [m] (docs/contact-der.md, step 2), in the order of the
+    Python detection it replaces: segment pairs with gap <= ``margin`` (only when rod contact
+    is on), segment-obstacle pairs (analytic, segment-major, then mesh triangles), both endpoints
+    of each analytic obstacle contact, then with ``ccd`` every pair that touched during the
+    step ``x0`` -> ``x`` (CCD tolerance ``ccd_tol`` [m]), its closest points and normal at the
+    time of impact. Returns ``(rows table, row count)``."""
+    E = g.edge_v0.shape[0]
+    M = g.obstacle_kind.shape[0]
+    nt = g.tri_x.shape[0]
+    k = 0
+    if rods_on:
+        inflate = g.edge_radius + 0.5 * margin
+        lo = np.empty((E, 3))
+        hi = np.empty((E, 3))
+        for e in range(E):
+            a, b = g.edge_v0[e], g.edge_v1[e]
+            for c in range(3):
+                lo[e, c] = min(x[a, c], x[b, c]) - inflate[e]
+                hi[e, c] = max(x[a, c], x[b, c]) + inflate[e]
+        pairs = grid_pairs_serial(lo, hi, g.edge_rod, g.edge_local, g.rod_edge_count, g.rod_closed, g.rod_skip)
+        for p in range(pairs.shape[0]):
+            i, j = pairs[p, 0], pairs[p, 1]
+            s, t, d, n = segment_segment(vrow(x, g.edge_v0[i]), vrow(x, g.edge_v1[i]), vrow(x, g.edge_v0[j]),
+                                         vrow(x, g.edge_v1[j]))
+            gap = d - g.edge_radius[i] - g.edge_radius[j]
+            if gap <= margin:
+                rows = _push(rows, k, i, j, 0, g, s, t, n, gap, rod_mu[g.edge_rod[i], g.edge_rod[j]])
+                k += 1
+    first_obstacle = k
+    if M:
+        for e in range(E):
+            p0 = vrow(x, g.edge_v0[e])
+            p1 = vrow(x, g.edge_v1[e])
+            for m in range(M):
+                if g.obstacle_kind[m] == MESH:
+                    continue
+                s, d, q, n = segment_obstacle(p0, p1, g.obstacle_kind[m], g.obstacle_param[m])
+                gap = d - g.edge_radius[e]
+                if gap <= margin:
+                    rows = _push(rows, k, e, m, 1, g, s, 0.0, n, gap, obstacle_mu[m])
+                    k += 1
+        if nt:
+            stack = np.empty(130, dtype=np.int64)
+            buf = np.empty(nt, dtype=np.int64)
+            a_out, f_out = np.empty(nt, dtype=np.int64), np.empty(nt, dtype=np.int64)
+            s_out, gap_out = np.empty(nt), np.empty(nt)
+            q_out, n_out = np.empty((nt, 3)), np.empty((nt, 3))
+            for e in range(E):
+                nc = _mesh_of(e, x, g.edge_v0, g.edge_v1, g.edge_radius, g.tri_x, g.tri_lo, g.tri_hi, g.bvh_lo,
+                              g.bvh_hi, g.bvh_child, g.bvh_start, g.bvh_count, g.bvh_item, margin, stack, buf, a_out,
+                              f_out, s_out, q_out, n_out, gap_out, 0)
+                for c in range(nc):
+                    m = g.tri_obstacle[f_out[c]]
+                    rows = _push(rows, k, e, m, 1, g, s_out[c], 0.0, n_out[c], gap_out[c], obstacle_mu[m])
+                    k += 1
+        # both endpoints of each analytic obstacle contact
+        end = k
+        for r in range(first_obstacle, end):
+            e = int(rows[r, C_A])
+            m = int(rows[r, C_B])
+            if g.obstacle_kind[m] == MESH:
+                continue
+            for i in range(2):
+                p = vrow(x, g.edge_v0[e]) if i == 0 else vrow(x, g.edge_v1[e])
+                d, _, n = point_obstacle(p, g.obstacle_kind[m], g.obstacle_param[m])
+                rows = _push(rows, k, e, m, 1, g, float(i), 0.0, n, d - g.edge_radius[e], obstacle_mu[m])
+                k += 1
+    if ccd:
+        rows, k = _impact_rows(x0, x, rods_on, ccd_tol, g, rod_mu, obstacle_mu, rows, k)
+    return rows, k
+
+
+@njit(inline="always", **JIT)
+def _impact_row(x0, x1, kind, a, b, f, toi, g):
+    """Closest points and normal of an impact at time ``toi`` (positions interpolated from ``x0``
+    to ``x1``), gap along that normal at ``x1`` (:func:`rodlab.der.contact.impact_rows`)."""
+    tau = min(max(toi, 0.0), 1.0)
+    pa0 = vlerp(vrow(x0, g.edge_v0[a]), vrow(x1, g.edge_v0[a]), tau)
+    pa1 = vlerp(vrow(x0, g.edge_v1[a]), vrow(x1, g.edge_v1[a]), tau)
+    t = 0.0
+    if kind == 0:
+        qb0 = vlerp(vrow(x0, g.edge_v0[b]), vrow(x1, g.edge_v0[b]), tau)
+        qb1 = vlerp(vrow(x0, g.edge_v1[b]), vrow(x1, g.edge_v1[b]), tau)
+        s, t, _, n = segment_segment(pa0, pa1, qb0, qb1)
+        q = vlerp(vrow(x1, g.edge_v0[b]), vrow(x1, g.edge_v1[b]), t)
+        thick = g.edge_radius[a] + g.edge_radius[b]
+    else:
+        if f >= 0:
+            s, _, q, n = segment_triangle(pa0, pa1, vrow(g.tri_x[f], 0), vrow(g.tri_x[f], 1), vrow(g.tri_x[f], 2))
+        else:
+            s, _, q, n = segment_obstacle(pa0, pa1, g.obstacle_kind[b], g.obstacle_param[b])
+        thick = g.edge_radius[a]
+    p = vlerp(vrow(x1, g.edge_v0[a]), vrow(x1, g.edge_v1[a]), s)
+    gap = (p[0] - q[0]) * n[0] + (p[1] - q[1]) * n[1] + (p[2] - q[2]) * n[2] - thick
+    return s, t, n, gap
+
+
+@njit(**JIT_INNER)
+def _impact_rows(x0, x1, rods_on, tol, g, rod_mu, obstacle_mu, rows, k):
+    """Rows of every pair that touches during the step (:func:`rodlab.contact.impacts`, serial):
+    segment pairs (rod contact on), analytic obstacles (segment-major), mesh triangles."""
+    E = g.edge_v0.shape[0]
+    M = g.obstacle_kind.shape[0]
+    nt = g.tri_x.shape[0]
+    if rods_on:
+        lo = np.empty((E, 3))
+        hi = np.empty((E, 3))
+        for e in range(E):
+            a, b = g.edge_v0[e], g.edge_v1[e]
+            w = g.edge_radius[e] + 0.5 * tol
+            for c in range(3):
+                lo[e, c] = min(min(x0[a, c], x0[b, c]), min(x1[a, c], x1[b, c])) - w
+                hi[e, c] = max(max(x0[a, c], x0[b, c]), max(x1[a, c], x1[b, c])) + w
+        pairs = grid_pairs_serial(lo, hi, g.edge_rod, g.edge_local, g.rod_edge_count, g.rod_closed, g.rod_skip)
+        for p in range(pairs.shape[0]):
+            i, j = pairs[p, 0], pairs[p, 1]
+            toi = ccd_segment_segment(vrow(x0, g.edge_v0[i]), vrow(x0, g.edge_v1[i]), vrow(x1, g.edge_v0[i]),
+                                      vrow(x1, g.edge_v1[i]), vrow(x0, g.edge_v0[j]), vrow(x0, g.edge_v1[j]),
+                                      vrow(x1, g.edge_v0[j]), vrow(x1, g.edge_v1[j]),
+                                      g.edge_radius[i] + g.edge_radius[j], tol)
+            if toi <= 1.0:
+                s, t, n, gap = _impact_row(x0, x1, 0, i, j, -1, toi, g)
+                rows = _push(rows, k, i, j, 0, g, s, t, n, gap, rod_mu[g.edge_rod[i], g.edge_rod[j]])
+                k += 1
+    for e in range(E):
+        for m in range(M):
+            if g.obstacle_kind[m] == MESH:
+                continue
+            toi = ccd_segment_obstacle(vrow(x0, g.edge_v0[e]), vrow(x0, g.edge_v1[e]), vrow(x1, g.edge_v0[e]),
+                                       vrow(x1, g.edge_v1[e]), g.edge_radius[e], g.obstacle_kind[m],
+                                       g.obstacle_param[m], tol)
+            if toi <= 1.0:
+                s, t, n, gap = _impact_row(x0, x1, 1, e, m, -1, toi, g)
+                rows = _push(rows, k, e, m, 1, g, s, 0.0, n, gap, obstacle_mu[m])
+                k += 1
+    if nt:
+        stack = np.empty(130, dtype=np.int64)
+        buf = np.empty(nt, dtype=np.int64)
+        a_out, f_out, toi_out = np.empty(nt, dtype=np.int64), np.empty(nt, dtype=np.int64), np.empty(nt)
+        for e in range(E):
+            nc = _mesh_toi_of(e, x0, x1, g.edge_v0, g.edge_v1, g.edge_radius, g.tri_x, g.tri_lo, g.tri_hi, g.bvh_lo,
+                              g.bvh_hi, g.bvh_child, g.bvh_start, g.bvh_count, g.bvh_item, tol, stack, buf, a_out,
+                              f_out, toi_out, 0)
+            for c in range(nc):
+                f = f_out[c]
+                m = g.tri_obstacle[f]
+                s, t, n, gap = _impact_row(x0, x1, 1, e, m, f, toi_out[c], g)
+                rows = _push(rows, k, e, m, 1, g, s, 0.0, n, gap, obstacle_mu[m])
+                k += 1
+    return rows, k
+
+
+# ---- the response ------------------------------------------------------------------------------
+@njit(inline="always", **JIT)
+def _max_move(x, x0):
+    worst = 0.0
+    for i in range(x.shape[0]):
+        d = (x[i, 0] - x0[i, 0]) ** 2 + (x[i, 1] - x0[i, 1]) ** 2 + (x[i, 2] - x0[i, 2]) ** 2
+        worst = max(worst, d)
+    return math.sqrt(worst)
+
+
+@njit(inline="always", **JIT)
+def _key(x):
+    """The clearance bound's key: the sum of the positions it was left at."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i, 0] + x[i, 1] + x[i, 2]
+    return s
+
+
+@njit(**JIT_INNER)
+def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
+            rod_closed, rod_uniform, rod_twist_free, clear, stats, rows):
+    """The contact response after one DER step from ``x0`` to ``x_step`` (= ``x`` on entry)
+    (docs/contact-der.md, steps 2-5), in place on the state arrays. ``cfg`` = (margin, smallest
+    radius, penetration tolerance, impulse tolerance, CCD tolerance), ``icfg`` = (Gauss-Seidel
+    sweeps, rounds, impulse/projection alternations, rod contact on, has mesh). ``clear`` (2,):
+    the clearance bound and its key. Returns ``(active contacts, smallest row gap at the end,
+    rows table)``."""
+    margin, rmin, pen_tol, tolerance, ccd_tol = cfg[0], cfg[1], cfg[2], cfg[3], cfg[4]
+    max_iter, max_rounds, max_outer = icfg[0], icfg[1], icfg[2]
+    rods_on, has_mesh = icfg[3] != 0, icfg[4] != 0
+    if clear[0] > 0.0 and not has_mesh and clear[1] == _key(x0):
+        budget = clear[0] - 2.0 * _max_move(x, x0)
+        if budget > 0.0:
+            clear[0] = budget
+            clear[1] = _key(x)
+            return 0, np.inf, rows
+    clear[0] = 0.0
+    clear[1] = 0.0
+    h = cfg[5]
+    R = rod_closed.shape[0]
+    touched = np.zeros(R, dtype=np.bool_)
+    keys = np.empty(16)
+    nkeys = 0
+    end_gap = np.inf
+    inextensible = m.option_int[2] != 0
+    symplectic = m.option_int[3] != 0
+    for rnd in range(max_rounds):
+        ccd = has_mesh or _max_move(x, x0) > 0.5 * rmin
+        rows, K = detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, rows)
+        stats[0] += 1
+        end_gap = np.inf
+        for k in range(K):
+            end_gap = min(end_gap, rows[k, C_GAP])
+        if rnd == 0 and K == 0:
+            clear[0] = margin
+            clear[1] = _key(x)
+        if K == 0 or (end_gap >= -pen_tol and rnd > 0):
+            break
+        va = np.empty((K, 2), dtype=np.int64)
+        vb = np.empty((K, 2), dtype=np.int64)
+        wa = np.empty((K, 2))
+        wb = np.empty((K, 2))
+        normal = np.empty((K, 3))
+        target = np.empty(K)
+        mu = np.empty(K)
+        needed = False
+        friction = False
+        for k in range(K):
+            va[k, 0], va[k, 1] = int(rows[k, C_VA0]), int(rows[k, C_VA1])
+            vb[k, 0], vb[k, 1] = int(rows[k, C_VB0]), int(rows[k, C_VB1])
+            wa[k, 0], wa[k, 1] = rows[k, C_WA0], rows[k, C_WA1]
+            wb[k, 0], wb[k, 1] = rows[k, C_WB0], rows[k, C_WB1]
+            normal[k, 0], normal[k, 1], normal[k, 2] = rows[k, C_N0], rows[k, C_N1], rows[k, C_N2]
+            mu[k] = rows[k, C_MU]
+            # least normal relative velocity: g + h n . dv_rel >= 0
+            vn = 0.0
+            for c in range(3):
+                vr = wa[k, 0] * v[va[k, 0], c] + wa[k, 1] * v[va[k, 1], c]
+                if vb[k, 0] >= 0:
+                    vr -= wb[k, 0] * v[vb[k, 0], c] + wb[k, 1] * v[vb[k, 1], c]
+                vn += vr * normal[k, c]
+            target[k] = vn - rows[k, C_GAP] / h
+            if target[k] > vn + 1e-300:
+                needed = True
+            if mu[k] > 0:
+                friction = True
+        if not needed and not friction:
+            break
+        lam_n = np.zeros(K)
+        lam_t = np.zeros((K, 3))
+        outer, _ = resolve(va, vb, wa, wb, normal, target, mu, m.vertex_inv_mass, x, v, lam_n, lam_t, h, max_iter,
+                           tolerance, pen_tol, max_outer, inextensible, vertex_rod, touched, m.rod_vertex_start,
+                           m.rod_edge_start, m.rod_slide_start, rod_closed, m.edge_rest_length, m.slide_vertex,
+                           m.slide_axis, m.slide_w, m.slide_edge, m.slide_side, m.option_float[0], m.option_int[0],
+                           symplectic)
+        stats[1] += outer
+        stats[2] += K
+        for k in range(K):
+            if lam_n[k] > 0:
+                if nkeys >= keys.shape[0]:
+                    bigger = np.empty(2 * keys.shape[0])
+                    copy_rows(bigger, keys, nkeys)
+                    keys = bigger
+                keys[nkeys] = rows[k, C_KEY]
+                nkeys += 1
+    rods = np.flatnonzero(touched).astype(np.int64)
+    if rods.shape[0]:
+        if symplectic and inextensible:
+            velocity_project_rods(rods, x, v, m.vertex_inv_mass, m.rod_vertex_start, m.rod_edge_start,
+                                  m.rod_slide_start, rod_closed, m.slide_vertex, m.slide_axis, m.slide_w, m.slide_edge,
+                                  m.slide_side)
+        refresh_frames(rods, x_step, x, theta, ref_d1, ref_twist, m.rod_vertex_start, m.rod_edge_start,
+                       m.rod_joint_start, m.rod_clamp_start, rod_closed, rod_uniform, rod_twist_free, m.clamp_edge,
+                       m1_step, m.edge_rest_length, m.edge_bend_stiffness, m.edge_stretch_stiffness, m.edge_free_theta,
+                       m.joint_voronoi_length, m.joint_rest_curvature, m.joint_rest_twist, m.joint_twist_stiffness,
+                       m.rod_twist_tol, m.option_int[1])
+    n_active = 0
+    if nkeys:
+        srt = np.sort(keys[:nkeys])
+        n_active = 1
+        for q in range(1, nkeys):
+            if srt[q] != srt[q - 1]:
+                n_active += 1
+    return n_active, end_gap, rows
+
+
+@njit(inline="always", **JIT)
+def _finite(a):
+    probe = 0.0
+    for i in range(a.shape[0]):
+        for c in range(3):
+            probe += a[i, c] - a[i, c]
+    return probe == 0.0
+
+
+@njit(**JIT)
+def respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
+                   rod_closed, rod_uniform, rod_twist_free, clear, stats, rows):
+    """:func:`respond` on the simulator's packed model (:func:`rodlab.der.batch.unpack`): the
+    whole contact response of one step as one compiled call. ``cfg`` (6,) = (margin, smallest
+    radius, penetration tolerance, impulse tolerance, CCD tolerance, h); ``vertex_rod`` (N,),
+    ``rod_closed``, ``rod_uniform``, ``rod_twist_free`` (R,) from the model; ``stats`` (3,)
+    accumulates rounds, impulse/projection alternations and rows. Returns ``(active contacts,
+    smallest row gap at the end, whether the state is finite, rows table)`` (the table is kept
+    by the caller for the next step).
+
+    The DER step is *not* called from here but from Python, one step per call of
+    :func:`rodlab.der.batch.advance_rods_serial`: numba re-optimises the whole call tree of
+    every compiled function that calls it, and a loop calling the DER step from compiled code
+    cost 76 s of compile CPU on top of the contact-free path's (2 shared cores, empty cache),
+    against ~5 us per step of Python between the two calls."""
+    m, w = B.unpack(f, i, b, L)
+    n, gap, rows = respond(m, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
+                           rod_closed, rod_uniform, rod_twist_free, clear, stats, rows)
+    return n, gap, _finite(X) and _finite(V), rows
+
+
+__all__ = ["detect_rows", "grid_pairs_serial", "respond", "respond_packed"]
