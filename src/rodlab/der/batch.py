@@ -25,7 +25,14 @@ a ``prange`` index is ``int64`` when the parallel function is typed but ``uint64
 body: each gave the whole call tree below it one more full compilation. Constants passed to
 compiled functions are therefore wrapped (``np.int64(1)``, ``np.bool_(False)``), and so is every
 ``prange`` index (measured, empty cache, 2 cores: first step of two clamped rods 95 -> 65 s, of
-two rods welded to three bodies 238 -> 151 s; results bitwise the same).
+two rods welded to three bodies 238 -> 151 s; results bitwise the same). Most of what is left is
+LLVM re-optimising and re-compiling the whole call tree at each level that links it
+(docs/benchmarks-cold-start.md), so: functions called only from compiled code get no CPython or C
+wrapper (``JIT_INNER``: a wrapper unboxes the ~50 arrays of the named tuples), arrays are copied
+by loops (:func:`_copy1`, :func:`_copy2`: a slice assignment compiles numba's broadcasting error
+path once per pair of array types, ~1.5 s each), ``_chunk`` has one call site, and the parallel
+driver calls ``_advance_rod`` without the ``advance_rod`` level (one clamped rod, empty cache:
+58 -> 49 s compile CPU; results bitwise the same).
 
 Measured (2 shared cores, one clamped straight rod, ``advance(state, 1)`` minus the per-step time
 inside ``advance(state, 1000)``): 18-20 us at 10 vertices, 30-37 us at 50, 73-95 us at 200 (the
@@ -66,6 +73,10 @@ from ..geometry.curves import (
     time_parallel_update,
 )
 from . import kernels as K
+
+# functions called only from compiled code, never from Python: no CPython wrapper (it would unbox
+# and box the ~50 arrays of the named tuples; compiled for nothing) and no C-callable wrapper
+JIT_INNER = dict(JIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 # per-rod flag columns of BatchModel.rod_flag
 FLAG_CLOSED, FLAG_UNIFORM, FLAG_TWIST_FREE, FLAG_PASSIVE, FLAG_MOVING, FLAG_TIMED = range(6)
@@ -202,9 +213,10 @@ def _v2(buf, layout, k):
     return buf[layout[k, 0]:layout[k, 0] + layout[k, 1]].reshape((n, w))
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def unpack(f, i, b, L):
-    """The named groups as views of the packed buffers (field order of the classes)."""
+    """The named groups as views of the packed buffers (field order of the classes). Compiled
+    code only (``JIT_INNER``: no Python wrapper)."""
     m = BatchModel(_v1(i, L, 0), _v1(i, L, 1), _v1(i, L, 2), _v1(i, L, 3), _v1(i, L, 4), _v1(i, L, 5), _v1(i, L, 6),
                    _v2(i, L, 7), _v1(f, L, 8), _v1(f, L, 9), _v1(f, L, 10), _v1(f, L, 11), _v1(f, L, 12),
                    _v2(f, L, 13), _v1(f, L, 14), _v2(f, L, 15), _v1(f, L, 16), _v1(b, L, 17), _v1(f, L, 18),
@@ -215,6 +227,22 @@ def unpack(f, i, b, L):
                   _v1(f, L, 40), _v2(f, L, 41), _v1(f, L, 42), _v2(f, L, 43), _v2(f, L, 44), _v2(f, L, 45),
                   _v1(f, L, 46), _v2(f, L, 47), _v2(f, L, 48), _v2(f, L, 49), _v1(i, L, 50))
     return m, w
+
+
+@njit(**JIT_INNER)
+def _copy1(dst, src):
+    """``dst[:] = src`` for 1-D arrays of one shape, as a loop: a slice assignment would compile
+    numba's broadcasting error path (~1.5 s per pair of array types)."""
+    for k in range(src.shape[0]):
+        dst[k] = src[k]
+
+
+@njit(**JIT_INNER)
+def _copy2(dst, src):
+    """``dst[:] = src`` for 2-D arrays of one shape (:func:`_copy1`)."""
+    for k in range(src.shape[0]):
+        for d in range(src.shape[1]):
+            dst[k, d] = src[k, d]
 
 
 # --------------------------------------------------------------------------------------------
@@ -245,12 +273,14 @@ def rebuild_twist_free_frames(x, closed, theta, ref_d1, ref_twist, t_start, clam
     if seed_edge > 0:
         back = np.empty((seed_edge + 1, 3))
         for j in range(seed_edge + 1):
-            back[j] = t_now[seed_edge - j]
+            for d in range(3):
+                back[j, d] = t_now[seed_edge - j, d]
         ub = np.empty_like(back)
         vb = np.empty_like(back)
         bishop_frames(back, seed, np.bool_(False), ub, vb)
         for j in range(seed_edge):
-            u[j] = ub[seed_edge - j]
+            for d in range(3):  # a loop: a row assignment compiles numba's broadcasting error path
+                u[j, d] = ub[seed_edge - j, d]
     nj = ref_twist.shape[0]
     for k in range(nj):
         previous[k] = ref_twist[k]
@@ -271,7 +301,7 @@ def mechanical_energy(x, v, mass, gravity, force, elastic):
     return kinetic + elastic + potential, kinetic
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _rod_energy(m, x, v, theta, ref_d1, ref_twist, es, ee, js, je, vs, ve, e3, s, kb, omega):
     el = K.elastic_energy(kb, ref_d1, e3[3], theta, ref_twist, s[0], m.edge_rest_length[es:ee],
                           m.joint_voronoi_length[js:je], m.joint_rest_curvature[js:je], m.edge_bend_stiffness[es:ee],
@@ -281,7 +311,7 @@ def _rod_energy(m, x, v, theta, ref_d1, ref_twist, es, ee, js, je, vs, ve, e3, s
     return total, kinetic, el
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _chunk(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3, s, kb, omega, t_start, diag):
     """``n`` steps of rod ``r`` (``run_steps``), then the twist-free frame rebuild."""
     vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
@@ -313,14 +343,15 @@ def _chunk(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3,
     return done
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed):
     """Advance rod ``r`` by ``nsteps``; sets ``w.rod_status[r]`` and ``w.rod_diag[r]``. The rod's
-    state at the call's start is kept in the snapshot buffers (restored by the caller)."""
+    state at the call's start is kept in the snapshot buffers (restored by the caller). Compiled
+    code only (``JIT_INNER``: no Python wrapper)."""
     _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, np.bool_(True))
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private):
     """:func:`advance_rod`; ``private``: step copies of the rod's state (for threads), else the
     state's own rows in place (one thread; a failed rod's rows are then left part-stepped, and
@@ -346,11 +377,11 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     w.rod_status[r] = ROD_OK
     # the geometry of the state as it is now (the buffers hold nothing between calls)
     K.refresh_geometry(x, closed, ref_d1, ref_twist, np.bool_(False), e3[0], s[0], e3[1], kb, e3[3])
-    w.vertex_snap_x[vs:ve] = x
-    w.vertex_snap_v[vs:ve] = v
-    w.edge_snap_theta[es:ee] = theta
-    w.edge_snap_ref_d1[es:ee] = ref_d1
-    w.joint_snap_ref_twist[js:je] = ref_twist
+    _copy2(w.vertex_snap_x[vs:ve], x)
+    _copy2(w.vertex_snap_v[vs:ve], v)
+    _copy1(w.edge_snap_theta[es:ee], theta)
+    _copy2(w.edge_snap_ref_d1[es:ee], ref_d1)
+    _copy1(w.joint_snap_ref_twist[js:je], ref_twist)
     passive = m.rod_flag[r, FLAG_PASSIVE] != 0 and nsteps > 0
     if passive:
         e0, k0, el0 = _rod_energy(m, x, v, theta, ref_d1, ref_twist, es, ee, js, je, vs, ve, e3, s, kb, omega)
@@ -370,31 +401,35 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
                 presc[0, c, d] = x[m.presc_vertex[ps + c], d]
         m1 = m.clamp_m1[cs:ce].reshape((1, ce - cs, 3))
     done = 0
+    # a rod with time-dependent forces steps one step per chunk (its forces set before each), any
+    # other rod all its steps in one chunk; one call site of _chunk (each call site of a function
+    # that LLVM inlines is one more copy of its code to optimize and compile)
+    timed = m.rod_flag[r, FLAG_TIMED] != 0
+    ts, te = m.rod_timed_start[r], m.rod_timed_start[r + 1]
+    n_chunks, chunk_steps = (nsteps, np.int64(1)) if timed else (np.int64(1), nsteps)
     try:
-        if m.rod_flag[r, FLAG_TIMED] != 0:
-            ts, te = m.rod_timed_start[r], m.rod_timed_start[r + 1]
-            for st in range(nsteps):
+        for st in range(n_chunks):
+            if timed:
                 for i in range(nv):
                     for d in range(3):
                         ext_force[i, d] = m.vertex_force[vs + i, d] + w.vertex_wind_force[vs + i, d]
                 for k in range(ts, te):
                     for d in range(3):
                         ext_force[m.timed_vertex[k], d] += call_timed[st, k, d]
-                pr = min(st, presc.shape[0] - 1)
-                mr = min(st, m1.shape[0] - 1)
-                done += _chunk(m, r, np.int64(1), h, presc[pr:pr + 1], m1[mr:mr + 1], x, v, theta, ref_d1,
-                               ref_twist, ext_force, v3, e3, s, kb, omega, t_start, diag)
-                if done < st + 1:
-                    break
-        else:
-            done = _chunk(m, r, nsteps, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3, s, kb,
-                          omega, t_start, diag)
+            pr = min(st, presc.shape[0] - 1)
+            mr = min(st, m1.shape[0] - 1)
+            p_chunk = presc[pr:pr + 1] if timed else presc
+            m_chunk = m1[mr:mr + 1] if timed else m1
+            done += _chunk(m, r, chunk_steps, h, p_chunk, m_chunk, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3,
+                           s, kb, omega, t_start, diag)
+            if done < st * chunk_steps + chunk_steps:
+                break
     except Exception:  # the geometry degenerated inside the compiled step (singular twist Hessian)
         w.rod_status[r] = ROD_DEGENERATE
-        w.rod_diag[r] = diag
+        _copy1(w.rod_diag[r], diag)
         return
     diag[4] = done
-    w.rod_diag[r] = diag
+    _copy1(w.rod_diag[r], diag)
     if done < nsteps:
         w.rod_status[r] = ROD_PROJECTION if diag[5] != 0.0 else ROD_NONFINITE
         return
@@ -405,23 +440,23 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
         if w.rod_energy[r, 0] > 0.5 * w.rod_energy[r, 1]:
             w.rod_status[r] = ROD_ENERGY
     if private:
-        X[vs:ve] = x
-        V[vs:ve] = v
-        TH[es:ee] = theta
-        D1[es:ee] = ref_d1
-        TW[js:je] = ref_twist
+        _copy2(X[vs:ve], x)
+        _copy2(V[vs:ve], v)
+        _copy1(TH[es:ee], theta)
+        _copy2(D1[es:ee], ref_d1)
+        _copy1(TW[js:je], ref_twist)
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _restore_all(m, w, X, V, TH, D1, TW):
-    X[...] = w.vertex_snap_x
-    V[...] = w.vertex_snap_v
-    TH[...] = w.edge_snap_theta
-    D1[...] = w.edge_snap_ref_d1
-    TW[...] = w.joint_snap_ref_twist
+    _copy2(X, w.vertex_snap_x)
+    _copy2(V, w.vertex_snap_v)
+    _copy1(TH, w.edge_snap_theta)
+    _copy2(D1, w.edge_snap_ref_d1)
+    _copy1(TW, w.joint_snap_ref_twist)
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _finish(m, w, X, V, TH, D1, TW):
     code = 0
     warn = max(m.option_float[0], 1e-9)
@@ -435,13 +470,15 @@ def _finish(m, w, X, V, TH, D1, TW):
     return code
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _advance_rod_packed(f, i, b, L, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed):
     m, w = unpack(f, i, b, L)
-    advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed)
+    # _advance_rod directly, not through advance_rod: each wrapper level links, optimizes and
+    # compiles the whole call tree below it once more (~5 s of LLVM time here)
+    _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, np.bool_(True))
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _finish_packed(f, i, b, L, X, V, TH, D1, TW):
     m, w = unpack(f, i, b, L)
     return _finish(m, w, X, V, TH, D1, TW)

@@ -221,7 +221,7 @@ def coupled_energy(m, w, bm, X, V, TH, D1, TW, BX, BQ, BV, BW):
 # --------------------------------------------------------------------------------------------
 # the phases of one step
 # --------------------------------------------------------------------------------------------
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _begin(m, w, bm, bw, X, V, TH, D1, TW, BX, BQ, BV, BW):
     """Geometry of the state as it is now, snapshots, active constraints, start energy."""
     for r in range(bm.rod_coupled.shape[0]):
@@ -233,11 +233,12 @@ def _begin(m, w, bm, bw, X, V, TH, D1, TW, BX, BQ, BV, BW):
             w.rod_diag[r, k] = 0.0
         K.refresh_geometry(X[vs:ve], np.bool_(False), D1[es:ee], TW[js:je], np.bool_(False), e3[0], s[0], e3[1], kb,
                            e3[3])
-        w.vertex_snap_x[vs:ve] = X[vs:ve]
-        w.vertex_snap_v[vs:ve] = V[vs:ve]
-        w.edge_snap_theta[es:ee] = TH[es:ee]
-        w.edge_snap_ref_d1[es:ee] = D1[es:ee]
-        w.joint_snap_ref_twist[js:je] = TW[js:je]
+        # loops, not slice assignments (rodlab.der.batch's compile-time notes)
+        B._copy2(w.vertex_snap_x[vs:ve], X[vs:ve])
+        B._copy2(w.vertex_snap_v[vs:ve], V[vs:ve])
+        B._copy1(w.edge_snap_theta[es:ee], TH[es:ee])
+        B._copy2(w.edge_snap_ref_d1[es:ee], D1[es:ee])
+        B._copy1(w.joint_snap_ref_twist[js:je], TW[js:je])
         for c in range(m.rod_presc_start[r], m.rod_presc_start[r + 1]):
             for d in range(3):
                 w.presc_x[c, d] = X[vs + m.presc_vertex[c], d]
@@ -266,7 +267,7 @@ def _begin(m, w, bm, bw, X, V, TH, D1, TW, BX, BQ, BV, BW):
         bw.group_energy[2] = e0
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _rod_forces(m, w, bm, bw, r, step, X, V, TH, D1, TW, BX, call_timed):
     """(a) forces on rod ``r`` and its welds' wrenches on their bodies."""
     vs, ve, es, ee, js, je, v3, e3, s, kb, omega = _work_views(m, w, r)
@@ -309,7 +310,7 @@ def _rod_forces(m, w, bm, bw, r, step, X, V, TH, D1, TW, BX, call_timed):
             bw.weld_wrench[wd, 3 + d] -= grad[j] * tangents[j, d]
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _bodies_step(m, bm, bw, h, BX, BQ, BV, BW):
     """(b) symplectic Euler of every body under its welds' wrenches and gravity."""
     Rm = np.empty((3, 3))
@@ -363,7 +364,7 @@ def _bodies_step(m, bm, bw, h, BX, BQ, BV, BW):
 
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _rod_positions(m, w, r, step, h, X, V, call_presc):
     """(a) unconstrained update of rod ``r``'s free vertices; clamped vertices set (welded ones
     are placed from their bodies by the projection)."""
@@ -387,7 +388,7 @@ def _rod_positions(m, w, r, step, h, X, V, call_presc):
             x[m.presc_vertex[c], d] = call_presc[step, c, d] if moving else w.presc_x[c, d]
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _bodies_velocities(bw, h, BX, BQ, BV, BW):
     """(e) ``V = (r - r0)/h``, ``w = log(q0* q)/h``; returns False if a body became non-finite."""
     inv_h = 1.0 / h
@@ -407,7 +408,7 @@ def _bodies_velocities(bw, h, BX, BQ, BV, BW):
     return ok
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _rod_finish(m, w, bm, r, step, h, X, V, TH, D1, TW, BQ, call_m1):
     """(e) velocities, frames, clamped and welded angles, quasistatic twist of rod ``r``.
     Returns False if the rod became non-finite."""
@@ -450,7 +451,7 @@ def _rod_finish(m, w, bm, r, step, h, X, V, TH, D1, TW, BQ, call_m1):
     return True
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _mark(bm, w, status):
     for r in range(bm.rod_coupled.shape[0]):
         if bm.rod_coupled[r] != 0 and w.rod_status[r] == B.ROD_OK:
@@ -463,7 +464,7 @@ def _mark(bm, w, status):
 _PH_FORCES, _PH_MEASURE, _PH_FINISH, _PH_VELOCITY = 0, 1, 2, 3
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _rod_phase(m, w, bm, bw, r, kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc,
                call_m1, call_timed):
     """Rod ``r``'s part of a parallel phase: ``_PH_FORCES`` (a) of step ``step``;
@@ -488,7 +489,7 @@ def _rod_phase(m, w, bm, bw, r, kind, step, it, solve, more, h, X, V, TH, D1, TW
         w.rod_status[r] = B.ROD_DEGENERATE
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _chunk(f, i, b, L, bf, bi, bb, bL, c, kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, BV, BW,
            call_presc, call_m1, call_timed):
     m, w = B.unpack(f, i, b, L)
@@ -508,7 +509,7 @@ def _phase(f, i, b, L, bf, bi, bb, bL, kind, step, it, solve, more, h, X, V, TH,
                BW, call_presc, call_m1, call_timed)
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _coupled_failed(bm, w):
     for r in range(bm.rod_coupled.shape[0]):
         if bm.rod_coupled[r] != 0 and w.rod_status[r] != B.ROD_OK:
@@ -516,7 +517,7 @@ def _coupled_failed(bm, w):
     return B.ROD_OK
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1,
              call_timed):
     """(c) Newton iterations of every group until its violation is within ``projection_tol``
@@ -554,7 +555,7 @@ def _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW
     return True
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _project_velocities(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, BV, BW,
                         call_presc, call_m1, call_timed):
     """RATTLE's velocity step for every coupled group: one exact solve of the coupled system with
@@ -575,7 +576,7 @@ def _project_velocities(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V,
     return True
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1,
                      call_timed):
     """Advance the coupled rods and every body by ``nsteps`` steps of ``h`` [s] (module
@@ -650,7 +651,7 @@ def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX
     return done
 
 
-@njit(**JIT)
+@njit(**B.JIT_INNER)
 def restore_bodies(bw, BX, BQ, BV, BW):
     for b in range(BX.shape[0]):
         for d in range(3):

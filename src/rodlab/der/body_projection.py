@@ -19,10 +19,13 @@ from ..geometry.rotations import quat_mul_scalar as _qmul
 from ..geometry.rotations import quat_normalize_into as _normalize_into
 from ..geometry.rotations import rotvec_to_quat_scalar as _rotvec_quat
 from ..geometry._vec import JIT
+
+# functions called only from compiled code: no CPython or C wrapper (rodlab.der.batch.JIT_INNER)
+JIT_INNER = dict(JIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 from ..geometry.curves import compute_edges
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _work_views(m, w, r):
     vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
     es, ee = m.rod_edge_start[r], m.rod_edge_start[r + 1]
@@ -79,7 +82,7 @@ def _tri_solve(d, l, n, rhs, unit, out):
         out[j] = out[j] / d[j] - (l[j] * out[j + 1] if j + 1 < n else 0.0)
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _minv_u(bm, b, BQ, u, out):
     """``out = Mb^-1 u`` for body ``b`` (``Mb = diag(M Id, I_w)``); returns ``u . Mb^-1 u``."""
     Rm = np.empty((3, 3))
@@ -110,7 +113,7 @@ def _move_body(b, dq, BX, BQ):
     _normalize_into(BQ[b])
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _body_velocity_add(bm, b, BQ, BV, BW, dq):
     """Add the generalized velocity ``dq = (dV, dw_world)`` to body ``b`` (angular velocity
     stored in body coordinates)."""
@@ -122,7 +125,7 @@ def _body_velocity_add(bm, b, BQ, BV, BW, dq):
         BW[b, d] += Rm[0, d] * dq[3] + Rm[1, d] * dq[4] + Rm[2, d] * dq[5]
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _welded_velocities(bm, r, x, v, BX, BQ, BV, BW):
     """Rod ``r``'s welded vertices' velocities ``V_b + w x (x_k - r_b)`` (world frame)."""
     Rm = np.empty((3, 3))
@@ -141,7 +144,7 @@ def _welded_velocities(bm, r, x, v, BX, BQ, BV, BW):
             v[k, 2] = BV[b, 2] + w0 * r1 - w1 * r0
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _rod_measure(m, w, bm, bw, r, it, solve, vel, X, V, BX, BQ, BV, BW):
     """One parallel visit of rod ``r`` per projection iteration (module docstring). For
     ``it > 0`` the previous iteration's ``dlam = y + sum_k Z_k w_k`` (multi-weld welds ``k``)
@@ -265,7 +268,7 @@ def _rod_measure(m, w, bm, bw, r, it, solve, vel, X, V, BX, BQ, BV, BW):
             _tri_solve(d, l, ne, C, bm.weld_row[wd], bw.weld_z[zs:zs + ne])
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _cap_slot(bm, n, i, j):
     """Index in ``cap_val`` of ``H[i, j]`` (positions, ``i >= j``); -1 outside the pattern."""
     if i == j:
@@ -276,7 +279,7 @@ def _cap_slot(bm, n, i, j):
     return -1
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _bodies_solve(m, w, bm, bw, vel, BX, BQ, BV, BW):
     """The capacitance step of the projection (module docstring) for every iterating group:
     ``P_b^-1 = (Delta_b - W_b)^-1`` per multi-weld body, ``H = P^-1 - V^T T'^-1 V``,
