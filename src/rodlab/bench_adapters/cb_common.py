@@ -47,7 +47,7 @@ def _damping(scenario) -> float:
 
 def _check_supported(scenario, sliding_ok: bool = False) -> None:
     if scenario.obstacles:
-        raise NotImplementedError("this method's adapter has no obstacle contact (der-implicit and compact have it: "
+        raise NotImplementedError("this method's adapter has no obstacle contact (der, der-implicit and compact have it: "
                                   "cb_contact.py)")
     for i, rod in enumerate(scenario.rods):
         for end in End:

@@ -9,9 +9,11 @@ Capabilities are honest: ``der`` (run with fast projection), ``compact`` and ``g
 inextensible (no ``STRETCH``); ``der-implicit`` has a stretching energy (``STRETCH``); none
 shears (no ``SHEAR``). Contact (``cb_contact.py``): ``der-implicit`` claims ``ROD_CONTACT``,
 ``ROD_FRICTION``, ``CYLINDER_CONTACT`` and ``PLANE_CONTACT`` (IPC barrier contact, lagged Coulomb
-friction), ``compact`` the same without ``ROD_FRICTION``; a scenario with obstacles or rods within
-reach of each other (crossing, capstan, pile) runs on a rodlab World through
-``rodlab.solvers.make_simulator``; ``der`` and ``galpha`` claim no contact. A scenario feature outside what a method's adapter drives raises
+friction), ``compact`` the same without ``ROD_FRICTION``, ``der`` the same as ``der-implicit``
+(impulse contact with Coulomb friction inside the explicit step, docs/contact-der.md; stepped at
+its stability bound); a scenario with obstacles or rods within reach of each other (crossing,
+capstan, pile) runs on a rodlab World through ``rodlab.solvers.make_simulator``; ``galpha``
+claims no contact. A scenario feature outside what a method's adapter drives raises
 ``NotImplementedError`` (the suite reports the run as unsupported):
 
 * ``der`` (explicit Discrete Elastic Rods, Bergou et al. 2008): any number of independent rods
@@ -24,7 +26,11 @@ reach of each other (crossing, capstan, pile) runs on a rodlab World through
   shape is straight (rest curvature and twist zero) whatever the initial centerline. Quasi-static
   scenarios get viscous damping ``2 * scenario.slowest_frequency()`` (critical for the slowest
   mode, as the suite's own adapters do); dynamic ones get none. Time step: the stepper's
-  suggested stable step times ``time_step_scale``, shortened so frames fall on steps.
+  suggested stable step times ``time_step_scale``, shortened so frames fall on steps. Contact
+  scenarios (crossing, capstan, pile) go through ``cb_contact.run_world`` instead: the World's
+  ``der`` simulator at the same stable step (``cb_contact.der_stable_step``), the rope keeping
+  the (stretched) edge lengths it starts with, as compact's; what the simulator refuses (contact
+  with rigid bodies) comes back as ``NotImplementedError`` with its reason.
 * ``der-implicit`` (backward-Euler DER, rodlab.der_implicit): the same features as ``der``, and
   clamps that slide along a coordinate axis parallel to the clamped edge (``slides_along``: the
   edge's coordinates along the axis are released, so the end slides under its loads, as in the
@@ -48,7 +54,7 @@ import numpy as np
 
 from .cb_common import (Capability, Diverged, End, EndCondition, Trajectory, _check_supported, _damping,  # noqa: F401
                         _RodlabSolver)
-from .cb_contact import DER_IMPLICIT_CONTACT, needs_contact, run_world
+from .cb_contact import DER_CONTACT, DER_IMPLICIT_CONTACT, needs_contact, run_world
 from .cb_contact import settings as contact_settings
 
 class DERSolver(_RodlabSolver):
@@ -56,7 +62,12 @@ class DERSolver(_RodlabSolver):
 
     method = "der"
     name = "rodlab-der"
-    capabilities = frozenset()
+    capabilities = DER_CONTACT  # impulse contact with Coulomb friction on a World (cb_contact.py)
+
+    def settings(self, scenario, *, n_elements: int, n_frames: int) -> dict:
+        if needs_contact(scenario):
+            return contact_settings(scenario, self.method, self.time_step_scale, n_frames, n_elements)
+        return super().settings(scenario, n_elements=n_elements, n_frames=n_frames)
 
     def _build(self, crod, n_elements: int, scenario):
         from ..model import BoundaryConditions, Clamp, CrossSection, Material, PointForce, Rod
@@ -89,6 +100,9 @@ class DERSolver(_RodlabSolver):
         from ..der.stepper import DEROptions, DERStepper, SimulationError, suggested_time_step
         from ..model import Loads
 
+        if needs_contact(scenario):  # obstacles or rods within reach: the World path (cb_contact.py)
+            return run_world(self.method, scenario, n_elements=n_elements, n_frames=n_frames,
+                             time_step_scale=self.time_step_scale)
         _check_supported(scenario, sliding_ok=True)
         if n_elements < 2:
             raise ValueError(f"n_elements must be >= 2 (got {n_elements})")
