@@ -32,10 +32,19 @@ budget is not run and the row says "skipped: budget". Damping of the peers: PyEl
 AnalyticalLinearDamper; pypbd and dismech-newton scale the velocities by exp(-c dt) after each step
 (their drivers in rodlab.bench_adapters.peers); MuJoCo gets the cosseratbench adapter's
 mass-proportional damping force set to the same c. The shaken clamp needs prescribed clamp motion:
-rodlab's methods and MuJoCo (cosseratbench's ``Motion``, piecewise linear in 10 ms samples) run it;
-the PyElastica, pypbd and dismech-newton drivers hold a fixed clamp only ("not run").
+rodlab's methods (the clamp's ``motion``), MuJoCo (cosseratbench's ``Motion``, piecewise linear in
+10 ms samples), and the PyElastica, pypbd and dismech-newton drivers through their ``clamp_motion``
+(:func:`shake_motion`; each the way its library prescribes a boundary: a PyElastica constraint
+class setting the clamped node's position and velocity at time t, pypbd's static clamp segment
+moved before each step, dismech's fixed DOFs set in each step's input state; see
+rodlab.bench_adapters.peers). The clamp translates; its frame stays fixed.
 
 Writes docs/benchmarks-dynamics.md (unless ``--no-doc`` or ``--only``; ``--quick`` too, its page says so).
+On a shared machine the full run (> 1 h) can be split: ``--json FILE`` saves every row as it is
+measured (with the machine's 1-min load average when the row finished), ``--merge FILE ...`` writes
+the page from saved runs (a later file's row replaces an earlier one's; the page lists the runs,
+the load at each n, and the simulators missing at each n), ``--note TEXT`` adds a paragraph to it,
+and ``--ref-cache DIR`` reuses the reference runs across invocations.
 """
 from __future__ import annotations
 
@@ -45,6 +54,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_
     os.environ.setdefault(_v, "1")
 
 import argparse
+import json
 import logging
 import math
 import sys
@@ -83,6 +93,13 @@ def params(n: int) -> dict:
 def shake_y(t: float) -> float:
     """Clamp displacement [m] along y at time ``t`` [s] (scene ``shaken``)."""
     return SHAKE_A * (1.0 - math.cos(2.0 * math.pi * SHAKE_F * t))
+
+
+def shake_motion(t: float):
+    """The clamp's (displacement [m], velocity [m/s]), each (3,), at time ``t`` [s] (scene ``shaken``),
+    as the peers' drivers take it (``clamp_motion``)."""
+    w = 2.0 * math.pi * SHAKE_F
+    return np.array([0.0, shake_y(t), 0.0]), np.array([0.0, SHAKE_A * w * math.sin(w * t), 0.0])
 
 
 @dataclass
@@ -166,9 +183,9 @@ def _peer_scene(n: int) -> P.Scene:
 def _collector():
     times, tips = [], []
 
-    def probe(t, xz):
+    def probe(t, tip):  # (x, z) from a fixed-clamp run, (x, y, z) from a moving-clamp one
         times.append(float(t))
-        tips.append((float(xz[0]), 0.0, float(xz[1])))
+        tips.append((float(tip[0]), 0.0, float(tip[1])) if len(tip) == 2 else tuple(float(v) for v in tip))
     return times, tips, probe
 
 
@@ -184,36 +201,37 @@ def _peer_run(call, dt: float) -> Run:
                per_step=float(r.cpu_s) / max(int(r.steps), 1))
 
 
+def _clamp_motion(scene: str):
+    """The peers' ``clamp_motion`` for ``scene`` (None: the fixed clamp)."""
+    return shake_motion if scene == "shaken" else None
+
+
 def _pyelastica(n: int, scene: str):
     import elastica  # noqa: F401  (ImportError when missing)
     from rodlab.der.stepper import suggested_time_step
     from rodlab.scenes.cantilever_world import cantilever_rod
 
-    if scene != "released":
-        raise P.PeerUnavailable("the driver (rodlab.bench_adapters.peers.run_pyelastica) holds a fixed clamp only")
     dt0 = suggested_time_step(cantilever_rod(params(n)))
-    sc = _peer_scene(n)
-    return (lambda dt: _peer_run(lambda pr: P.run_pyelastica(sc, dt, check_every=max(1, round(SAMPLE / dt)), probe=pr), dt)), dt0, 3
+    sc, cm = _peer_scene(n), _clamp_motion(scene)
+    return (lambda dt: _peer_run(lambda pr: P.run_pyelastica(sc, dt, check_every=max(1, round(SAMPLE / dt)), probe=pr,
+                                                             clamp_motion=cm), dt)), dt0, 3
 
 
 def _pypbd(n: int, scene: str):
     import pypbd  # noqa: F401
 
-    if scene != "released":
-        raise P.PeerUnavailable("the driver (rodlab.bench_adapters.peers.run_pypbd) holds a fixed clamp only")
-    sc = _peer_scene(n)
-    return (lambda dt: _peer_run(lambda pr: P.run_pypbd(sc, dt, check_every=max(1, round(SAMPLE / dt)), probe=pr), dt)), 0.005, None
+    sc, cm = _peer_scene(n), _clamp_motion(scene)
+    return (lambda dt: _peer_run(lambda pr: P.run_pypbd(sc, dt, check_every=max(1, round(SAMPLE / dt)), probe=pr, clamp_motion=cm),
+                                 dt)), 0.005, None
 
 
 def _dismech(n: int, scene: str):
     P.import_dismech_newton()
-    if scene != "released":
-        raise P.PeerUnavailable("the driver (rodlab.bench_adapters.peers.run_dismech_newton) holds a fixed clamp only")
-    sc = _peer_scene(n)
+    sc, cm = _peer_scene(n), _clamp_motion(scene)
     h = sc.length / (n - 1.5)
     dt0 = min(0.05, 1000.0 * h * h)  # bench_peers' dt0 (line search stalls above a step ~ h^2)
-    return (lambda dt: _peer_run(lambda pr: P.run_dismech_newton(sc, dt, probe=pr, probe_every=max(1, round(SAMPLE / dt))),
-                                 dt)), dt0, None
+    return (lambda dt: _peer_run(lambda pr: P.run_dismech_newton(sc, dt, probe=pr, probe_every=max(1, round(SAMPLE / dt)),
+                                                                 clamp_motion=cm), dt)), dt0, None
 
 
 def _mujoco(n: int, scene: str):
@@ -279,12 +297,21 @@ SIMULATORS = {
 
 
 # ------------------------------------------------------------------------------------ reference
-def reference(n: int, scene: str, log) -> dict:
+def reference(n: int, scene: str, log, cache: str | None = None) -> dict:
     """galpha at REF_DT[n] (the reference), galpha at 2 REF_DT[n], explicit DER at a quarter and half
-    its suggested step; returns the reference's spline and the differences / L."""
+    its suggested step; returns the reference's spline and the differences / L. ``cache``: a folder
+    where the reference's samples and differences are kept (reused when present)."""
     from scipy.interpolate import CubicSpline
 
     dt_g = REF_DT.get(n, 2.5e-4)
+    path = Path(cache) / f"dynamics-ref-{scene}-{n}.npz" if cache else None
+    if path is not None and path.exists():
+        z = np.load(path)
+        out = {k: float(z[k]) for k in ("dt_galpha", "dt_der", "galpha_self", "der_vs_galpha", "der_self", "cpu")}
+        out["spline"] = CubicSpline(z["times"], z["tips"], axis=0)
+        out["load"] = os.getloadavg()[0]
+        log(f"  reference {scene} n={n}: from {path}")
+        return out
     g1 = run_rodlab("galpha", {}, n, scene, dt_g, T_END + REF_EXTRA)
     g2 = run_rodlab("galpha", {}, n, scene, 2 * dt_g)
     from rodlab.solvers import make_simulator
@@ -306,6 +333,10 @@ def reference(n: int, scene: str, log) -> dict:
                cpu=g1.cpu_s + g2.cpu_s + d4.cpu_s + d2.cpu_s)
     log(f"  reference {scene} n={n}: galpha dt={dt_g:.3g} (vs 2dt {out['galpha_self']:.2e} L), der dt={dt_d / 4:.3g} "
         f"(vs 2dt {out['der_self']:.2e} L), der - galpha {out['der_vs_galpha']:.2e} L")
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, times=t0, tips=tip0, **{k: v for k, v in out.items() if k != "spline"})
+    out["load"] = os.getloadavg()[0]
     return out
 
 
@@ -356,7 +387,21 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="simulators to run (names as in the table)")
     ap.add_argument("--budget", type=float, default=None, help="CPU seconds allowed for one run")
     ap.add_argument("--no-doc", action="store_true")
+    ap.add_argument("--json", help="save the rows to this file as they are measured (for --merge)")
+    ap.add_argument("--merge", nargs="+", help="write the page from these saved runs (no measuring)")
+    ap.add_argument("--note", action="append", default=[], help="a paragraph for the page (with --merge or a full run)")
+    ap.add_argument("--ref-cache", help="folder to keep / reuse the reference runs in")
     args = ap.parse_args(argv)
+    if args.merge:
+        results, refs, runs = load_runs(args.merge)
+        sizes = sorted({n for (_, n, _) in results})
+        scenes = [s for s in SCENES if any(k[0] == s for k in results)]
+        text = report(results, refs, sizes, scenes, runs, args.note)
+        print(text)
+        if not args.no_doc:
+            DOC.write_text(text)
+            print(f"wrote {DOC}")
+        return 0
     logging.getLogger("rodlab").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([50] if args.quick else [50, 200, 1000])
@@ -368,16 +413,20 @@ def main(argv=None) -> int:
     for scene in scenes:
         for n in sizes:
             log(f"{scene}, n = {n}")
-            refs[(scene, n)] = ref = reference(n, scene, log)
+            refs[(scene, n)] = ref = reference(n, scene, log, args.ref_cache)
             for name, make in SIMULATORS.items():
                 if args.only and name not in args.only:
                     continue
                 log(f"  {name}:")
                 res = measure(name, make, n, scene, ref, budget, log)
+                res["load"] = os.getloadavg()[0]
                 results[(scene, n, name)] = res
                 log(f"  -> {res}")
+                if args.json:
+                    save_run(args.json, results, refs, budget, time.perf_counter() - t_all)
     total = time.perf_counter() - t_all
-    text = report(results, refs, sizes, scenes, budget, total, args)
+    runs = [dict(command=command_line(), budget=budget, total_s=total)]
+    text = report(results, refs, sizes, scenes, runs, args.note)
     print(text)
     if not (args.no_doc or args.only):
         DOC.write_text(text)
@@ -385,7 +434,32 @@ def main(argv=None) -> int:
     return 0
 
 
-def report(results, refs, sizes, scenes, budget, total, args) -> str:
+def save_run(path: str, results: dict, refs: dict, budget: float, total: float) -> None:
+    """The rows and references measured so far, as JSON (read back by :func:`load_runs`)."""
+    data = dict(command=command_line(), machine=machine(), budget=budget, total_s=total,
+                results=[dict(scene=s, n=n, name=nm, **r) for (s, n, nm), r in results.items()],
+                refs=[dict(scene=s, n=n, **{k: v for k, v in r.items() if k != "spline"}) for (s, n), r in refs.items()])
+    Path(path).write_text(json.dumps(data, indent=1))
+
+
+def load_runs(paths) -> tuple[dict, dict, list]:
+    """Rows and references of saved runs (a later file's row replaces an earlier one's), ordered as
+    SIMULATORS; and each run's command, budget and time."""
+    results, refs, runs = {}, {}, []
+    order = {nm: i for i, nm in enumerate(SIMULATORS)}
+    for p in paths:
+        d = json.loads(Path(p).read_text())
+        runs.append(dict(command=d["command"], budget=d["budget"], total_s=d["total_s"]))
+        for r in d["refs"]:
+            refs[(r.pop("scene"), r.pop("n"))] = r
+        for r in d["results"]:
+            results[(r.pop("scene"), r.pop("n"), r.pop("name"))] = r
+    results = dict(sorted(results.items(), key=lambda kv: (SCENES.index(kv[0][0]), kv[0][1], order.get(kv[0][2], 99))))
+    refs = dict(sorted(refs.items(), key=lambda kv: (SCENES.index(kv[0][0]), kv[0][1])))
+    return results, refs, runs
+
+
+def report(results, refs, sizes, scenes, runs, notes=()) -> str:
     import importlib.metadata as md
 
     versions = []
@@ -395,14 +469,18 @@ def report(results, refs, sizes, scenes, budget, total, args) -> str:
         except md.PackageNotFoundError:
             versions.append(f"{pkg} not installed")
     out = ["# Dynamics benchmark: reproducing a rod's motion to 1 % of L (`bench/bench_dynamics.py`)", "",
-           f"Produced by `{command_line()}` on {machine()} ({total:.0f} s); {', '.join(versions)}.", "",
+           "Produced on " + machine() + " by " + "; ".join(f"`{r['command']}` ({r['total_s']:.0f} s, budget {r['budget']:.0f} "
+                                                           "CPU s per run)" for r in runs) + f"; {', '.join(versions)}.", "",
            "Scenes (2 s, damping 0.5 /s, the rod of the peers table: L = 1 m, r = 1 cm, E = 1e8 Pa, G = E/3, "
            "rho = 1000 kg/m^3, g = 9.81 m/s^2): **released** = the straight horizontal cantilever released under "
            f"gravity; **shaken** = the clamp driven sideways, y(t) = {SHAKE_A:g} m (1 - cos(2 pi {SHAKE_F:g} Hz t)). "
            "Accuracy: max over the tip samples (every 10 ms) of |tip - tip_ref| / L <= 1 %. The dt ladder, timing, "
            "damping of each peer and the reference are described in the script's docstring. Columns: the largest "
-           f"accurate step of the ladder dt0 sqrt(2)^k, its CPU seconds per simulated second, the ratio to rodlab's "
-           f"best at that n, its error. Budget: {budget:.0f} CPU s per run.", ""]
+           "accurate step of the ladder dt0 sqrt(2)^k, its CPU seconds per simulated second, the ratio to rodlab's "
+           "best at that n, its error. A run whose projected CPU time exceeds the budget is skipped. The machine's "
+           "1-min load average (2 cores) when each group of rows was measured is given under each scene: above ~2 "
+           "the CPU times are inflated by other users (CPU time, not wall time, is measured, which limits but does "
+           "not remove the effect).", ""]
     out += ["## Reference", "", md_table(["scene", "n", "galpha dt [s]", "galpha vs 2 dt [L]", "DER dt [s]", "DER vs 2 dt [L]",
                                            "DER - galpha [L]"],
                                           [[s, n, f"{r['dt_galpha']:.3g}", f"{r['galpha_self']:.1e}", f"{r['dt_der']:.3g}",
@@ -420,6 +498,13 @@ def report(results, refs, sizes, scenes, budget, total, args) -> str:
                 rows.append([n, nm, r["status"], f"{r['dt']:.3g}" if "dt" in r and r["status"] == "ok" else "",
                              f"{rate:.3g}" if rate is not None else "", f"{rate / best[0]:.3g}" if rate is not None and best else "",
                              f"{r['err']:.1e}" if "err" in r else "", r.get("why", "")])
+            loads = [r["load"] for (s, m, _), r in results.items() if s == scene and m == n and "load" in r]
+            if loads:
+                out += [f"n = {n}: machine load (1-min average) while these rows were measured: {min(loads):.1f} to "
+                        f"{max(loads):.1f}" + (" (loaded: CPU times are inflated)." if max(loads) > 2.5 else "."), ""]
+            missing = [nm for nm in SIMULATORS if (scene, n, nm) not in results]
+            if missing:
+                out += [f"n = {n}: not measured in these runs: {', '.join(missing)}.", ""]
             if best:
                 peers = [(r["rate"], nm) for (s, m, nm), r in results.items() if s == scene and m == n and not nm.startswith("rodlab")
                          and r.get("status") == "ok"]
@@ -429,12 +514,16 @@ def report(results, refs, sizes, scenes, budget, total, args) -> str:
                     line += f"; fastest accurate peer {fp[1]} at {fp[0]:.3g} ({fp[0] / best[0]:.3g}x rodlab's best)"
                     if n == 200:
                         line += f"; target >= 10x at n = 200 {'met' if fp[0] / best[0] >= 10 else 'NOT met'}"
-                out.append(line + ".")
+                out += [line + ".", ""]
         out += ["", md_table(["n", "simulator", "status", "dt [s]", "CPU s per simulated s", "x rodlab's best", "tip error / L", "notes"],
                              rows), ""]
         if scene == "shaken":
             out += ["MuJoCo's time here includes cosseratbench's adapter evaluating the clamp's `Motion` in Python at every "
-                    "step (compare its released row at the same dt): an adapter cost, not MuJoCo's.", ""]
+                    "step (compare its released row at the same dt): an adapter cost, not MuJoCo's. Likewise PyElastica's "
+                    "moving clamp is a Python constraint class called three times per step, and pypbd's clamp is moved "
+                    "from Python before each step: the drivers' costs, included in their rows.", ""]
+    if notes:
+        out += ["## Notes", ""] + [f"{t}\n" for t in notes]
     return "\n".join(out)
 
 

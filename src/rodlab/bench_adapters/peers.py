@@ -5,6 +5,15 @@ clamped at x = 0, gravity along -z, viscous damping ``-c m v``), for ``t_end`` s
 time step ``dt`` and returns a :class:`CantileverRun` (tip position, wall time spent stepping with
 compilation excluded, number of steps, whether it stayed finite). Peers are imported lazily: a
 missing peer raises :class:`PeerUnavailable` with the reason.
+
+Prescribed clamp motion (bench/bench_dynamics.py's ``shaken`` scene): the PyElastica, pypbd and
+dismech-newton drivers take ``clamp_motion``, a callable ``t -> (displacement, velocity)`` (each (3,),
+[m] and [m/s], in the scene's frame: rod along +x, gravity along -z) that translates the clamp
+(its orientation stays fixed), each the way its library prescribes a boundary (see each driver).
+With ``clamp_motion`` the probe receives the tip's (x, y, z) instead of (x, z), and the run's
+``extra`` holds ``clamp_t`` (k,) and ``clamp_x`` (k, 3): the clamped node at the probe times,
+read back from the library's state (tests/test_peer_clamp_motion.py checks it follows the motion).
+Without it every driver runs exactly as before (fixed clamp).
 """
 from __future__ import annotations
 
@@ -56,6 +65,11 @@ class CantileverRun:
     dt: float
     message: str = ""
     extra: dict = field(default_factory=dict)
+
+
+def _clamp_extra(times: list, xs: list) -> dict:
+    """``extra`` entries of a moving-clamp run: the clamped node's samples."""
+    return {"clamp_t": np.asarray(times, dtype=float), "clamp_x": np.asarray(xs, dtype=float).reshape(-1, 3)}
 
 
 def _exploded(x: np.ndarray, length: float) -> bool:
@@ -134,15 +148,42 @@ def run_der(scene: Scene, dt: float, chunks: int = 20) -> CantileverRun:
 
 
 # ---------------------------------------------------------------------------------- PyElastica
-def run_pyelastica(scene: Scene, dt: float, check_every: int = 2000, probe=None) -> CantileverRun:
+def run_pyelastica(scene: Scene, dt: float, check_every: int = 2000, probe=None, clamp_motion=None) -> CantileverRun:
     """PyElastica (Gazzola et al.) CosseratRod with ``n - 1`` elements, node 0 and the first
     element's directors fixed (OneEndFixedBC), GravityForces, AnalyticalLinearDamper with the
     uniform rate ``damping``, PositionVerlet. ``probe(t, tip_xz)``, if given, is called every
-    ``check_every`` steps (bench/bench_dynamics.py samples the trajectory with it)."""
+    ``check_every`` steps (bench/bench_dynamics.py samples the trajectory with it).
+
+    ``clamp_motion`` (module docstring): instead of OneEndFixedBC a constraint class of the same
+    form (a ``ConstraintBase`` subclass, PyElastica's way to write a boundary condition) whose
+    ``constrain_values(rod, t)`` sets node 0 to its rest position plus the displacement at ``t``
+    and element 0's directors to their rest values, and ``constrain_rates(rod, t)`` node 0's
+    velocity to the clamp's velocity at ``t`` and element 0's angular velocity to zero. The
+    PositionVerlet step calls them at its half and end times, so node 0 is exactly at the motion's
+    position at the end of every step."""
     try:
         import elastica as ea
     except ImportError as exc:
         raise PeerUnavailable(f"pyelastica not installed ({exc})") from None
+
+    class _MovingClampBC(ea.ConstraintBase):
+        """Node 0 translated by ``motion(t)``, element 0's directors held (OneEndFixedBC moved)."""
+
+        def __init__(self, fixed_position, fixed_directors, motion, **kwargs):
+            super().__init__(**kwargs)
+            self.rest_position = np.array(fixed_position, dtype=float)
+            self.rest_directors = np.array(fixed_directors, dtype=float)
+            self.motion = motion
+
+        def constrain_values(self, system, time) -> None:
+            disp, _ = self.motion(float(time))
+            system.position_collection[:, 0] = self.rest_position + disp
+            system.director_collection[..., 0] = self.rest_directors
+
+        def constrain_rates(self, system, time) -> None:
+            _, vel = self.motion(float(time))
+            system.velocity_collection[:, 0] = vel
+            system.omega_collection[:, 0] = 0.0
 
     class _Sim(ea.BaseSystemCollection, ea.Constraints, ea.Forcing, ea.Damping):
         pass
@@ -155,7 +196,10 @@ def run_pyelastica(scene: Scene, dt: float, check_every: int = 2000, probe=None)
     rod = ea.CosseratRod.straight_rod(scene.n - 1, np.array([-0.5 * h, 0.0, 0.0]), np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]),
                                       scene.length + 0.5 * h, scene.radius, scene.rho, youngs_modulus=scene.E, shear_modulus=scene.G)
     sim.append(rod)
-    sim.constrain(rod).using(ea.OneEndFixedBC, constrained_position_idx=(0,), constrained_director_idx=(0,))
+    if clamp_motion is None:
+        sim.constrain(rod).using(ea.OneEndFixedBC, constrained_position_idx=(0,), constrained_director_idx=(0,))
+    else:
+        sim.constrain(rod).using(_MovingClampBC, constrained_position_idx=(0,), constrained_director_idx=(0,), motion=clamp_motion)
     sim.add_forcing_to(rod).using(ea.GravityForces, acc_gravity=np.array([0.0, 0.0, -scene.g]))
     if scene.damping > 0:
         sim.dampen(rod).using(ea.AnalyticalLinearDamper, uniform_damping_constant=scene.damping, time_step=dt)
@@ -169,12 +213,18 @@ def run_pyelastica(scene: Scene, dt: float, check_every: int = 2000, probe=None)
     w0, c0 = time.perf_counter(), time.process_time()
     done = warm
     ok = True
+    clamp_t, clamp_x = [], []
     while done < nsteps:
         k = min(check_every, nsteps - done)
         for _ in range(k):
             t = stepper.step(sim, t, dt)
         done += k
-        if probe is not None:
+        if clamp_motion is not None:
+            clamp_t.append(float(t))
+            clamp_x.append(rod.position_collection[:, 0].copy())
+            if probe is not None:
+                probe(t, rod.position_collection[:, -1].copy())
+        elif probe is not None:
             probe(t, rod.position_collection[[0, 2], -1].copy())
         if _exploded(rod.position_collection, scene.length):
             ok = False
@@ -184,7 +234,8 @@ def run_pyelastica(scene: Scene, dt: float, check_every: int = 2000, probe=None)
         scale = (nsteps) / (done - warm)
         wall, cpu = wall * scale, cpu * scale
     tip = rod.position_collection[:, -1]
-    return CantileverRun(ok, np.array([tip[0], tip[2]]), wall, cpu, nsteps, dt, "" if ok else f"exploded after {done} steps")
+    return CantileverRun(ok, np.array([tip[0], tip[2]]), wall, cpu, nsteps, dt, "" if ok else f"exploded after {done} steps",
+                         extra=_clamp_extra(clamp_t, clamp_x) if clamp_motion is not None else {})
 
 
 # ---------------------------------------------------------------------------------- dt search
@@ -252,7 +303,7 @@ def run_cosseratbench_adapter(solver_cls, scene: Scene, scale: float) -> Cantile
 
 
 # ---------------------------------------------------------------------------------- pypbd
-def run_pypbd(scene: Scene, dt: float, check_every: int = 50, probe=None) -> CantileverRun:
+def run_pypbd(scene: Scene, dt: float, check_every: int = 50, probe=None, clamp_motion=None) -> CantileverRun:
     """pypbd (PositionBasedDynamics), the direct position-based solver for stiff rods (Deul et
     al. 2018): ``n - 1`` rigid segments (slender boxes, at most half as wide as long, with the
     density that gives the rod's mass per length; see the comment on ``side``) joined at ``n - 2`` joints by one ``DirectPositionBasedSolverForStiffRodsConstraint``
@@ -260,7 +311,14 @@ def run_pypbd(scene: Scene, dt: float, check_every: int = 50, probe=None) -> Can
     x = 0). PBD's gravity is fixed along -y: the rod bends in the x-y plane, and y is reported as
     z. Viscous damping: velocities and angular velocities scaled by ``exp(-damping dt)`` after
     each step (from Python). PBD's default 5 substeps per step. ``probe(t, tip_xz)``, if given, is
-    called every ``check_every`` steps (bench/bench_dynamics.py samples the trajectory with it)."""
+    called every ``check_every`` steps (bench/bench_dynamics.py samples the trajectory with it).
+
+    ``clamp_motion`` (module docstring): the static first segment (the clamp, mass 0, so the
+    position-based solver never moves it) is moved as a kinematic body: before each step from t to
+    t + dt its position is set to its rest position plus the displacement at t + dt (its last and
+    old positions too, its velocity to the clamp's), its rotation left alone. PBD's frame is the
+    scene's rotated about x (its y is the scene's z): the scene's (x, y, z) is PBD's (x, -z, y),
+    and the probe's tip and ``clamp_x`` are reported in the scene's frame."""
     try:
         import pypbd as pbd
     except ImportError as exc:
@@ -304,16 +362,32 @@ def run_pypbd(scene: Scene, dt: float, check_every: int = 50, probe=None) -> Can
     moving = list(bodies)[1:]
     nsteps = int(round(scene.t_end / dt))
     ok, done = True, 0
+    clamp, clamp_rest = bodies[0], np.asarray(bodies[0].getPosition(), dtype=float).copy()
+    to_pbd = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])  # scene -> PBD: (x, y, z) -> (x, z, -y); back: .T
+    clamp_t, clamp_x = [], []
     w0, c0 = time.perf_counter(), time.process_time()
     while done < nsteps:
         for _ in range(min(check_every, nsteps - done)):
+            if clamp_motion is not None:
+                disp, vel = clamp_motion((done + 1) * dt)
+                target = clamp_rest + to_pbd @ np.asarray(disp, dtype=float)
+                clamp.setPosition(target)
+                clamp.setLastPosition(target)
+                clamp.setOldPosition(target)
+                clamp.setVelocity(to_pbd @ np.asarray(vel, dtype=float))
             stepper.step(model)
             for rb in moving:
                 rb.setVelocity(rb.getVelocity() * factor)
                 rb.setAngularVelocity(rb.getAngularVelocity() * factor)
             done += 1
         p = np.asarray(bodies[-1].getPosition())
-        if probe is not None:
+        if clamp_motion is not None:
+            clamp_t.append(done * dt)
+            clamp_x.append(to_pbd.T @ np.asarray(clamp.getPosition(), dtype=float))
+            if probe is not None:
+                tp = p + np.asarray(bodies[-1].getRotationMatrix()) @ np.array([0.5 * h, 0.0, 0.0])
+                probe(done * dt, to_pbd.T @ tp)
+        elif probe is not None:
             tp = p + np.asarray(bodies[-1].getRotationMatrix()) @ np.array([0.5 * h, 0.0, 0.0])
             probe(done * dt, np.array([tp[0], tp[1]]))
         if not np.all(np.isfinite(p)) or np.abs(p).max() > 10 * scene.length:
@@ -325,7 +399,8 @@ def run_pypbd(scene: Scene, dt: float, check_every: int = 50, probe=None) -> Can
     last = bodies[-1]
     tip = np.asarray(last.getPosition()) + np.asarray(last.getRotationMatrix()) @ np.array([0.5 * h, 0.0, 0.0])
     sim.reset()
-    return CantileverRun(ok, np.array([tip[0], tip[1]]), wall, cpu, nsteps, dt, "" if ok else f"exploded after {done} steps")
+    return CantileverRun(ok, np.array([tip[0], tip[1]]), wall, cpu, nsteps, dt, "" if ok else f"exploded after {done} steps",
+                         extra=_clamp_extra(clamp_t, clamp_x) if clamp_motion is not None else {})
 
 
 # ---------------------------------------------------------------------------------- dismech-newton
@@ -368,7 +443,7 @@ def import_dismech_newton():
 
 
 def run_dismech_newton(scene: Scene, dt: float, iterations: int = 10, warmup: int = 3,
-                       stall_window: float = 0.25, probe=None, probe_every: int = 0) -> CantileverRun:
+                       stall_window: float = 0.25, probe=None, probe_every: int = 0, clamp_motion=None) -> CantileverRun:
     """dismech-newton's ``DiSMechSolver`` (implicit Euler; per step ``iterations`` strain-space ADMM
     iterations with a line search, SciPy's SuperLU as the linear solver on the CPU; float32 DOFs) on
     warp's CPU device.
@@ -397,6 +472,16 @@ def run_dismech_newton(scene: Scene, dt: float, iterations: int = 10, warmup: in
 
     ``probe(t, tip_xz)``, if given, is called every ``probe_every`` steps (bench/bench_dynamics.py
     samples the trajectory with it).
+
+    ``clamp_motion`` (module docstring): dismech prescribes fixed DOFs through the step's input state
+    ("Fixed DOFs are prescribed through ``state_in.dismech.q``": its inertial prediction keeps them
+    and its end sets their velocity to zero). Before each step from t to t + dt the two nodes of the
+    fixed edge 0 (``fix_segment``) are set, in the input state, to their rest positions plus the
+    displacement at t + dt; their twist DOF stays (the clamp's frame is held). The step's parallel
+    transport then starts from the moved clamp nodes (a pure translation: transporting each edge's
+    frame from the nodes before the move as well, through the solver's private ``_carry``, changed
+    the shaken tip trajectory at n = 50, dt = 1 ms by < 1e-5 L). The DOFs are float32:
+    the clamped nodes follow the motion to float32 rounding (~1e-8 of the coordinates).
     """
     wp, newton, dn = import_dismech_newton()
     n = scene.n
@@ -423,12 +508,17 @@ def run_dismech_newton(scene: Scene, dt: float, iterations: int = 10, warmup: in
     solver.reset(s0)  # as a fresh solver's first step would
     views = {id(s): (s.dismech.q.numpy(), s.dismech.qd.numpy(), s.particle_q.numpy()) for s in (s0, s1)}  # CPU: views
     q_pred = solver.q_pred.numpy()
+    clamp_rest = views[id(s0)][2][:2].astype(float)  # the fixed edge's two nodes
+    clamp_t, clamp_x = [], []
     factor = math.exp(-scene.damping * dt)
     nsteps = int(round(scene.t_end / dt))
     watch = max(1, int(stall_window / dt))
     ok, msg, done, stalls, first_stall = True, "", 0, 0, None
     w0, c0 = time.perf_counter(), time.process_time()
     while done < nsteps:
+        if clamp_motion is not None:
+            disp, _ = clamp_motion((done + 1) * dt)
+            views[id(s0)][2][:2] = clamp_rest + np.asarray(disp, dtype=float)
         solver.step(s0, s1, None, None, dt)
         q, qd, x = views[id(s1)]
         qd *= factor
@@ -437,8 +527,14 @@ def run_dismech_newton(scene: Scene, dt: float, iterations: int = 10, warmup: in
             if first_stall is None:
                 first_stall = done
         done += 1
-        if probe is not None and probe_every > 0 and done % probe_every == 0:
-            probe(done * dt, np.array([x[-1, 0], x[-1, 2]], dtype=float))
+        if probe_every > 0 and done % probe_every == 0:
+            if clamp_motion is not None:
+                clamp_t.append(done * dt)
+                clamp_x.append(np.array(x[0], dtype=float))
+                if probe is not None:
+                    probe(done * dt, np.array(x[-1], dtype=float))
+            elif probe is not None:
+                probe(done * dt, np.array([x[-1, 0], x[-1, 2]], dtype=float))
         s0, s1 = s1, s0
         if first_stall is not None and first_stall < watch:
             ok, msg = False, (f"stalled: step {first_stall} (t = {first_stall * dt:.3g} s) took no line-search step "
@@ -453,5 +549,7 @@ def run_dismech_newton(scene: Scene, dt: float, iterations: int = 10, warmup: in
         ok, msg = False, "non-finite or exploded"
     if 0 < done < nsteps:
         wall, cpu = wall * nsteps / done, cpu * nsteps / done
-    return CantileverRun(ok, np.array([x[-1, 0], x[-1, 2]], dtype=float), wall, cpu, nsteps, dt, msg,
-                         extra={"stalled_steps": stalls})
+    extra = {"stalled_steps": stalls}
+    if clamp_motion is not None:
+        extra.update(_clamp_extra(clamp_t, clamp_x))
+    return CantileverRun(ok, np.array([x[-1, 0], x[-1, 2]], dtype=float), wall, cpu, nsteps, dt, msg, extra=extra)
