@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 
 import numpy as np
 import pytest
-
-os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 from rodlab.geometry.curves import parallel_transport  # noqa: E402
 from rodlab.solvers import make_simulator  # noqa: E402

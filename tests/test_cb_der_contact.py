@@ -7,12 +7,9 @@ Needs the optional ``cosseratbench`` (skips without it).
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
 import pytest
-
-os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 cb = pytest.importorskip("cosseratbench", reason="cosseratbench is not installed (pip install 'rodlab[bench]')")
 from cosseratbench import Capability, registry  # noqa: E402
