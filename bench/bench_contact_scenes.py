@@ -27,7 +27,7 @@ SCENES = (
     ("strand-through-springs", {}, "Zhao et al., Fig. 14", 52.7, 5.3),
     ("plectoneme", {}, "Zhao et al., Fig. 16", 20.2, 2.0),
     ("drop-cylinders", {}, "Zhao et al., Fig. 17", 36.9, 3.7),
-    ("plectonemes-hanging", {"t_end": 1.0}, "Bergou et al. 2008, Fig. 9", 0.92, 0.09),
+    ("plectonemes-hanging", {}, "Bergou et al. 2008, Fig. 9", 0.92, 0.09),
     ("hanging-chain", {}, "Bergou et al. 2008, Fig. 10", 0.2, 0.02),
     ("incline", {}, "-", None, None),
     ("capstan", {}, "-", None, None),
