@@ -69,7 +69,7 @@ def _friction_simulator(world, method, dt, eps_v, integrator):
           "compact: active set)", [
     Param("angle", 30.0, "tilt of the plane [deg]", low=0.0, high=89.0),
     Param("mu", 0.3, "Coulomb friction coefficient", low=0.0),
-    Param("vertices", 6, "rod vertices", low=3, high=200),
+    Param("n", 6, "rod vertices", low=3, high=200),
     Param("length", 0.1, "rod length [m]", low=0.0, low_open=True),
     Param("t_end", 0.5, "simulated time [s]", low=0.0, low_open=True),
     Param("t_settle", 0.05, "time left out of the acceleration fit [s]", low=0.0),
@@ -84,7 +84,7 @@ def run_incline(params, progress) -> SceneResult:
     require(params["t_end"] >= params["t_settle"] + 3 * params["dt"],
             f"t_end must be >= t_settle + 3 dt = {params['t_settle'] + 3 * params['dt']:g} s (the acceleration is fitted "
             f"to the frames after t_settle; got t_end = {params['t_end']:g} s)")
-    world, down, normal = incline_world(params["angle"], params["mu"], n=params["vertices"], length=params["length"])
+    world, down, normal = incline_world(params["angle"], params["mu"], n=params["n"], length=params["length"])
     sim = _friction_simulator(world, params["method"], params["dt"], params["eps_v"], params["integrator"])
     state = sim.initial_state()
     nsteps = int(math.ceil(params["t_end"] / sim.dt - 1e-9))
