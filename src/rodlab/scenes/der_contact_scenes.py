@@ -341,7 +341,7 @@ def _twist_branch(world, params, state, sign, progress):
     Param("t_settle", 10.0, "rest before twisting [s]", low=0.0),
     Param("rate", 0.025, "twisting rate of the clamp [turns/s]", low=0.0, low_open=True),
     Param("turns_max", 9.0, "largest twist of each sign [turns]", low=0.0, low_open=True),
-    Param("wr_stop", 1.0, "a branch ends after_turns after the writhe left its start by this much", low=0.0,
+    Param("wr_stop", 1.5, "a branch ends after_turns after the writhe left its start by this much", low=0.0,
           low_open=True),
     Param("after_turns", 0.25, "twist added after the writhe left its start [turns]", low=0.0),
     Param("probe_turns", 0.025, "twist between recorded frames [turns]", low=0.0, low_open=True),
