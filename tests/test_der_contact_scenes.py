@@ -63,7 +63,7 @@ def test_twist_jump_tells_a_snap_from_a_smooth_change():
     snap = -3.0 + 0.05 * turns + 2.0 * (turns > 2.51)               # writhe jumps by 2 at 2.51 turns
     snap_energy = energy - 3.0 * (turns > 2.51)
     j = twist_jump(turns, snap, snap_energy)
-    assert j["jump"] and abs(j["twist"] - 2.5125) < 1e-9
+    assert j["jump"] and abs(j["twist"] - 2.5125) < 1e-9 and j["onset"] == j["twist"]
     assert abs(j["writhe_jump"] - 2.05 * 1.0 - 0.05 * 0.025 + 0.05) < 0.06 and j["twist_released"] > 1.9
     assert abs(j["energy_drop"] - (3.0 - (2.525**2 - 2.5**2))) < 1e-9
     with pytest.raises(Exception, match="turns, writhe and energy"):
@@ -85,6 +85,8 @@ def test_trefoil_twist_changes_smoothly_then_jumps_for_both_signs():
     assert m["jump_positive"] and m["jump_negative"]
     # the signs: a wrong twist direction swaps the two branches and breaks these
     assert 6.0 < m["jump_twist_positive"] < 8.5 and -4.0 < m["jump_twist_negative"] < -2.0
+    assert 0 < m["jump_onset_positive"] <= m["jump_twist_positive"]
+    assert m["jump_twist_negative"] <= m["jump_onset_negative"] < 0
     assert m["writhe_jump_positive"] > 2.0 and m["writhe_jump_negative"] < -0.5
     # a snap: more writhe than the twist added meanwhile, elastic energy released
     assert m["twist_released_positive"] > 1.5 and m["twist_released_negative"] > 0.25

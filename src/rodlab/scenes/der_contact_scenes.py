@@ -242,14 +242,16 @@ def trefoil_world(n: int, sign: float, *, scale: float = 0.2, radius: float = 0.
     half0 = 0.5 * float(pts[-1, 0] - pts[0, 0])
     t0 = t_pull + t_settle
     b = WorldBuilder(damping=damping)
-    b.add_rod(pts, E=E, G=E / 3.0, rho=rho, radius=radius, rest_curvature=np.zeros((n - 2, 4)), rest_twist=np.zeros(n - 2))
+    b.add_rod(pts, E=E, G=E / 3.0, rho=rho, radius=radius, rest_curvature=np.zeros((n - 2, 4)),
+              rest_twist=np.zeros(n - 2))
 
     def left(t):
         return np.eye(3), np.array([-trefoil_clamp_offset(t, half0, span_pre, span, t_pull), 0.0, 0.0])
 
     def right(t):
         angle = 2.0 * math.pi * sign * trefoil_twist_turns(t, t0, rate)
-        return exp_so3(np.array([angle, 0.0, 0.0])), np.array([trefoil_clamp_offset(t, half0, span_pre, span, t_pull), 0.0, 0.0])
+        shift = trefoil_clamp_offset(t, half0, span_pre, span, t_pull)
+        return exp_so3(np.array([angle, 0.0, 0.0])), np.array([shift, 0.0, 0.0])
 
     b.clamp(0, "start", motion=left)
     b.clamp(0, "end", motion=right)
@@ -267,9 +269,11 @@ def twist_jump(turns, writhe, energy, threshold: float = 1.0) -> dict:
     ``hi``). Returns ``jump`` (whether any interval exceeds it), ``rate`` (the largest
     ``|dWr/dturns|`` [1/turn]), ``sharpness`` (``rate`` over the median ``|dWr/dturns|`` of all
     intervals), and, with a jump: ``twist`` (the imposed twist at the middle of interval k
-    [turns]), ``writhe_jump`` (``writhe[hi] - writhe[lo]``), ``twist_released`` (``|writhe_jump|
-    - |turns[hi] - turns[lo]|`` [turns]: the twist the jump turned into writhe beyond what was
-    imposed meanwhile; > 0 for a snap), ``energy_drop`` [J] (the largest fall of the energy from
+    [turns]), ``onset`` (at the middle of the first interval of the first run above ``threshold``
+    that changes the writhe by 0.1 or more: where the first of several snaps starts, past the
+    drift of a knot still settling; frame ``first``), ``writhe_jump`` (``writhe[hi] - writhe[lo]``),
+    ``twist_released`` (``|writhe_jump| - |turns[hi] - turns[lo]|`` [turns]: the twist the jump
+    turned into writhe beyond what was imposed meanwhile; > 0 for a snap), ``energy_drop`` [J] (the largest fall of the energy from
     one frame to a later one within ``lo .. hi``: what the snap releases while the clamp still
     adds twist), ``lo``, ``hi``."""
     turns, writhe, energy = (np.asarray(a, dtype=float) for a in (turns, writhe, energy))
@@ -289,7 +293,17 @@ def twist_jump(turns, writhe, energy, threshold: float = 1.0) -> dict:
         hi += 1
     jump = float(writhe[hi] - writhe[lo])
     e = energy[lo:hi + 1]
-    out.update(twist=float(0.5 * (turns[k] + turns[k + 1])), writhe_jump=jump,
+    first = k  # the first run of intervals above threshold that moves the writhe by 0.1 or more
+    fast = np.flatnonzero(rate > threshold)
+    for start in fast[np.r_[True, np.diff(fast) > 1]]:
+        end = start
+        while end + 1 < rate.size and rate[end + 1] > threshold:
+            end += 1
+        if abs(writhe[end + 1] - writhe[start]) >= 0.1:
+            first = int(start)
+            break
+    out.update(twist=float(0.5 * (turns[k] + turns[k + 1])), onset=float(0.5 * (turns[first] + turns[first + 1])),
+               first=first, writhe_jump=jump,
                twist_released=abs(jump) - float(abs(turns[hi] - turns[lo])),
                energy_drop=float(np.max(np.maximum.accumulate(e) - e)), lo=lo, hi=hi)
     return out
@@ -354,8 +368,8 @@ def run_trefoil_twist(params, progress) -> SceneResult:
     Metrics per sign (``positive`` / ``negative``, :func:`twist_jump` on writhe vs imposed twist;
     writhe: Gauss integral of the centre line closed by tails along x): ``jump_*`` (found or not),
     ``jump_rate_*`` [1/turn], ``jump_sharpness_*``, and with a jump ``jump_twist_*`` [turns],
-    ``writhe_jump_*``, ``twist_released_*`` [turns], ``energy_drop_*`` [J]; ``twist_end_*``,
-    ``writhe_end_*``; ``writhe_start`` / ``energy_start`` (the untwisted knot); and the contact
+    ``jump_onset_*`` [turns], ``writhe_jump_*``, ``twist_released_*`` [turns], ``energy_drop_*``
+    [J]; ``twist_end_*``, ``writhe_end_*``; ``writhe_start`` / ``energy_start`` (the untwisted knot); and the contact
     metrics over all three phases."""
     from .zhao_contact_scenes import open_rod_writhe
 
@@ -382,7 +396,8 @@ def run_trefoil_twist(params, progress) -> SceneResult:
                   f"jump_sharpness_{name}": jump["sharpness"], f"twist_end_{name}": float(turns[-1]),
                   f"writhe_end_{name}": float(run.probes["writhe"][-1])})
         if jump["jump"]:  # the jump's numbers: only when there is one
-            m.update({f"jump_twist_{name}": jump["twist"], f"writhe_jump_{name}": jump["writhe_jump"],
+            m.update({f"jump_twist_{name}": jump["twist"], f"jump_onset_{name}": jump["onset"],
+                      f"writhe_jump_{name}": jump["writhe_jump"],
                       f"twist_released_{name}": jump["twist_released"], f"energy_drop_{name}": jump["energy_drop"]})
     steps = sum(r.steps for r in runs)
     from ..metrics import contact_summary
@@ -399,14 +414,15 @@ def run_trefoil_twist(params, progress) -> SceneResult:
     for name, (run, turns, _jump, _st) in branch.items():
         traj.update({f"t_{name}": run.t, f"x_{name}": run.x, f"turns_{name}": turns,
                      f"writhe_{name}": run.probes["writhe"], f"energy_{name}": run.probes["energy"]})
-    extra = {name: {"lo": j["lo"], "hi": j["hi"]} for name, (_r, _t, j, _s) in branch.items() if j["jump"]}
+    extra = {name: {"lo": j["lo"], "hi": j["hi"], "first": j["first"]} for name, (_r, _t, j, _s) in branch.items()
+             if j["jump"]}
     return SceneResult(m, traj, plot=_plot_trefoil, extra=extra, world=worlds[1], state=pos[3])
 
 
 def _plot_trefoil(result, out_dir):
-    """Writhe and elastic energy vs imposed twist for both signs (the jumps marked), and the knot
-    seen along the clamps' axis (y-z) and from the side (x-z): untwisted, just before and just
-    after each jump."""
+    """Writhe and elastic energy vs imposed twist for both signs (the steepest jump shaded), and
+    the knot seen along the clamps' axis (y-z) and from the side (x-z): untwisted, just before the
+    first snap and just after the steepest of each sign."""
     from pathlib import Path
 
     from ..viz.plots import figure_module
@@ -423,9 +439,9 @@ def _plot_trefoil(result, out_dir):
         ax2.plot(turns, en, "--", color=color, alpha=0.6)
         j = result.extra.get(name)
         if j:
-            lo, hi = j["lo"], j["hi"]
+            lo, hi, first = j["lo"], j["hi"], j["first"]
             ax.axvspan(min(turns[lo], turns[hi]), max(turns[lo], turns[hi]), color=color, alpha=0.15)
-            shots += [(f"{name}: {turns[lo]:+.2f} turns (before)", tr[f"x_{name}"][lo]),
+            shots += [(f"{name}: {turns[first]:+.2f} turns (before)", tr[f"x_{name}"][first]),
                       (f"{name}: {turns[hi]:+.2f} turns (after)", tr[f"x_{name}"][hi])]
     ax.set_xlabel("imposed twist [turns]")
     ax.set_ylabel("writhe")
