@@ -60,6 +60,9 @@ def test_twist_jump_tells_a_snap_from_a_smooth_change():
     smooth = -3.0 + 0.9 * np.tanh(turns - 2.0)                      # |dWr/dturns| <= 0.9: no jump
     j = twist_jump(turns, smooth, energy)
     assert not j["jump"] and j["rate"] < 1.0 and "twist" not in j
+    drift = smooth + 0.05 * (turns > 0.51)                          # fast but small (a settling knot)
+    j = twist_jump(turns, drift, energy)
+    assert not j["jump"] and j["rate"] > 1.0
     snap = -3.0 + 0.05 * turns + 2.0 * (turns > 2.51)               # writhe jumps by 2 at 2.51 turns
     snap_energy = energy - 3.0 * (turns > 2.51)
     j = twist_jump(turns, snap, snap_energy)

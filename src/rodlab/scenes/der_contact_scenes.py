@@ -259,51 +259,43 @@ def trefoil_world(n: int, sign: float, *, scale: float = 0.2, radius: float = 0.
     return b.build()
 
 
-def twist_jump(turns, writhe, energy, threshold: float = 1.0) -> dict:
+def twist_jump(turns, writhe, energy, threshold: float = 1.0, min_writhe: float = 0.1) -> dict:
     """The jump of a writhe-vs-twist curve (frames ``turns`` [turns], ``writhe``, elastic
     ``energy`` [J], each (F,)). A jump (snap) turns twist into writhe faster than twist is
     added: ``|d writhe / d turns| > threshold`` (1: on a smooth, stable branch the twist
     ``Tw = Lk - Wr`` keeps growing with the imposed link, ``|dWr/dLk| < 1``; in a snap at fixed
-    imposed twist the writhe changes at once and the twist falls). The jump is the contiguous run
-    of frame intervals above ``threshold`` around the steepest one ``k`` (frames ``lo`` to
-    ``hi``). Returns ``jump`` (whether any interval exceeds it), ``rate`` (the largest
-    ``|dWr/dturns|`` [1/turn]), ``sharpness`` (``rate`` over the median ``|dWr/dturns|`` of all
-    intervals), and, with a jump: ``twist`` (the imposed twist at the middle of interval k
-    [turns]), ``onset`` (at the middle of the first interval of the first run above ``threshold``
-    that changes the writhe by 0.1 or more: where the first of several snaps starts, past the
-    drift of a knot still settling; frame ``first``), ``writhe_jump`` (``writhe[hi] - writhe[lo]``),
-    ``twist_released`` (``|writhe_jump| - |turns[hi] - turns[lo]|`` [turns]: the twist the jump
-    turned into writhe beyond what was imposed meanwhile; > 0 for a snap), ``energy_drop`` [J] (the largest fall of the energy from
-    one frame to a later one within ``lo .. hi``: what the snap releases while the clamp still
-    adds twist), ``lo``, ``hi``."""
+    imposed twist the writhe changes at once and the twist falls). A jump is a contiguous run of
+    frame intervals above ``threshold`` that changes the writhe by ``min_writhe`` or more (less:
+    the drift of a knot still settling, or noise); the one reported holds the steepest interval
+    ``k`` of all such runs (frames ``lo`` to ``hi``). Returns ``jump`` (whether there is one),
+    ``rate`` (the largest ``|dWr/dturns|`` [1/turn] of all intervals), ``sharpness`` (``rate``
+    over the median ``|dWr/dturns|``), and, with a jump: ``twist`` (the imposed twist at the
+    middle of interval k [turns]), ``onset`` (at the middle of the first interval of the first
+    jump: where the first of several snaps starts; frame ``first``), ``writhe_jump``
+    (``writhe[hi] - writhe[lo]``), ``twist_released`` (``|writhe_jump| - |turns[hi] -
+    turns[lo]|`` [turns]: the twist the jump turned into writhe beyond what was imposed
+    meanwhile; > 0 for a snap), ``energy_drop`` [J] (the largest fall of the energy from one
+    frame to a later one within ``lo .. hi``: what the snap releases while the clamp still adds
+    twist), ``lo``, ``hi``."""
     turns, writhe, energy = (np.asarray(a, dtype=float) for a in (turns, writhe, energy))
     require(turns.shape == writhe.shape == energy.shape and turns.ndim == 1 and turns.size >= 3,
             f"turns, writhe and energy must be (F,) with F >= 3 (got {turns.shape}, {writhe.shape}, {energy.shape})")
     rate = np.abs(np.diff(writhe)) / np.maximum(np.abs(np.diff(turns)), 1e-300)
-    k = int(np.argmax(rate))
     median = float(np.median(rate))
-    out = {"jump": bool(rate[k] > threshold), "rate": float(rate[k]),
-           "sharpness": float(rate[k] / median) if median > 0 else math.inf}
-    if not out["jump"]:
+    out = {"jump": False, "rate": float(rate.max()),
+           "sharpness": float(rate.max() / median) if median > 0 else math.inf}
+    fast = np.flatnonzero(rate > threshold)
+    runs = [(int(a[0]), int(a[-1]) + 1) for a in np.split(fast, np.flatnonzero(np.diff(fast) > 1) + 1) if a.size]
+    runs = [(lo, hi) for lo, hi in runs if abs(writhe[hi] - writhe[lo]) >= min_writhe]
+    if not runs:
         return out
-    lo, hi = k, k + 1
-    while lo > 0 and rate[lo - 1] > threshold:
-        lo -= 1
-    while hi < rate.size and rate[hi] > threshold:
-        hi += 1
+    lo, hi = max(runs, key=lambda r: rate[r[0]:r[1]].max())
+    k = lo + int(np.argmax(rate[lo:hi]))
+    first = runs[0][0]
     jump = float(writhe[hi] - writhe[lo])
     e = energy[lo:hi + 1]
-    first = k  # the first run of intervals above threshold that moves the writhe by 0.1 or more
-    fast = np.flatnonzero(rate > threshold)
-    for start in fast[np.r_[True, np.diff(fast) > 1]]:
-        end = start
-        while end + 1 < rate.size and rate[end + 1] > threshold:
-            end += 1
-        if abs(writhe[end + 1] - writhe[start]) >= 0.1:
-            first = int(start)
-            break
-    out.update(twist=float(0.5 * (turns[k] + turns[k + 1])), onset=float(0.5 * (turns[first] + turns[first + 1])),
-               first=first, writhe_jump=jump,
+    out.update(jump=True, twist=float(0.5 * (turns[k] + turns[k + 1])),
+               onset=float(0.5 * (turns[first] + turns[first + 1])), first=first, writhe_jump=jump,
                twist_released=abs(jump) - float(abs(turns[hi] - turns[lo])),
                energy_drop=float(np.max(np.maximum.accumulate(e) - e)), lo=lo, hi=hi)
     return out
