@@ -361,8 +361,8 @@ def run_trefoil_twist(params, progress) -> SceneResult:
     writhe: Gauss integral of the centre line closed by tails along x): ``jump_*`` (found or not),
     ``jump_rate_*`` [1/turn], ``jump_sharpness_*``, and with a jump ``jump_twist_*`` [turns],
     ``jump_onset_*`` [turns], ``writhe_jump_*``, ``twist_released_*`` [turns], ``energy_drop_*``
-    [J]; ``twist_end_*``, ``writhe_end_*``; ``writhe_start`` / ``energy_start`` (the untwisted knot); and the contact
-    metrics over all three phases."""
+    [J]; ``twist_end_*``, ``writhe_end_*``; ``writhe_start`` / ``energy_start`` (the untwisted
+    knot); and the contact metrics over all three phases."""
     from .zhao_contact_scenes import open_rod_writhe
 
     p = dict(params)
@@ -399,7 +399,7 @@ def run_trefoil_twist(params, progress) -> SceneResult:
                            max(r.contacts_max for r in runs), steps),
          "ms_per_step": 1e3 * sum(r.wall_s for r in runs) / max(steps, 1), "steps": steps,
          "writhe_start": float(prep.probes["writhe"][-1]), "energy_start": float(prep.probes["energy"][-1]), **m}
-    pos, neg = branch["positive"], branch["negative"]
+    pos = branch["positive"]
     traj = {"t": np.concatenate([prep.t, pos[0].t[1:]]), "x": np.concatenate([prep.x, pos[0].x[1:]]),
             "writhe": np.concatenate([prep.probes["writhe"], pos[0].probes["writhe"][1:]]),
             "twist_turns": np.concatenate([np.zeros(len(prep.t)), pos[1][1:]])}
