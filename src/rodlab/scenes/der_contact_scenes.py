@@ -193,80 +193,267 @@ def run_plectonemes_hanging(params, progress) -> SceneResult:
 
 
 # ---- twisted trefoil (Bergou et al. 2008, Fig. 1) ---------------------------------------------------
-def trefoil_world(n: int, *, scale: float = 0.2, radius: float = 0.01, E: float = 1e6, rho: float = 1000.0,
-                  damping: float = 5.0, friction: float = 0.0, rate: float = 2 * math.pi, t_turn: float = 2.0,
-                  ramp: float = 0.1):
-    """A naturally straight rod of ``n`` vertices tied in an overhand (open trefoil) knot
-    (:func:`rodlab.scenes.knot_scenes.overhand_knot_points` with ``scale`` [m]), both end edges
-    clamped, no gravity, viscous ``damping`` [1/s], self contact; the clamp at +x turns about x at
-    ``rate`` [rad/s] until ``t_turn`` [s], then at ``-rate`` (through zero to the other sign)."""
-    from .knot_scenes import overhand_knot_points
+def _smoothstep(u: float) -> float:
+    """0 for u <= 0, 1 for u >= 1, ``3u^2 - 2u^3`` between (zero slope at both ends)."""
+    u = min(max(u, 0.0), 1.0)
+    return u * u * (3.0 - 2.0 * u)
 
-    pts = overhand_knot_points(n, scale=scale)
+
+def trefoil_clamp_offset(t: float, half0: float, span_pre: float, span: float, t_pull: float) -> float:
+    """How far each clamp has moved outward along x [m] at ``t`` [s]: from its initial distance
+    ``half0`` [m] from the origin to ``span_pre / 2`` over the first half of ``t_pull`` (pulling
+    the knot tight), then to ``span / 2`` over the second half (letting it open to its loop),
+    with smooth starts and stops; held from ``t_pull`` on."""
+    u = t / t_pull
+    return ((0.5 * span_pre - half0) * _smoothstep(2.0 * u)
+            + 0.5 * (span - span_pre) * _smoothstep(2.0 * u - 1.0))
+
+
+def trefoil_twist_turns(t: float, t0: float, rate: float, ramp: float = 1.0) -> float:
+    """Imposed twist [turns] at ``t`` [s] (>= 0): 0 before ``t0``, then ``rate`` [turns/s],
+    reached linearly over ``ramp`` [s]."""
+    s = t - t0
+    if s <= 0.0:
+        return 0.0
+    return rate * (s * s / (2.0 * ramp) if s < ramp else s - 0.5 * ramp)
+
+
+def trefoil_world(n: int, sign: float, *, scale: float = 0.2, radius: float = 0.01, E: float = 1e6,
+                  rho: float = 1000.0, damping: float = 2.0, friction: float = 0.0, span_pre: float = 4.0,
+                  span: float = 3.5, t_pull: float = 30.0, t_settle: float = 10.0, rate: float = 0.025):
+    """A naturally straight rod of ``n`` vertices tied in an overhand knot with both tails on the
+    x axis (:func:`rodlab.scenes.knot_scenes.open_trefoil_points` with ``scale`` [m]), both end
+    edges clamped, no gravity, viscous ``damping`` [1/s], self contact with Coulomb ``friction``.
+    The clamps move apart along x (:func:`trefoil_clamp_offset`: ends ``span_pre`` [m] apart, then
+    ``span``, over ``t_pull`` [s]); from ``t_pull + t_settle`` the clamp at +x turns about x,
+    ``sign`` (+1 or -1) times :func:`trefoil_twist_turns` at ``rate`` [turns/s]. ``radius`` [m],
+    ``E`` [Pa] (G = E / 3), ``rho`` [kg/m^3]."""
+    from ..geometry.rotations import exp_so3
+    from .knot_scenes import open_trefoil_points
+
+    require(sign in (1, -1, 1.0, -1.0), f"sign must be +1 or -1 (got {sign!r})")
+    require(span_pre > 0 and span > 0 and t_pull > 0 and t_settle >= 0 and rate > 0,
+            f"span_pre, span, t_pull and rate must be > 0, t_settle >= 0 (got {span_pre}, {span}, {t_pull}, "
+            f"{rate}, {t_settle})")
+    pts = open_trefoil_points(n, scale=scale)
+    length = float(np.sum(np.linalg.norm(np.diff(pts, axis=0), axis=1)))
+    require(max(span_pre, span) < 0.95 * length,
+            f"span_pre and span must be below 0.95 of the rod's length {length:.3g} m (got {span_pre}, {span})")
+    half0 = 0.5 * float(pts[-1, 0] - pts[0, 0])
+    t0 = t_pull + t_settle
     b = WorldBuilder(damping=damping)
-    b.add_rod(pts, E=E, G=E / 3.0, rho=rho, radius=radius, rest_curvature=np.zeros((n - 2, 4)), rest_twist=np.zeros(n - 2))
-    b.clamp(0, "start")
-    b.clamp(0, "end", motion=_back_and_forth(rate, t_turn, ramp))
+    b.add_rod(pts, E=E, G=E / 3.0, rho=rho, radius=radius, rest_curvature=np.zeros((n - 2, 4)),
+              rest_twist=np.zeros(n - 2))
+
+    def left(t):
+        return np.eye(3), np.array([-trefoil_clamp_offset(t, half0, span_pre, span, t_pull), 0.0, 0.0])
+
+    def right(t):
+        angle = 2.0 * math.pi * sign * trefoil_twist_turns(t, t0, rate)
+        shift = trefoil_clamp_offset(t, half0, span_pre, span, t_pull)
+        return exp_so3(np.array([angle, 0.0, 0.0])), np.array([shift, 0.0, 0.0])
+
+    b.clamp(0, "start", motion=left)
+    b.clamp(0, "end", motion=right)
     b.set_contact(rods=True, friction=friction)
     return b.build()
 
 
-def _turn_angle(t: float, rate: float, t_turn: float, ramp: float) -> float:
-    """Imposed angle [rad]: ramped in over ``ramp``, up at ``rate`` until ``t_turn``, then down."""
-    up = rate * (t * t / (2 * ramp) if t < ramp else t - ramp / 2)
-    if t <= t_turn:
-        return up
-    peak = rate * (t_turn - ramp / 2)
-    return peak - rate * (t - t_turn)
+def twist_jump(turns, writhe, energy, threshold: float = 1.0, min_writhe: float = 0.1) -> dict:
+    """The jump of a writhe-vs-twist curve (frames ``turns`` [turns], ``writhe``, elastic
+    ``energy`` [J], each (F,)). A jump (snap) turns twist into writhe faster than twist is
+    added: ``|d writhe / d turns| > threshold`` (1: on a smooth, stable branch the twist
+    ``Tw = Lk - Wr`` keeps growing with the imposed link, ``|dWr/dLk| < 1``; in a snap at fixed
+    imposed twist the writhe changes at once and the twist falls). A jump is a contiguous run of
+    frame intervals above ``threshold`` that changes the writhe by ``min_writhe`` or more (less:
+    the drift of a knot still settling, or noise); the one reported holds the steepest interval
+    ``k`` of all such runs (frames ``lo`` to ``hi``). Returns ``jump`` (whether there is one),
+    ``rate`` (the largest ``|dWr/dturns|`` [1/turn] of all intervals), ``sharpness`` (``rate``
+    over the median ``|dWr/dturns|``), and, with a jump: ``twist`` (the imposed twist at the
+    middle of interval k [turns]), ``onset`` (at the middle of the first interval of the first
+    jump: where the first of several snaps starts; frame ``first``), ``writhe_jump``
+    (``writhe[hi] - writhe[lo]``), ``twist_released`` (``|writhe_jump| - |turns[hi] -
+    turns[lo]|`` [turns]: the twist the jump turned into writhe beyond what was imposed
+    meanwhile; > 0 for a snap), ``energy_drop`` [J] (the largest fall of the energy from one
+    frame to a later one within ``lo .. hi``: what the snap releases while the clamp still adds
+    twist), ``lo``, ``hi``."""
+    turns, writhe, energy = (np.asarray(a, dtype=float) for a in (turns, writhe, energy))
+    require(turns.shape == writhe.shape == energy.shape and turns.ndim == 1 and turns.size >= 3,
+            f"turns, writhe and energy must be (F,) with F >= 3 (got {turns.shape}, {writhe.shape}, {energy.shape})")
+    rate = np.abs(np.diff(writhe)) / np.maximum(np.abs(np.diff(turns)), 1e-300)
+    median = float(np.median(rate))
+    out = {"jump": False, "rate": float(rate.max()),
+           "sharpness": float(rate.max() / median) if median > 0 else math.inf}
+    fast = np.flatnonzero(rate > threshold)
+    runs = [(int(a[0]), int(a[-1]) + 1) for a in np.split(fast, np.flatnonzero(np.diff(fast) > 1) + 1) if a.size]
+    runs = [(lo, hi) for lo, hi in runs if abs(writhe[hi] - writhe[lo]) >= min_writhe]
+    if not runs:
+        return out
+    lo, hi = max(runs, key=lambda r: rate[r[0]:r[1]].max())
+    k = lo + int(np.argmax(rate[lo:hi]))
+    first = runs[0][0]
+    jump = float(writhe[hi] - writhe[lo])
+    e = energy[lo:hi + 1]
+    out.update(jump=True, twist=float(0.5 * (turns[k] + turns[k + 1])),
+               onset=float(0.5 * (turns[first] + turns[first + 1])), first=first, writhe_jump=jump,
+               twist_released=abs(jump) - float(abs(turns[hi] - turns[lo])),
+               energy_drop=float(np.max(np.maximum.accumulate(e) - e)), lo=lo, hi=hi)
+    return out
 
 
-def _back_and_forth(rate, t_turn, ramp):
-    from ..geometry.rotations import exp_so3
+def _twist_branch(world, params, state, sign, progress):
+    """Twist the prepared knot ``state`` (in place) with the clamp of ``world`` turning ``sign``:
+    frames every ``probe_turns``; the branch ends ``after_turns`` after the writhe first left
+    its starting value by ``wr_stop``, or at ``turns_max``."""
+    from .zhao_contact_scenes import open_rod_writhe
 
-    def motion(t):
-        return exp_so3(np.array([_turn_angle(t, rate, t_turn, ramp), 0.0, 0.0])), np.zeros(3)
-    return motion
+    sim = make_simulator(world, "der", dt=params["dt"], projection=params["projection"])
+    t0, rate = params["t_pull"] + params["t_settle"], params["rate"]
+    wr0 = open_rod_writhe(state.vertex_x)
+    per = max(1, int(round(params["probe_turns"] / rate / sim.dt)))
+    nsteps = per * int(math.ceil(params["turns_max"] / params["probe_turns"]))
+    after = max(1, int(round(params["after_turns"] / params["probe_turns"])))
+    key = "trefoil_frames_after_jump"
+    state.solver.pop(key, None)
+
+    def stop(st):
+        left = st.solver.get(key)
+        if left is None:
+            if abs(open_rod_writhe(st.vertex_x) - wr0) > params["wr_stop"]:
+                st.solver[key] = np.array(after)
+            return False
+        st.solver[key] = left - 1
+        return bool(left - 1 <= 0)
+
+    run = record(sim, state, nsteps, steps_per_frame=per, frames=nsteps // per, progress=progress, stop=stop,
+                 probes={"writhe": lambda st: open_rod_writhe(st.vertex_x), "energy": sim.elastic_energy})
+    state.solver.pop(key, None)
+    turns = sign * np.array([trefoil_twist_turns(float(s), t0, rate) for s in run.t])
+    return sim, run, turns
 
 
-@register("trefoil-twist", "der: a trefoil (overhand) knot on a rod with both ends clamped, twisted one way then the "
-          "other, after Bergou et al. 2008, Fig. 1 (experimental: the paper's jump is not reproduced yet, docs/contact-der.md)", [
-    Param("n", 101, "vertices", low=20, high=5000),
+@register("trefoil-twist", "der: a trefoil (overhand) knot on a rod with both ends clamped, twisted one way and then "
+          "the other: the shape changes smoothly, then jumps (Bergou et al. 2008, Fig. 1)", [
+    Param("n", 60, "vertices", low=20, high=5000),
     Param("radius", 0.01, "rod radius [m]", low=0.0, low_open=True),
     Param("E", 1e6, "Young's modulus [Pa] (G = E / 3)", low=0.0, low_open=True),
-    Param("damping", 5.0, "viscous drag rate [1/s]", low=0.0),
-    Param("rate", 2 * math.pi, "twisting rate of the clamp [rad/s]", low=0.0, low_open=True),
-    Param("t_turn", 2.0, "time of the reversal [s]", low=0.0, low_open=True),
-    Param("t_end", 6.0, "simulated time [s]", low=0.0, low_open=True),
-    Param("dt", 5e-4, "time step [s]", low=0.0, low_open=True),
-    Param("frames", 240, "recorded frames", low=10, high=100000),
+    Param("damping", 2.0, "viscous drag rate [1/s]", low=0.0),
+    Param("friction", 0.0, "self-contact Coulomb friction", low=0.0),
+    Param("knot_scale", 0.2, "scale of the trefoil the knot is cut from [m] (rod length 6.4 m at 0.2)",
+          low=0.0, low_open=True),
+    Param("span_pre", 4.0, "end-to-end distance the knot is first pulled to [m]", low=0.0, low_open=True),
+    Param("span", 3.5, "end-to-end distance while twisting [m]", low=0.0, low_open=True),
+    Param("t_pull", 30.0, "time of the pull (span_pre then span) [s]", low=0.0, low_open=True),
+    Param("t_settle", 10.0, "rest before twisting [s]", low=0.0),
+    Param("rate", 0.025, "twisting rate of the clamp [turns/s]", low=0.0, low_open=True),
+    Param("turns_max", 9.0, "largest twist of each sign [turns]", low=0.0, low_open=True),
+    Param("wr_stop", 1.5, "a branch ends after_turns after the writhe left its start by this much", low=0.0,
+          low_open=True),
+    Param("after_turns", 0.25, "twist added after the writhe left its start [turns]", low=0.0),
+    Param("probe_turns", 0.025, "twist between recorded frames [turns]", low=0.0, low_open=True),
+    Param("dt", 0.03, "time step [s] (suggested_time_step of the 60-vertex knot: 0.033 s)", low=0.0, low_open=True),
     _projection_param(),
 ])
 def run_trefoil_twist(params, progress) -> SceneResult:
-    """Metrics: the imposed twist [turns] at the jump for each sign, the jump being the frame of
-    the largest writhe change per unit time while the twist has that sign (writhe of the knot
-    closed by straight tails along x, :func:`rodlab.scenes.zhao_contact_scenes.open_rod_writhe`)."""
+    """The knot is pulled tight (``span_pre``), let open to ``span`` and left to settle; from that
+    untwisted state it is twisted positively until the jump, and (from the same state) negatively.
+    Metrics per sign (``positive`` / ``negative``, :func:`twist_jump` on writhe vs imposed twist;
+    writhe: Gauss integral of the centre line closed by tails along x): ``jump_*`` (found or not),
+    ``jump_rate_*`` [1/turn], ``jump_sharpness_*``, and with a jump ``jump_twist_*`` [turns],
+    ``jump_onset_*`` [turns], ``writhe_jump_*``, ``twist_released_*`` [turns], ``energy_drop_*``
+    [J]; ``twist_end_*``, ``writhe_end_*``; ``writhe_start`` / ``energy_start`` (the untwisted
+    knot); and the contact metrics over all three phases."""
     from .zhao_contact_scenes import open_rod_writhe
 
-    ramp = 0.1
-    world = trefoil_world(params["n"], radius=params["radius"], E=params["E"], damping=params["damping"],
-                          rate=params["rate"], t_turn=params["t_turn"], ramp=ramp)
-    sim = make_simulator(world, "der", dt=params["dt"], projection=params["projection"])
+    p = dict(params)
+    require(p["after_turns"] < p["turns_max"], f"after_turns must be below turns_max (got {p['after_turns']})")
+    kw = dict(scale=p["knot_scale"], radius=p["radius"], E=p["E"], damping=p["damping"], friction=p["friction"],
+              span_pre=p["span_pre"], span=p["span"], t_pull=p["t_pull"], t_settle=p["t_settle"], rate=p["rate"])
+    worlds = {s: trefoil_world(p["n"], s, **kw) for s in (1, -1)}
+    sim = make_simulator(worlds[1], "der", dt=p["dt"], projection=p["projection"])
     state = sim.initial_state()
-    nsteps = int(math.ceil(params["t_end"] / sim.dt - 1e-9))
-    run = record(sim, state, nsteps, frames=params["frames"], progress=progress,
-                 probes={"writhe": lambda st: open_rod_writhe(st.vertex_x)})
-    t = np.asarray(run.t)
-    wr = np.asarray(run.probes["writhe"])
-    turns = np.array([_turn_angle(float(s), params["rate"], params["t_turn"], ramp) for s in t]) / (2 * math.pi)
-    rate_wr = np.abs(np.diff(wr)) / np.maximum(np.diff(t), 1e-300)
-    mid = turns[1:]
-    m = {**_contact_metrics(world, sim, run), "writhe_start": float(wr[0]), "writhe_end": float(wr[-1]),
-         "twist_turns_max": float(turns.max()), "twist_turns_min": float(turns.min())}
-    for sign, name in ((1.0, "positive"), (-1.0, "negative")):
-        sel = np.flatnonzero(sign * mid > 0)
-        if sel.size:
-            k = sel[np.argmax(rate_wr[sel])]
-            m[f"jump_twist_{name}"] = float(mid[k])
-            m[f"jump_writhe_rate_{name}"] = float(rate_wr[k])
-    traj = {"t": run.t, "x": run.x, "writhe": wr, "twist_turns": turns}
-    return SceneResult(m, traj, world=world, state=state)
+    n_prep = int(math.ceil((p["t_pull"] + p["t_settle"]) / sim.dt - 1e-9))
+    prep = record(sim, state, n_prep, frames=min(40, n_prep), progress=progress,
+                  probes={"writhe": lambda st: open_rod_writhe(st.vertex_x), "energy": sim.elastic_energy})
+    untwisted = state.copy()
+    runs, m = [prep], {}
+    branch = {}
+    for sign, name in ((1, "positive"), (-1, "negative")):
+        st = untwisted.copy()
+        _sim, run, turns = _twist_branch(worlds[sign], p, st, sign, progress)
+        runs.append(run)
+        jump = twist_jump(turns, run.probes["writhe"], run.probes["energy"])
+        branch[name] = (run, turns, jump, st)
+        m.update({f"jump_{name}": jump["jump"], f"jump_rate_{name}": jump["rate"],
+                  f"jump_sharpness_{name}": jump["sharpness"], f"twist_end_{name}": float(turns[-1]),
+                  f"writhe_end_{name}": float(run.probes["writhe"][-1])})
+        if jump["jump"]:  # the jump's numbers: only when there is one
+            m.update({f"jump_twist_{name}": jump["twist"], f"jump_onset_{name}": jump["onset"],
+                      f"writhe_jump_{name}": jump["writhe_jump"],
+                      f"twist_released_{name}": jump["twist_released"], f"energy_drop_{name}": jump["energy_drop"]})
+    steps = sum(r.steps for r in runs)
+    from ..metrics import contact_summary
+
+    m = {"method": "der", "n_vertices": worlds[1].n_vertices, "dt": sim.dt,
+         **contact_summary(min(r.contact_min_gap for r in runs), sum(r.contacts_sum for r in runs),
+                           max(r.contacts_max for r in runs), steps),
+         "ms_per_step": 1e3 * sum(r.wall_s for r in runs) / max(steps, 1), "steps": steps,
+         "writhe_start": float(prep.probes["writhe"][-1]), "energy_start": float(prep.probes["energy"][-1]), **m}
+    pos = branch["positive"]
+    traj = {"t": np.concatenate([prep.t, pos[0].t[1:]]), "x": np.concatenate([prep.x, pos[0].x[1:]]),
+            "writhe": np.concatenate([prep.probes["writhe"], pos[0].probes["writhe"][1:]]),
+            "twist_turns": np.concatenate([np.zeros(len(prep.t)), pos[1][1:]])}
+    for name, (run, turns, _jump, _st) in branch.items():
+        traj.update({f"t_{name}": run.t, f"x_{name}": run.x, f"turns_{name}": turns,
+                     f"writhe_{name}": run.probes["writhe"], f"energy_{name}": run.probes["energy"]})
+    extra = {name: {"lo": j["lo"], "hi": j["hi"], "first": j["first"]} for name, (_r, _t, j, _s) in branch.items()
+             if j["jump"]}
+    return SceneResult(m, traj, plot=_plot_trefoil, extra=extra, world=worlds[1], state=pos[3])
+
+
+def _plot_trefoil(result, out_dir):
+    """Writhe and elastic energy vs imposed twist for both signs (the steepest jump shaded), and
+    the knot seen along the clamps' axis (y-z) and from the side (x-z): untwisted, just before the
+    first snap and just after the steepest of each sign."""
+    from pathlib import Path
+
+    from ..viz.plots import figure_module
+
+    plt = figure_module()
+    tr = result.trajectory
+    fig = plt.figure(figsize=(15, 9))
+    ax = fig.add_subplot(3, 1, 1)
+    ax2 = ax.twinx()
+    shots = [("untwisted", tr["x_positive"][0])]
+    for name, color in (("positive", "tab:red"), ("negative", "tab:blue")):
+        turns, wr, en = tr[f"turns_{name}"], tr[f"writhe_{name}"], tr[f"energy_{name}"]
+        ax.plot(turns, wr, color=color, label=f"writhe, {name} twist")
+        ax2.plot(turns, en, "--", color=color, alpha=0.6)
+        j = result.extra.get(name)
+        if j:
+            lo, hi, first = j["lo"], j["hi"], j["first"]
+            ax.axvspan(min(turns[lo], turns[hi]), max(turns[lo], turns[hi]), color=color, alpha=0.15)
+            shots += [(f"{name}: {turns[first]:+.2f} turns (before)", tr[f"x_{name}"][first]),
+                      (f"{name}: {turns[hi]:+.2f} turns (after)", tr[f"x_{name}"][hi])]
+    ax.set_xlabel("imposed twist [turns]")
+    ax.set_ylabel("writhe")
+    ax2.set_ylabel("elastic energy [J] (dashed)")
+    ax.legend(loc="lower left", fontsize=8)
+    ax.grid(alpha=0.3)
+    for j, (title, x) in enumerate(shots):
+        for row, (i0, i1) in enumerate(((1, 2), (0, 2))):
+            a = fig.add_subplot(3, len(shots), len(shots) * (row + 1) + j + 1)
+            a.plot(x[:, i0], x[:, i1], "-", color="0.3", linewidth=1.5)
+            a.scatter(x[:, i0], x[:, i1], c=np.linspace(0, 1, len(x)), s=6)
+            a.set_aspect("equal", adjustable="datalim")
+            a.set_xlabel(f"{'xyz'[i0]} [m]", fontsize=8)
+            a.tick_params(labelsize=7)
+            if row == 0:
+                a.set_title(title, fontsize=8)
+    fig.suptitle("trefoil-twist: writhe vs imposed twist, and the knot before / after each jump "
+                 "(Bergou et al. 2008, Fig. 1)")
+    fig.tight_layout()
+    path = Path(out_dir) / "trefoil.png"
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return [path]

@@ -61,6 +61,55 @@ def overhand_knot_points(n: int, *, scale: float = 0.2, cut: float = 0.5, tail: 
     return np.ascontiguousarray(x)
 
 
+def _hermite(p0, m0, p1, m1, u):
+    """Cubic Hermite curve from ``p0`` (tangent ``m0``) to ``p1`` (tangent ``m1``) at ``u`` in [0, 1]."""
+    u = u[:, None]
+    return ((2 * u**3 - 3 * u**2 + 1) * p0 + (u**3 - 2 * u**2 + u) * m0 + (-2 * u**3 + 3 * u**2) * p1
+            + (u**3 - u**2) * m1)
+
+
+def open_trefoil_points(n: int, *, scale: float = 0.2, cut: float = 0.5, drop: float = 0.4, side: float = 0.35,
+                        reach: float = 1.5, tail: float = 1.0) -> np.ndarray:
+    """An overhand knot whose two straight tails lie on one line, the x axis: a polyline of ``n``
+    vertices (n, 3) [m], equally spaced in arc length (chords within 1 %), ends at ``-x`` and ``+x`` symmetric about
+    the origin, both end tangents along +x (ends that clamps can twist about x).
+
+    The trefoil ``(sin t + 2 sin 2t, cos t - 2 cos 2t, -sin 3t)`` (scaled by ``scale`` [m]) is
+    cut open at its lowest point ``P = (0, -3, 0)`` (``t = pi``, parameter interval ``pi +- cut``
+    removed). The tails lie on the line through ``P - drop y`` along the curve's tangent at P,
+    ``T = (1, 0, 1) / sqrt 2``; the whole curve lies in ``y >= -3`` and touches it only at P, so the
+    tails, below it, never pierce the knot: closed through infinity the curve is a trefoil. Each
+    end of the cut curve joins its tail at ``reach`` from the foot of P by a cubic Hermite arc
+    (matching tangents), pushed sideways by ``+-side * sin(pi u)`` along ``T x y`` so the two arcs
+    pass beside each other; the tails run ``tail`` further. ``drop``, ``side``, ``reach``,
+    ``tail``: in units of ``scale``. With the defaults and ``n = 60`` (rod length 6.4 m, segments
+    0.116 m) segments that share no vertex are at least 0.133 m apart (centre lines): clearance
+    for a rod of radius up to 0.06 m.
+    """
+    require(isinstance(n, (int, np.integer)) and n >= 10, f"n must be an integer >= 10 (got {n!r})")
+    require(scale > 0 and 0 < cut < math.pi / 2 and drop > 0 and side > 0 and reach > 0 and tail >= 0,
+            f"scale, drop, side and reach must be > 0, cut in (0, pi/2), tail >= 0 (got {scale}, {drop}, {side}, "
+            f"{reach}, {cut}, {tail})")
+    tx, ey = np.array([1.0, 0.0, 1.0]) / math.sqrt(2.0), np.array([0.0, 1.0, 0.0])
+    side_dir = np.cross(tx, ey)
+    t = np.linspace(math.pi + cut, 3 * math.pi - cut, 4000)
+    knot = _trefoil(t)
+    foot = np.array([0.0, -3.0, 0.0]) - drop * ey
+    u = np.linspace(0.0, 1.0, 400)
+    bump = np.sin(math.pi * u)[:, None] * side * side_dir
+    a0, b1 = foot - reach * tx, foot + reach * tx
+    la, lb = np.linalg.norm(knot[0] - a0), np.linalg.norm(b1 - knot[-1])
+    arc_a = _hermite(a0, la * tx, knot[0], la * _trefoil_tangent(t[0]), u) + bump
+    arc_b = _hermite(knot[-1], lb * _trefoil_tangent(t[-1]), b1, lb * tx, u) - bump
+    s = np.linspace(0.0, tail, 300)[1:]
+    pts = scale * np.concatenate([a0 - s[::-1, None] * tx, arc_a[:-1], knot, arc_b[1:], b1 + s[:, None] * tx])
+    arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
+    w = np.linspace(0.0, arc[-1], n)
+    x = np.stack([np.interp(w, arc, pts[:, k]) for k in range(3)], axis=1)
+    frame = np.stack([tx, side_dir, np.cross(tx, side_dir)], axis=1)  # T -> x
+    return np.ascontiguousarray((x - 0.5 * (x[0] + x[-1])) @ frame)
+
+
 def knot_world(params):
     """The knot-tighten world: an overhand knot of ``n`` vertices (:func:`overhand_knot_points`),
     self contact on (thickness: the rod's radius), no gravity; the first end pinned, the last
@@ -208,4 +257,4 @@ def _plot_knot(result, out_dir):
     return [path]
 
 
-__all__ = ["knot_world", "overhand_knot_points", "strands_crossed"]
+__all__ = ["knot_world", "open_trefoil_points", "overhand_knot_points", "strands_crossed"]
