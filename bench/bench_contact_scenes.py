@@ -1,5 +1,6 @@
-"""Time per step of every contact scene, side by side with its paper and issue #11's target;
-writes docs/benchmarks-contact-scenes.md.
+"""Time per step of every contact scene, and of the rigid-body `tree`, side by side with its paper
+(Bergou et al. 2008, Table 1; Zhao et al., Table 1) and its issue's target (#11: 10x faster than the
+paper; #13: `tree` <= 1 ms); writes docs/benchmarks-contact-scenes.md.
 
     python bench/bench_contact_scenes.py [--quick]
 
@@ -29,6 +30,8 @@ SCENES = (
     ("drop-cylinders", {}, "Zhao et al., Fig. 17", 36.9, 3.7),
     ("plectonemes-hanging", {}, "Bergou et al. 2008, Fig. 9", 0.92, 0.09),
     ("hanging-chain", {}, "Bergou et al. 2008, Fig. 10", 0.2, 0.02),
+    ("trefoil-twist", {}, "Bergou et al. 2008, Fig. 1", 0.31, 0.031),
+    ("tree", {}, "Bergou et al. 2008, Fig. 12 (rigid bodies, no contact)", 22.0, 1.0),
     ("incline", {}, "-", None, None),
     ("capstan", {}, "-", None, None),
 )
@@ -51,11 +54,11 @@ def main(argv=None) -> int:
                      m.get("min_gap"), m.get("mean_contacts"), m.get("max_contacts")))
         print(f"{name:24s} {ms:9.3f} ms/step (paper {paper}, target {target})", flush=True)
     command = "python bench/bench_contact_scenes.py" + (" --quick" if args.quick else "")
-    lines = ["# Contact scenes: time per step", "",
+    lines = ["# Contact scenes (and the tree): time per step", "",
              f"Written by `{command}` on {datetime.date.today()} ({platform.machine()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}, {time.perf_counter() - start:.0f} s). `ms_per_step` is each scene's "
              "own metric: the whole `advance` calls of its recording loop, Python included, compilation excluded. "
-             "Target: issue #11's (10x faster than the paper).", "",
+             "Target: issue #11's (10x faster than the paper); `tree`: issue #13's (1 ms).", "",
              "| scene | paper figure | overrides | vertices | ms/step | paper [ms/step] | target [ms/step] | "
              "min_gap [m] | contacts mean / max |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
