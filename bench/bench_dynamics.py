@@ -165,6 +165,8 @@ def run_rodlab(method: str, options: dict, n: int, scene: str, dt: float, t_end:
             tips.append(x.copy())
     except Exception as exc:  # noqa: BLE001 - SimulationError and the like: unstable at this dt
         ok, msg = False, f"{type(exc).__name__}: {exc}"[:160]
+        if math.isfinite(state.t):  # a failed advance keeps its last good state: count the steps it did take
+            done = max(done, int(round(state.t / dt)))
     cpu = time.process_time() - c0
     return Run(ok, np.array(times), np.array(tips).reshape(-1, 3), cpu * nsteps / max(done, 1), dt, msg,
                per_step=cpu / done if done else math.nan)
