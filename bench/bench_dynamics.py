@@ -172,8 +172,10 @@ def run_rodlab(method: str, options: dict, n: int, scene: str, dt: float, t_end:
         if math.isfinite(state.t):  # a failed advance keeps its last good state: count the steps it did take
             done = max(done, int(round(state.t / dt)))
     cpu = time.process_time() - c0
-    return Run(ok, np.array(times), np.array(tips).reshape(-1, 3), cpu * nsteps / max(done, 1), dt, msg,
-               per_step=cpu / done if done else math.nan)
+    # a run that failed in its first (short) call: that call's steps bound the cost per step from above
+    steps_timed = done if done else min(FIRST_CALL_STEPS, nsteps)
+    return Run(ok, np.array(times), np.array(tips).reshape(-1, 3), cpu * nsteps / steps_timed, dt, msg,
+               per_step=cpu / steps_timed)
 
 
 def _rodlab_maker(method: str, **options):
