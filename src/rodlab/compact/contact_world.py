@@ -48,11 +48,12 @@ from numba import njit
 from ..contact.detect import detect, min_gap, _obstacle_table
 from ..contact.narrowphase import segment_segment, vrow
 from ..model import require
-from .chain import chain_forward, jac_mul, jac_t_mul
+from .chain import chain_forward, jac_t_mul
 from .end_clamps import EndClamps
 from .friction import StepFriction, patches
 from .energies import reduced_hessian
 from .sqp import CompactState, finish_step, prepare_preconditioner, split_damping, tension_stiffness
+from .world_qp import C_FAIL, C_PCG, C_QP, C_SOLVES, WorldArrays, row_gradient, world_qp
 
 
 class StepInfo(NamedTuple):
@@ -197,7 +198,10 @@ class WorldContactSolver:
         self.geometry = contact_geometry(world)
         self.vstart = np.asarray(world.rod_vertex_start, dtype=np.int64)
         self.N = int(world.n_vertices)
-        self.free = np.concatenate([s.free for s in self.solvers])
+        # every rod's Jacobians, Hessian blocks, preconditioner and mask in flat world arrays (its
+        # workspace holds views): the compiled QP slices them per rod (rodlab.compact.world_qp)
+        self.flat = WorldArrays(self.solvers, self.vstart)
+        self.free = self.flat.free
         self.point_forces = [[(pf.vertex % world.rods[r].n_vertices, pf) for pf in world.point_forces_of(r)]
                              for r in range(world.n_rods)]
         self.lmax = float(np.max(world.edge_rest_length))
@@ -287,118 +291,38 @@ class WorldContactSolver:
             return float(np.max(-cvals, initial=0.0))
         return max(float(np.max(-cvals[:-ne], initial=0.0)), float(np.max(np.abs(cvals[-ne:]))))
 
-    def _solve_a(self, rhs, ctx, touched=None):
-        out = np.zeros_like(rhs)
-        for r, sol in enumerate(self.solvers):
-            if touched is not None and r not in touched:
-                continue
-            sl = self._sl(r)
-            out[sl] = sol._solve_a(np.ascontiguousarray(rhs[sl]), ctx)
-        return out
-
     def _row_gradient(self, verts, coef):
-        """``grad_s`` (N, 3) of one row (O(n) per rod it touches, Dirichlet-projected) and the rods."""
-        g = np.zeros((self.N, 3))
-        touched = set()
-        yp_all = np.zeros((self.N, 3))
-        for v, c in zip(verts, coef):
-            yp_all[v] += c
-        for r, sol in enumerate(self.solvers):
-            sl = self._sl(r)
-            if not np.any(yp_all[sl]):
-                continue
-            touched.add(r)
-            out = np.empty((sol.model.n, 3))
-            jac_t_mul(sol.ws.Dj, sol.ws.Qj, np.ascontiguousarray(yp_all[sl]), np.zeros((sol.model.m, 4)), out)
-            g[sl] = out * sol.free
-        return g, touched
-
-    def _jac_mul(self, d, dp):
-        for r, sol in enumerate(self.solvers):
-            sl = self._sl(r)
-            tmp_p = np.empty((sol.model.n, 3))
-            jac_mul(sol.ws.Dj, sol.ws.Qj, np.ascontiguousarray(d[sl]), tmp_p, np.empty((sol.model.m, 4)))
-            dp[sl] = tmp_p
+        """``grad_s`` (N, 3) of one row (O(n) per rod it touches, Dirichlet-projected) and the set
+        of rods it touches (:func:`rodlab.compact.world_qp.row_gradient`)."""
+        fa = self.flat
+        g = np.empty((self.N, 3))
+        touched = np.zeros(len(self.solvers), dtype=bool)
+        row_gradient(np.ascontiguousarray(verts, dtype=np.int64), np.ascontiguousarray(coef, dtype=float), fa.vstart,
+                     fa.Dj, fa.Qj, fa.free, np.empty((self.N, 3)), np.zeros((max(fa.Dj.shape[0], 1), 4)), g, touched)
+        return g, {int(r) for r in np.nonzero(touched)[0]}
 
     # ---- the QP of Eq. 12 by a primal active-set method (Alg. 2) ---------------------------------
     def _solve_qp(self, b, rows, prev_mask, ctx):
+        """The QP of one SQP iteration, one compiled call (:func:`rodlab.compact.world_qp.world_qp`):
+        primal active set with step control (Nocedal and Wright, "Numerical Optimization", 2006,
+        Alg. 16.3), ``W`` from the last step's active rows (``prev_mask``, equality rows included)
+        and the violated or touching ones (Zhao et al., Alg. 2). Returns (d, lam, W, G^T lam)."""
         verts, coef, cvals = rows
         K = cvals.shape[0]
-        z = self._solve_a(-b, ctx)
-        cols = {}
-
-        def column(k):
-            if k not in cols:
-                g, touched = self._row_gradient(verts[k], coef[k])
-                cols[k] = (g, self._solve_a(g, ctx, touched))
-            return cols[k]
-
-        # primal active set with step control (Nocedal and Wright, "Numerical Optimization",
-        # 2006, Alg. 16.3): d stays feasible for the rows outside W; W starts from the last step's
-        # active rows and the violated or touching ones (Zhao et al., Alg. 2)
-        n_in = K - self.n_eq  # equality rows (the last n_eq) are always in the working set
-        W = [int(k) for k in np.nonzero(prev_mask | (cvals <= 0.0))[0]]
-        inW = np.zeros(K, dtype=bool)
-        inW[W] = True
-        d = np.zeros_like(z)
-        jd = np.zeros((self.N, 3))
-        jp = np.empty((self.N, 3))
-        lam = np.zeros(0)
-        for _ in range(self.max_qp):
-            ctx["qp"] += 1
-            if W:
-                cl = [column(k) for k in W]
-                Gm = np.stack([c[0].ravel() for c in cl])
-                Y = np.stack([c[1].ravel() for c in cl], axis=1)
-                S = Gm @ Y
-                rhs = -(Gm @ z.ravel() + cvals[W])
-                # rows of one touching point (a crossing at a vertex makes two to four equal rows)
-                # are dependent: a relative Tikhonov shift splits their multiplier instead of
-                # letting it grow without bound
-                if self._fric is not None and self._fric.n_rows:
-                    lam = _min_norm_solve(S, rhs)
-                else:
-                    S[np.diag_indices_from(S)] += 1e-9 * float(np.max(np.abs(np.diag(S)))) + 1e-300
-                    try:
-                        lam = np.linalg.solve(S, rhs)
-                    except np.linalg.LinAlgError:
-                        lam = np.linalg.lstsq(S, rhs, rcond=None)[0]
-                d_eqp = (z.ravel() + Y @ lam).reshape(z.shape)
-            else:
-                d_eqp, lam = z, np.zeros(0)
-            step = d_eqp - d
-            alpha, block = 1.0, -1
-            if K:
-                self._jac_mul(step, jp)
-            if K and not inW.all():
-                at_d = cvals + np.einsum("kvc,kvc->k", coef, jd[verts])
-                rate = np.einsum("kvc,kvc->k", coef, jp[verts])
-                cand_rows = np.nonzero(~inW & (rate < 0.0))[0]
-                if cand_rows.size:
-                    ratios = np.maximum(at_d[cand_rows], 0.0) / -rate[cand_rows]
-                    i = int(np.argmin(ratios))
-                    if ratios[i] < 1.0:
-                        alpha, block = float(ratios[i]), int(cand_rows[i])
-            d = d + alpha * step
-            if K:
-                jd += alpha * jp
-            if block >= 0:
-                W.append(block)  # the first row the step runs into (Alg. 2: insert)
-                inW[block] = True
-                continue
-            ineq = [i for i, k in enumerate(W) if k < n_in and k not in self._pinned]
-            if ineq:
-                scale = 1e-12 * (1.0 + float(np.max(np.abs(lam))))
-                i = min(ineq, key=lambda i: lam[i])
-                if lam[i] < -scale:
-                    inW[W[i]] = False  # a row that pulls: remove it (Alg. 2)
-                    del W[i]
-                    continue
-            break
-        g_lam = np.zeros_like(b)
-        for k, l in zip(W, lam):
-            g_lam += l * cols[k][0]
-        return d, lam, W, g_lam
+        pinned = np.zeros(K, dtype=bool)
+        if self._pinned:
+            pinned[list(self._pinned)] = True
+        counts = np.zeros(4, dtype=np.int64)
+        d, g_lam = np.empty((self.N, 3)), np.empty((self.N, 3))
+        min_norm = bool(self._fric is not None and self._fric.n_rows)
+        lam, W = world_qp(np.ascontiguousarray(b), verts, coef, cvals, prev_mask, self.n_eq, pinned, min_norm,
+                          self.max_qp, *self.flat.args(), d, g_lam, counts)
+        ctx["pcg"] += int(counts[C_PCG])
+        ctx["solves"] += int(counts[C_SOLVES])
+        ctx["qp"] += int(counts[C_QP])
+        if counts[C_FAIL]:
+            ctx["pcg_fail"] = True
+        return d, lam, [int(k) for k in W], g_lam
 
     # ---- one step ------------------------------------------------------------------------------
     def _candidates(self, x, v, dt):
@@ -618,18 +542,6 @@ class WorldContactSolver:
         self.n_eq = self.n_clamp + f.n_rows
         self._pinned = {int(k) for k in f.pinned_rows()}
         return True
-
-
-def _min_norm_solve(S, rhs, rcond=1e-10):
-    """Least-squares multipliers of minimum norm for a symmetric positive semi-definite Schur
-    complement ``S``: eigen-directions below ``rcond`` times the largest eigenvalue are dropped.
-    With stick rows (:mod:`rodlab.compact.friction`) many rows are dependent (an inextensible rod
-    moves every vertex the same along itself), and the Tikhonov shift alone lets a round-off
-    inconsistency of the right-hand side grow into multipliers 1e5 times the load."""
-    w, V = np.linalg.eigh(0.5 * (S + S.T))
-    keep = w > rcond * max(float(w[-1]), 1e-300)
-    Vk = V[:, keep]
-    return Vk @ ((Vk.T @ rhs) / w[keep])
 
 
 def rod_states(world, s, qref, x, q, v, omega, t=0.0):
