@@ -246,3 +246,74 @@ def test_row_gradient_matches_reference_and_reports_touched_rods():
         g_ref, touched_ref = _ref_row_gradient(joint, verts, coef)
         assert touched == touched_ref
         assert np.array_equal(g, g_ref)  # the same O(n) suffix sums, bit for bit
+
+
+# ---- the compiled line search against the Python one -----------------------------------------------
+def _compare_line_searches(monkeypatch, world, steps, dt):
+    sim = make_simulator(world, "compact", dt=dt)
+    state = sim.initial_state()
+    compiled = cw.WorldContactSolver._line_search
+    seen = {"calls": 0, "halved": 0}
+
+    def both(self, S, d, ee, P, phi0, slope, inv_mu, preds, QREF, t1):
+        ok, S_try = compiled(self, S, d, ee, P, phi0, slope, inv_mu, preds, QREF, t1)
+        ok_py, S_py = self._line_search_py(S, d, ee, [], phi0, slope, inv_mu, preds, QREF, t1)
+        assert ok == ok_py
+        scale = max(float(np.max(np.abs(S_py))), 1e-300)
+        assert np.max(np.abs(S_try - S_py)) <= 1e-14 * scale  # the same alpha: S + alpha d
+        seen["calls"] += 1
+        seen["halved"] += int(not np.array_equal(S_py, S + d))
+        return ok, S_try
+
+    monkeypatch.setattr(cw.WorldContactSolver, "_line_search", both)
+    rep = sim.advance(state, steps)
+    assert rep.steps == steps
+    return seen
+
+
+def test_compiled_line_search_matches_python_on_the_knot(monkeypatch):
+    params = get_scene("knot-tighten").resolve({"t_end": 0.9})
+    seen = _compare_line_searches(monkeypatch, knot_world(params), 12, params["dt"])
+    assert seen["calls"] >= 40 and seen["halved"] >= 1, seen
+
+
+def test_compiled_line_search_matches_python_with_clamp_rows(monkeypatch):
+    params = get_scene("plectoneme").resolve({})
+    seen = _compare_line_searches(monkeypatch, plectoneme_world(params), 30, params["dt"])
+    assert seen["calls"] >= 30, seen
+
+
+def test_world_energy_matches_the_rods_energies():
+    """The compiled objective (rods + point forces) equals WorldContactSolver._energy (mode 0)."""
+    from rodlab.compact.world_line_search import world_energy
+    from rodlab.scenes.zhao_contact_scenes import springs_world
+
+    params = get_scene("strand-through-springs").resolve({})
+    world = springs_world(params)
+    dt = params["dt"]
+    sim = make_simulator(world, "compact", dt=dt)
+    state = sim.initial_state()
+    sim.advance(state, 3)
+    joint = sim._joint
+    states = cw.rod_states(world, state.solver["s"], state.solver["qref"], state.vertex_x, state.solver["q"],
+                           state.vertex_v, state.solver["omega"])
+    preds = [(st.p + dt * st.v, st.p.copy(), st.q.copy(), dt * st.omega, 1.0 / dt**2, 0.0) for st in states]
+    S = np.concatenate([st.s for st in states]) + 1e-3 * np.random.default_rng(1).standard_normal((world.n_vertices, 3))
+    QREF = [st.qref for st in states]
+    P_py = np.empty((world.n_vertices, 3))
+    t1 = state.t + dt
+    E_py = joint._energy(S, QREF, preds, 0, t1, P_py)
+    pf = joint._point_force_arrays(t1)
+    assert pf[0].size == 1  # the weight on the strand
+    R = world.n_rods
+    P, Q = np.empty((world.n_vertices, 3)), np.empty((world.n_vertices - R, 4))
+    M = world.n_vertices - R
+    scratch = (np.empty((world.n_vertices, 3)), np.empty((M, 4)), np.empty(world.n_vertices), np.empty((M, 4, 4)),
+               np.empty((world.n_vertices - 2 * R, 4, 4)), np.empty((M, 3, 3)), np.empty((M, 4, 3)))
+    flat = [np.ascontiguousarray(np.concatenate([pr[i] for pr in preds])) for i in range(4)]
+    E, mag = world_energy(S, np.ascontiguousarray(np.concatenate(QREF)), *flat, 1.0 / dt**2, np.zeros(R),
+                          *joint.consts.args(), *pf, P, Q, scratch, np.empty((R, 4)))
+    assert np.array_equal(P, P_py)
+    assert E == pytest.approx(E_py, rel=1e-13, abs=1e-13 * mag)
+    mag_py = sum(float(np.sum(np.abs(sol.ws.comps))) for sol in joint.solvers)
+    assert mag == pytest.approx(mag_py, rel=1e-15)

@@ -53,6 +53,7 @@ from .end_clamps import EndClamps
 from .friction import StepFriction, patches
 from .energies import reduced_hessian
 from .sqp import CompactState, finish_step, prepare_preconditioner, split_damping, tension_stiffness
+from .world_line_search import RodConstants, edge_edge_kernel, world_line_search
 from .world_qp import C_FAIL, C_PCG, C_QP, C_SOLVES, WorldArrays, row_gradient, world_qp
 
 
@@ -108,24 +109,6 @@ def contact_min_gap(geometry, x, rods: bool) -> float:
     return obstacle_min_gap(geometry, x)
 
 
-@njit(cache=True)
-def _edge_edge_kernel(x, edge_v0, edge_v1, edge_radius, pairs, normal_ref, verts, coef, value, normal):
-    for k in range(pairs.shape[0]):
-        a, b = pairs[k, 0], pairs[k, 1]
-        verts[k, 0], verts[k, 1], verts[k, 2], verts[k, 3] = edge_v0[a], edge_v1[a], edge_v0[b], edge_v1[b]
-        wa, wb, dist, n = segment_segment(vrow(x, edge_v0[a]), vrow(x, edge_v1[a]), vrow(x, edge_v0[b]),
-                                          vrow(x, edge_v1[b]))
-        side = 1.0
-        if n[0] * normal_ref[k, 0] + n[1] * normal_ref[k, 1] + n[2] * normal_ref[k, 2] < 0.0:
-            side = -1.0  # the centre lines crossed since detection: the distance counts negative
-        value[k] = side * dist - edge_radius[a] - edge_radius[b]
-        w = (side * (1.0 - wa), side * wa, -side * (1.0 - wb), -side * wb)
-        for c in range(3):
-            normal[k, c] = n[c]
-            for v in range(4):
-                coef[k, v, c] = w[v] * n[c]
-
-
 def edge_edge_rows(x, geometry, pairs, normal_ref):
     """Edge-edge rows (Eq. 32) of segment ``pairs`` (K, 2) at positions ``x`` (N, 3) [m]:
     vertices (K, 4), coefficients (K, 4, 3) and values (K,) [m], ``C = sum_k coef_k . x[vert_k] -
@@ -139,7 +122,7 @@ def edge_edge_rows(x, geometry, pairs, normal_ref):
     g = geometry
     K = pairs.shape[0]
     verts, coef, value, normal = np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), np.empty((K, 3))
-    _edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
+    edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
                       np.ascontiguousarray(normal_ref, dtype=float).reshape(K, 3), verts, coef, value, normal)
     return verts, coef, value
 
@@ -149,7 +132,7 @@ def edge_edge_normal(x, geometry, pairs):
     K = pairs.shape[0]
     g = geometry
     normal = np.empty((K, 3))
-    _edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
+    edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
                       np.zeros((K, 3)), np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), normal)
     return normal
 
@@ -202,6 +185,7 @@ class WorldContactSolver:
         # workspace holds views): the compiled QP slices them per rod (rodlab.compact.world_qp)
         self.flat = WorldArrays(self.solvers, self.vstart)
         self.free = self.flat.free
+        self.consts = RodConstants(self.solvers, self.vstart)
         self.point_forces = [[(pf.vertex % world.rods[r].n_vertices, pf) for pf in world.point_forces_of(r)]
                              for r in range(world.n_rods)]
         self.lmax = float(np.max(world.edge_rest_length))
@@ -460,17 +444,10 @@ class WorldContactSolver:
             inv_mu = 1.1 * (float(np.max(np.abs(lam))) if len(lam) else 0.0) + 1e-12
             phi0 = E + inv_mu * self._infeasibility(cvals)
             slope = float(np.sum(b * d)) - inv_mu * self._infeasibility(cvals)
-            alpha, accepted = 1.0, False
-            P_try = np.empty((N, 3))
-            for _ in range(opts.line_search_steps):
-                S_try = S + alpha * d
-                E_try = self._energy(S_try, QREF, preds, 0, t1, P_try)
-                phi = E_try + inv_mu * self._infeasibility(self._rows(P_try, ee, cand)[2])
-                e_round = 1e-14 * sum(float(np.sum(np.abs(sol.ws.comps))) for sol in solvers)
-                if phi <= phi0 + 1e-4 * alpha * min(slope, 0.0) or phi - phi0 <= e_round:
-                    accepted = True
-                    break
-                alpha *= 0.5
+            if n_o == 0 and (self._fric is None or not self._fric.slip.size):
+                accepted, S_try = self._line_search(S, d, ee, P, phi0, slope, inv_mu, preds, QREF, t1)
+            else:  # obstacle rows or the kinetic friction potential: the line search in Python
+                accepted, S_try = self._line_search_py(S, d, ee, cand, phi0, slope, inv_mu, preds, QREF, t1)
             it += 1
             if not accepted:
                 if self._stick_switch(P):  # no progress at the sliding solution: the stick test
@@ -505,6 +482,56 @@ class WorldContactSolver:
         stick, slide = self._fric.counts if self._fric is not None else (0, 0)
         return StepInfo(not ctx["pcg_fail"], msg, it, ctx["pcg"], ctx["solves"], resid, n_contact, ctx["qp"], 0, max_viol,
                         True, stick, slide), keys, W
+
+    def _line_search(self, S, d, ee, P, phi0, slope, inv_mu, preds, QREF, t1):
+        """Backtracking on the merit function (Eq. 11) in one compiled call
+        (:func:`rodlab.compact.world_line_search.world_line_search`): edge-edge and linear equality
+        rows (clamps, stick rows), rod energies and point forces. Returns (accepted, S_try)."""
+        g = self.geometry
+        lin = [self.clamps.linear_rows(t1)] if self.n_clamp else []
+        if self._fric is not None and self._fric.n_rows:
+            verts, coef, _ = self._fric.stick_rows(P)
+            lin.append((verts, coef, self._fric.x0[verts]))
+        if lin:
+            lv, lc, lr = (np.ascontiguousarray(np.concatenate([part[i] for part in lin])) for i in range(3))
+        else:
+            lv, lc, lr = np.zeros((0, 4), dtype=np.int64), np.zeros((0, 4, 3)), np.zeros((0, 4, 3))
+        pf_rod, pf_vertex, pf_force = self._point_force_arrays(t1)
+        p_pred, p_t, q_t, th_pred = (np.ascontiguousarray(np.concatenate([pr[i] for pr in preds])) for i in range(4))
+        a_d = np.array([pr[5] for pr in preds], dtype=float)
+        S_try, P_try = np.empty_like(S), np.empty((self.N, 3))
+        accepted, _ = world_line_search(np.ascontiguousarray(S), np.ascontiguousarray(d), int(self.solvers[0].options.line_search_steps),
+                                        float(phi0), float(slope), float(inv_mu), np.ascontiguousarray(np.concatenate(QREF)),
+                                        p_pred, p_t, q_t, th_pred, float(preds[0][4]), a_d, *self.consts.args(), pf_rod,
+                                        pf_vertex, pf_force, g.edge_v0, g.edge_v1, g.edge_radius, ee[0],
+                                        np.ascontiguousarray(ee[1], dtype=float).reshape(-1, 3), lv, lc, lr, S_try, P_try)
+        return bool(accepted), S_try
+
+    def _point_force_arrays(self, t1):
+        """Point forces at ``t1``: rod (F,), flat vertex (F,), force (F, 3) [N]."""
+        rod, vert, force = [], [], []
+        for r in range(len(self.solvers)):
+            for j, pf in self.point_forces[r]:
+                rod.append(r)
+                vert.append(int(self.vstart[r]) + j)
+                force.append(pf.at(t1))
+        return (np.array(rod, dtype=np.int64), np.array(vert, dtype=np.int64),
+                np.ascontiguousarray(np.array(force, dtype=float).reshape(-1, 3)))
+
+    def _line_search_py(self, S, d, ee, cand, phi0, slope, inv_mu, preds, QREF, t1):
+        """The line search of :meth:`_line_search` for steps with vertex-obstacle rows or sliding
+        frictional contacts (the kinetic potential), in Python. Returns (accepted, S_try)."""
+        P_try, S_try = np.empty((self.N, 3)), S
+        alpha = 1.0
+        for _ in range(self.solvers[0].options.line_search_steps):
+            S_try = S + alpha * d
+            E_try = self._energy(S_try, QREF, preds, 0, t1, P_try)
+            phi = E_try + inv_mu * self._infeasibility(self._rows(P_try, ee, cand)[2])
+            e_round = 1e-14 * sum(float(np.sum(np.abs(sol.ws.comps))) for sol in self.solvers)
+            if phi <= phi0 + 1e-4 * alpha * min(slope, 0.0) or phi - phi0 <= e_round:
+                return True, S_try
+            alpha *= 0.5
+        return False, S_try
 
     def _start_friction(self, x0, ee, cand, prev_ineq, dt):
         """The step's frictional contacts (:class:`rodlab.compact.friction.StepFriction`): rows with
