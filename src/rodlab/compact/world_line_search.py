@@ -57,6 +57,8 @@ class RodConstants:
         self.Kh = np.ascontiguousarray(np.concatenate([m.Kh for m in md]).reshape(-1, 3))
         self.ubar = np.ascontiguousarray(np.concatenate([m.ubar for m in md]).reshape(-1, 3))
         self.gravity = np.ascontiguousarray([sol.gravity for sol in solvers], dtype=float).reshape(-1, 3)
+        for a in (self.lengths, self.masses, self.Jr, self.lbar, self.Kh, self.ubar):
+            a.setflags(write=False)  # as the models' arrays: the kernels' compiled signatures are shared
 
     def args(self):
         return self.vstart, self.lengths, self.masses, self.Jr, self.lbar, self.Kh, self.ubar, self.gravity
@@ -64,12 +66,14 @@ class RodConstants:
 
 @njit(**JIT)
 def world_energy(S, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths, masses, Jr, lbar, Kh, ubar, gravity,
-                 pf_rod, pf_vertex, pf_force, P, Q, scratch, comps):
+                 pf_rod, pf_vertex, pf_force, P, Q, scratch, mode, comps):
     """Objective (Eq. 8a) of every rod at coordinates ``S`` (N, 3) (value only) minus the point
     forces' work ``f . p_j``; writes the positions ``P`` (N, 3), quaternions ``Q`` (N - R, 4) and
     each rod's energy components ``comps`` (R, 4). ``scratch``: (gradients (N, 3), (N - R, 4), Hessian
     blocks (N,), (N - R, 4, 4), (N - 2R, 4, 4), Jacobian blocks (N - R, 3, 3), (N - R, 4, 3)), not
-    written (value only). Returns (energy [J], sum of |comps|)."""
+    written (value only); ``mode`` 0 (an argument, not a literal: the kernels then share the
+    compiled versions of :func:`chain_forward` and :func:`eval_energy` with the Python callers).
+    Returns (energy [J], sum of |comps|)."""
     R = vstart.shape[0] - 1
     gp, gq, hp, hqd, hqo, dj, qj = scratch
     total = 0.0
@@ -78,10 +82,10 @@ def world_energy(S, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths,
         v0, v1 = vstart[r], vstart[r + 1]
         e0, e1 = v0 - r, v1 - r - 1
         h0, h1 = v0 - 2 * r, v1 - 2 * r - 2
-        chain_forward(S[v0:v1], lengths[e0:e1], qref[e0:e1], P[v0:v1], Q[e0:e1], dj[e0:e1], qj[e0:e1], False)
+        chain_forward(S[v0:v1], lengths[e0:e1], qref[e0:e1], P[v0:v1], Q[e0:e1], dj[e0:e1], qj[e0:e1], mode >= 1)
         total += eval_energy(P[v0:v1], Q[e0:e1], p_pred[v0:v1], p_t[v0:v1], q_t[e0:e1], th_pred[e0:e1], masses[v0:v1],
                              Jr[e0:e1], lbar[h0:h1], Kh[h0:h1], ubar[h0:h1], gravity[r], a_in, a_d[r],
-                             gp[v0:v1], gq[e0:e1], hp[v0:v1], hqd[e0:e1], hqo[h0:h1], 0, comps[r])
+                             gp[v0:v1], gq[e0:e1], hp[v0:v1], hqd[e0:e1], hqo[h0:h1], mode, comps[r])
         for i in range(pf_rod.shape[0]):
             if pf_rod[i] == r:
                 j = pf_vertex[i]
@@ -129,13 +133,14 @@ def world_line_search(S, d, steps, phi0, slope, inv_mu, qref, p_pred, p_t, q_t, 
     comps = np.empty((R, 4))
     K = pairs.shape[0]
     ee = (np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), np.empty((K, 3)))
+    mode = steps - steps  # value only; a runtime 0, not a literal (see world_energy)
     alpha = 1.0
     for _ in range(steps):
         for j in range(N):
             for c in range(3):
                 S_try[j, c] = S[j, c] + alpha * d[j, c]
         E_try, mag = world_energy(S_try, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths, masses, Jr, lbar,
-                                  Kh, ubar, gravity, pf_rod, pf_vertex, pf_force, P_try, Q, scratch, comps)
+                                  Kh, ubar, gravity, pf_rod, pf_vertex, pf_force, P_try, Q, scratch, mode, comps)
         phi = E_try + inv_mu * world_infeasibility(P_try, edge_v0, edge_v1, edge_radius, pairs, normal_ref, lin_verts,
                                                    lin_coef, lin_ref, ee)
         if phi <= phi0 + 1e-4 * alpha * min(slope, 0.0) or phi - phi0 <= 1e-14 * mag:

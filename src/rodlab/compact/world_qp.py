@@ -85,6 +85,15 @@ class WorldArrays:
 
 
 @njit(**JIT)
+def _zero_rows(a, lo, hi):
+    """``a[lo:hi] = 0`` for an (N, 3) array."""
+    for j in range(lo, hi):
+        a[j, 0] = 0.0
+        a[j, 1] = 0.0
+        a[j, 2] = 0.0
+
+
+@njit(**JIT)
 def rods_solve(rhs, out, touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, W, L, lstart, lsize, kind, rtol, atol,
                maxiter, scratch, counts):
     """``out = A^-1 rhs`` (N, 3), one PCG solve per rod with ``touched[r]`` (the others: 0).
@@ -93,7 +102,7 @@ def rods_solve(rhs, out, touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, W, L, 
     for r in range(R):
         v0, v1 = vstart[r], vstart[r + 1]
         if not touched[r]:
-            out[v0:v1] = 0.0
+            _zero_rows(out, v0, v1)
             continue
         e0, e1 = v0 - r, v1 - r - 1
         ls = lsize[r]
@@ -113,7 +122,7 @@ def row_gradient(verts, coef, vstart, Dj, Qj, free, yp, yq, g, touched):
     (4,), ``coef`` (4, 3)): ``J^T`` of the row's vertex gradient per rod it touches (O(n)),
     Dirichlet-projected; ``touched`` (R,) bool gets the rods whose vertex gradient is not zero.
     ``yp`` (N, 3) and ``yq`` (N - R, 4) scratch (``yq`` stays zero)."""
-    yp[:, :] = 0.0
+    _zero_rows(yp, 0, yp.shape[0])
     for v in range(verts.shape[0]):
         for c in range(3):
             yp[verts[v], c] += coef[v, c]
@@ -127,7 +136,7 @@ def row_gradient(verts, coef, vstart, Dj, Qj, free, yp, yq, g, touched):
                 break
         touched[r] = any_nz
         if not any_nz:
-            g[v0:v1] = 0.0
+            _zero_rows(g, v0, v1)
             continue
         e0, e1 = v0 - r, v1 - r - 1
         jac_t_mul(Dj[e0:e1], Qj[e0:e1], yp[v0:v1], yq[e0:e1], g[v0:v1])
@@ -250,6 +259,24 @@ def _drop_row(W, nW, lam, n_in, pinned):
 
 
 @njit(**JIT)
+def _grown(G, Y, Gz, Scache, known, used, cap):
+    """The column store with room for ``cap`` rows, the first ``used`` copied."""
+    N = G.shape[1]
+    G2, Y2, Gz2 = np.empty((cap, N, 3)), np.empty((cap, N, 3)), np.empty(cap)
+    S2, known2 = np.empty((cap, cap)), np.zeros((cap, cap), dtype=np.bool_)
+    for i in range(used):
+        Gz2[i] = Gz[i]
+        for j in range(N):
+            for c in range(3):
+                G2[i, j, c] = G[i, j, c]
+                Y2[i, j, c] = Y[i, j, c]
+        for j in range(used):
+            S2[i, j] = Scache[i, j]
+            known2[i, j] = known[i, j]
+    return G2, Y2, Gz2, S2, known2
+
+
+@njit(**JIT)
 def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv,
              Wp, L, lstart, lsize, kind, rtol, atol, maxiter, d, g_lam, counts):
     """One QP of the SQP (module docstring) in one call. ``b`` (N, 3) the objective's gradient;
@@ -287,7 +314,7 @@ def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstar
     Scache = np.empty((cap, cap))
     known = np.zeros((cap, cap), dtype=np.bool_)
     used = 0
-    d[:, :] = 0.0
+    _zero_rows(d, 0, N)
     jd = np.zeros((N, 3))
     jp = np.empty((N, 3))
     step = np.empty((N, 3))
@@ -302,11 +329,7 @@ def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstar
                     continue
                 if used == cap:
                     cap = min(K, 2 * cap)
-                    G2, Y2, Gz2 = np.empty((cap, N, 3)), np.empty((cap, N, 3)), np.empty(cap)
-                    G2[:used], Y2[:used], Gz2[:used] = G[:used], Y[:used], Gz[:used]
-                    S2, known2 = np.empty((cap, cap)), np.zeros((cap, cap), dtype=np.bool_)
-                    S2[:used, :used], known2[:used, :used] = Scache[:used, :used], known[:used, :used]
-                    G, Y, Gz, Scache, known = G2, Y2, Gz2, S2, known2
+                    G, Y, Gz, Scache, known = _grown(G, Y, Gz, Scache, known, used, cap)
                 row_gradient(verts[k], coef[k], vstart, Dj, Qj, free, yp, yq, G[used], touched)
                 rods_solve(G[used], Y[used], touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, Wp, L, lstart, lsize,
                            kind, rtol, atol, maxiter, scratch, counts)
@@ -361,7 +384,7 @@ def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstar
             nW -= 1
             continue
         break
-    g_lam[:, :] = 0.0
+    _zero_rows(g_lam, 0, N)
     for i in range(min(nW, lam.shape[0])):
         s = slot[W[i]]
         for j in range(N):
