@@ -500,11 +500,14 @@ class WorldContactSolver:
         p_pred, p_t, q_t, th_pred = (np.ascontiguousarray(np.concatenate([pr[i] for pr in preds])) for i in range(4))
         a_d = np.array([pr[5] for pr in preds], dtype=float)
         S_try, P_try = np.empty_like(S), np.empty((self.N, 3))
-        accepted, _ = world_line_search(np.ascontiguousarray(S), np.ascontiguousarray(d), int(self.solvers[0].options.line_search_steps),
-                                        float(phi0), float(slope), float(inv_mu), np.ascontiguousarray(np.concatenate(QREF)),
-                                        p_pred, p_t, q_t, th_pred, float(preds[0][4]), a_d, *self.consts.args(), pf_rod,
-                                        pf_vertex, pf_force, g.edge_v0, g.edge_v1, g.edge_radius, ee[0],
-                                        np.ascontiguousarray(ee[1], dtype=float).reshape(-1, 3), lv, lc, lr, S_try, P_try)
+        steps = int(self.solvers[0].options.line_search_steps)
+        qref = np.ascontiguousarray(np.concatenate(QREF))
+        nref = np.ascontiguousarray(ee[1], dtype=float).reshape(-1, 3)
+        a_in = float(preds[0][4])
+        accepted, _ = world_line_search(np.ascontiguousarray(S), np.ascontiguousarray(d), steps, float(phi0),
+                                        float(slope), float(inv_mu), qref, p_pred, p_t, q_t, th_pred, a_in,
+                                        a_d, *self.consts.args(), pf_rod, pf_vertex, pf_force, g.edge_v0, g.edge_v1,
+                                        g.edge_radius, ee[0], nref, lv, lc, lr, S_try, P_try)
         return bool(accepted), S_try
 
     def _point_force_arrays(self, t1):

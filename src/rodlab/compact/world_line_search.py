@@ -128,8 +128,8 @@ def world_line_search(S, d, steps, phi0, slope, inv_mu, qref, p_pred, p_t, q_t, 
     R = vstart.shape[0] - 1
     M = max(N - R, 1)
     Q = np.empty((M, 4))
-    scratch = (np.empty((N, 3)), np.empty((M, 4)), np.empty(N), np.empty((M, 4, 4)), np.empty((max(N - 2 * R, 1), 4, 4)),
-               np.empty((M, 3, 3)), np.empty((M, 4, 3)))
+    scratch = (np.empty((N, 3)), np.empty((M, 4)), np.empty(N), np.empty((M, 4, 4)),
+               np.empty((max(N - 2 * R, 1), 4, 4)), np.empty((M, 3, 3)), np.empty((M, 4, 3)))
     comps = np.empty((R, 4))
     K = pairs.shape[0]
     ee = (np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), np.empty((K, 3)))
