@@ -48,11 +48,13 @@ from numba import njit
 from ..contact.detect import detect, min_gap, _obstacle_table
 from ..contact.narrowphase import segment_segment, vrow
 from ..model import require
-from .chain import chain_forward, jac_mul, jac_t_mul
+from .chain import chain_forward, jac_t_mul
 from .end_clamps import EndClamps
 from .friction import StepFriction, patches
 from .energies import reduced_hessian
 from .sqp import CompactState, finish_step, prepare_preconditioner, split_damping, tension_stiffness
+from .world_line_search import RodConstants, edge_edge_kernel, world_line_search
+from .world_qp import C_FAIL, C_PCG, C_QP, C_SOLVES, WorldArrays, row_gradient, world_qp
 
 
 class StepInfo(NamedTuple):
@@ -107,24 +109,6 @@ def contact_min_gap(geometry, x, rods: bool) -> float:
     return obstacle_min_gap(geometry, x)
 
 
-@njit(cache=True)
-def _edge_edge_kernel(x, edge_v0, edge_v1, edge_radius, pairs, normal_ref, verts, coef, value, normal):
-    for k in range(pairs.shape[0]):
-        a, b = pairs[k, 0], pairs[k, 1]
-        verts[k, 0], verts[k, 1], verts[k, 2], verts[k, 3] = edge_v0[a], edge_v1[a], edge_v0[b], edge_v1[b]
-        wa, wb, dist, n = segment_segment(vrow(x, edge_v0[a]), vrow(x, edge_v1[a]), vrow(x, edge_v0[b]),
-                                          vrow(x, edge_v1[b]))
-        side = 1.0
-        if n[0] * normal_ref[k, 0] + n[1] * normal_ref[k, 1] + n[2] * normal_ref[k, 2] < 0.0:
-            side = -1.0  # the centre lines crossed since detection: the distance counts negative
-        value[k] = side * dist - edge_radius[a] - edge_radius[b]
-        w = (side * (1.0 - wa), side * wa, -side * (1.0 - wb), -side * wb)
-        for c in range(3):
-            normal[k, c] = n[c]
-            for v in range(4):
-                coef[k, v, c] = w[v] * n[c]
-
-
 def edge_edge_rows(x, geometry, pairs, normal_ref):
     """Edge-edge rows (Eq. 32) of segment ``pairs`` (K, 2) at positions ``x`` (N, 3) [m]:
     vertices (K, 4), coefficients (K, 4, 3) and values (K,) [m], ``C = sum_k coef_k . x[vert_k] -
@@ -138,7 +122,7 @@ def edge_edge_rows(x, geometry, pairs, normal_ref):
     g = geometry
     K = pairs.shape[0]
     verts, coef, value, normal = np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), np.empty((K, 3))
-    _edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
+    edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
                       np.ascontiguousarray(normal_ref, dtype=float).reshape(K, 3), verts, coef, value, normal)
     return verts, coef, value
 
@@ -148,7 +132,7 @@ def edge_edge_normal(x, geometry, pairs):
     K = pairs.shape[0]
     g = geometry
     normal = np.empty((K, 3))
-    _edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
+    edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
                       np.zeros((K, 3)), np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), normal)
     return normal
 
@@ -197,7 +181,11 @@ class WorldContactSolver:
         self.geometry = contact_geometry(world)
         self.vstart = np.asarray(world.rod_vertex_start, dtype=np.int64)
         self.N = int(world.n_vertices)
-        self.free = np.concatenate([s.free for s in self.solvers])
+        # every rod's Jacobians, Hessian blocks, preconditioner and mask in flat world arrays (its
+        # workspace holds views): the compiled QP slices them per rod (rodlab.compact.world_qp)
+        self.flat = WorldArrays(self.solvers, self.vstart)
+        self.free = self.flat.free
+        self.consts = RodConstants(self.solvers, self.vstart)
         self.point_forces = [[(pf.vertex % world.rods[r].n_vertices, pf) for pf in world.point_forces_of(r)]
                              for r in range(world.n_rods)]
         self.lmax = float(np.max(world.edge_rest_length))
@@ -287,118 +275,38 @@ class WorldContactSolver:
             return float(np.max(-cvals, initial=0.0))
         return max(float(np.max(-cvals[:-ne], initial=0.0)), float(np.max(np.abs(cvals[-ne:]))))
 
-    def _solve_a(self, rhs, ctx, touched=None):
-        out = np.zeros_like(rhs)
-        for r, sol in enumerate(self.solvers):
-            if touched is not None and r not in touched:
-                continue
-            sl = self._sl(r)
-            out[sl] = sol._solve_a(np.ascontiguousarray(rhs[sl]), ctx)
-        return out
-
     def _row_gradient(self, verts, coef):
-        """``grad_s`` (N, 3) of one row (O(n) per rod it touches, Dirichlet-projected) and the rods."""
-        g = np.zeros((self.N, 3))
-        touched = set()
-        yp_all = np.zeros((self.N, 3))
-        for v, c in zip(verts, coef):
-            yp_all[v] += c
-        for r, sol in enumerate(self.solvers):
-            sl = self._sl(r)
-            if not np.any(yp_all[sl]):
-                continue
-            touched.add(r)
-            out = np.empty((sol.model.n, 3))
-            jac_t_mul(sol.ws.Dj, sol.ws.Qj, np.ascontiguousarray(yp_all[sl]), np.zeros((sol.model.m, 4)), out)
-            g[sl] = out * sol.free
-        return g, touched
-
-    def _jac_mul(self, d, dp):
-        for r, sol in enumerate(self.solvers):
-            sl = self._sl(r)
-            tmp_p = np.empty((sol.model.n, 3))
-            jac_mul(sol.ws.Dj, sol.ws.Qj, np.ascontiguousarray(d[sl]), tmp_p, np.empty((sol.model.m, 4)))
-            dp[sl] = tmp_p
+        """``grad_s`` (N, 3) of one row (O(n) per rod it touches, Dirichlet-projected) and the set
+        of rods it touches (:func:`rodlab.compact.world_qp.row_gradient`)."""
+        fa = self.flat
+        g = np.empty((self.N, 3))
+        touched = np.zeros(len(self.solvers), dtype=bool)
+        row_gradient(np.ascontiguousarray(verts, dtype=np.int64), np.ascontiguousarray(coef, dtype=float), fa.vstart,
+                     fa.Dj, fa.Qj, fa.free, np.empty((self.N, 3)), np.zeros((max(fa.Dj.shape[0], 1), 4)), g, touched)
+        return g, {int(r) for r in np.nonzero(touched)[0]}
 
     # ---- the QP of Eq. 12 by a primal active-set method (Alg. 2) ---------------------------------
     def _solve_qp(self, b, rows, prev_mask, ctx):
+        """The QP of one SQP iteration, one compiled call (:func:`rodlab.compact.world_qp.world_qp`):
+        primal active set with step control (Nocedal and Wright, "Numerical Optimization", 2006,
+        Alg. 16.3), ``W`` from the last step's active rows (``prev_mask``, equality rows included)
+        and the violated or touching ones (Zhao et al., Alg. 2). Returns (d, lam, W, G^T lam)."""
         verts, coef, cvals = rows
         K = cvals.shape[0]
-        z = self._solve_a(-b, ctx)
-        cols = {}
-
-        def column(k):
-            if k not in cols:
-                g, touched = self._row_gradient(verts[k], coef[k])
-                cols[k] = (g, self._solve_a(g, ctx, touched))
-            return cols[k]
-
-        # primal active set with step control (Nocedal and Wright, "Numerical Optimization",
-        # 2006, Alg. 16.3): d stays feasible for the rows outside W; W starts from the last step's
-        # active rows and the violated or touching ones (Zhao et al., Alg. 2)
-        n_in = K - self.n_eq  # equality rows (the last n_eq) are always in the working set
-        W = [int(k) for k in np.nonzero(prev_mask | (cvals <= 0.0))[0]]
-        inW = np.zeros(K, dtype=bool)
-        inW[W] = True
-        d = np.zeros_like(z)
-        jd = np.zeros((self.N, 3))
-        jp = np.empty((self.N, 3))
-        lam = np.zeros(0)
-        for _ in range(self.max_qp):
-            ctx["qp"] += 1
-            if W:
-                cl = [column(k) for k in W]
-                Gm = np.stack([c[0].ravel() for c in cl])
-                Y = np.stack([c[1].ravel() for c in cl], axis=1)
-                S = Gm @ Y
-                rhs = -(Gm @ z.ravel() + cvals[W])
-                # rows of one touching point (a crossing at a vertex makes two to four equal rows)
-                # are dependent: a relative Tikhonov shift splits their multiplier instead of
-                # letting it grow without bound
-                if self._fric is not None and self._fric.n_rows:
-                    lam = _min_norm_solve(S, rhs)
-                else:
-                    S[np.diag_indices_from(S)] += 1e-9 * float(np.max(np.abs(np.diag(S)))) + 1e-300
-                    try:
-                        lam = np.linalg.solve(S, rhs)
-                    except np.linalg.LinAlgError:
-                        lam = np.linalg.lstsq(S, rhs, rcond=None)[0]
-                d_eqp = (z.ravel() + Y @ lam).reshape(z.shape)
-            else:
-                d_eqp, lam = z, np.zeros(0)
-            step = d_eqp - d
-            alpha, block = 1.0, -1
-            if K:
-                self._jac_mul(step, jp)
-            if K and not inW.all():
-                at_d = cvals + np.einsum("kvc,kvc->k", coef, jd[verts])
-                rate = np.einsum("kvc,kvc->k", coef, jp[verts])
-                cand_rows = np.nonzero(~inW & (rate < 0.0))[0]
-                if cand_rows.size:
-                    ratios = np.maximum(at_d[cand_rows], 0.0) / -rate[cand_rows]
-                    i = int(np.argmin(ratios))
-                    if ratios[i] < 1.0:
-                        alpha, block = float(ratios[i]), int(cand_rows[i])
-            d = d + alpha * step
-            if K:
-                jd += alpha * jp
-            if block >= 0:
-                W.append(block)  # the first row the step runs into (Alg. 2: insert)
-                inW[block] = True
-                continue
-            ineq = [i for i, k in enumerate(W) if k < n_in and k not in self._pinned]
-            if ineq:
-                scale = 1e-12 * (1.0 + float(np.max(np.abs(lam))))
-                i = min(ineq, key=lambda i: lam[i])
-                if lam[i] < -scale:
-                    inW[W[i]] = False  # a row that pulls: remove it (Alg. 2)
-                    del W[i]
-                    continue
-            break
-        g_lam = np.zeros_like(b)
-        for k, l in zip(W, lam):
-            g_lam += l * cols[k][0]
-        return d, lam, W, g_lam
+        pinned = np.zeros(K, dtype=bool)
+        if self._pinned:
+            pinned[list(self._pinned)] = True
+        counts = np.zeros(4, dtype=np.int64)
+        d, g_lam = np.empty((self.N, 3)), np.empty((self.N, 3))
+        min_norm = bool(self._fric is not None and self._fric.n_rows)
+        lam, W = world_qp(np.ascontiguousarray(b), verts, coef, cvals, prev_mask, self.n_eq, pinned, min_norm,
+                          self.max_qp, *self.flat.args(), d, g_lam, counts)
+        ctx["pcg"] += int(counts[C_PCG])
+        ctx["solves"] += int(counts[C_SOLVES])
+        ctx["qp"] += int(counts[C_QP])
+        if counts[C_FAIL]:
+            ctx["pcg_fail"] = True
+        return d, lam, [int(k) for k in W], g_lam
 
     # ---- one step ------------------------------------------------------------------------------
     def _candidates(self, x, v, dt):
@@ -536,17 +444,10 @@ class WorldContactSolver:
             inv_mu = 1.1 * (float(np.max(np.abs(lam))) if len(lam) else 0.0) + 1e-12
             phi0 = E + inv_mu * self._infeasibility(cvals)
             slope = float(np.sum(b * d)) - inv_mu * self._infeasibility(cvals)
-            alpha, accepted = 1.0, False
-            P_try = np.empty((N, 3))
-            for _ in range(opts.line_search_steps):
-                S_try = S + alpha * d
-                E_try = self._energy(S_try, QREF, preds, 0, t1, P_try)
-                phi = E_try + inv_mu * self._infeasibility(self._rows(P_try, ee, cand)[2])
-                e_round = 1e-14 * sum(float(np.sum(np.abs(sol.ws.comps))) for sol in solvers)
-                if phi <= phi0 + 1e-4 * alpha * min(slope, 0.0) or phi - phi0 <= e_round:
-                    accepted = True
-                    break
-                alpha *= 0.5
+            if n_o == 0 and (self._fric is None or not self._fric.slip.size):
+                accepted, S_try = self._line_search(S, d, ee, P, phi0, slope, inv_mu, preds, QREF, t1)
+            else:  # obstacle rows or the kinetic friction potential: the line search in Python
+                accepted, S_try = self._line_search_py(S, d, ee, cand, phi0, slope, inv_mu, preds, QREF, t1)
             it += 1
             if not accepted:
                 if self._stick_switch(P):  # no progress at the sliding solution: the stick test
@@ -581,6 +482,59 @@ class WorldContactSolver:
         stick, slide = self._fric.counts if self._fric is not None else (0, 0)
         return StepInfo(not ctx["pcg_fail"], msg, it, ctx["pcg"], ctx["solves"], resid, n_contact, ctx["qp"], 0, max_viol,
                         True, stick, slide), keys, W
+
+    def _line_search(self, S, d, ee, P, phi0, slope, inv_mu, preds, QREF, t1):
+        """Backtracking on the merit function (Eq. 11) in one compiled call
+        (:func:`rodlab.compact.world_line_search.world_line_search`): edge-edge and linear equality
+        rows (clamps, stick rows), rod energies and point forces. Returns (accepted, S_try)."""
+        g = self.geometry
+        lin = [self.clamps.linear_rows(t1)] if self.n_clamp else []
+        if self._fric is not None and self._fric.n_rows:
+            verts, coef, _ = self._fric.stick_rows(P)
+            lin.append((verts, coef, self._fric.x0[verts]))
+        if lin:
+            lv, lc, lr = (np.ascontiguousarray(np.concatenate([part[i] for part in lin])) for i in range(3))
+        else:
+            lv, lc, lr = np.zeros((0, 4), dtype=np.int64), np.zeros((0, 4, 3)), np.zeros((0, 4, 3))
+        pf_rod, pf_vertex, pf_force = self._point_force_arrays(t1)
+        p_pred, p_t, q_t, th_pred = (np.ascontiguousarray(np.concatenate([pr[i] for pr in preds])) for i in range(4))
+        a_d = np.array([pr[5] for pr in preds], dtype=float)
+        S_try, P_try = np.empty_like(S), np.empty((self.N, 3))
+        steps = int(self.solvers[0].options.line_search_steps)
+        qref = np.ascontiguousarray(np.concatenate(QREF))
+        nref = np.ascontiguousarray(ee[1], dtype=float).reshape(-1, 3)
+        a_in = float(preds[0][4])
+        accepted, _ = world_line_search(np.ascontiguousarray(S), np.ascontiguousarray(d), steps, float(phi0),
+                                        float(slope), float(inv_mu), qref, p_pred, p_t, q_t, th_pred, a_in,
+                                        a_d, *self.consts.args(), pf_rod, pf_vertex, pf_force, g.edge_v0, g.edge_v1,
+                                        g.edge_radius, ee[0], nref, lv, lc, lr, S_try, P_try)
+        return bool(accepted), S_try
+
+    def _point_force_arrays(self, t1):
+        """Point forces at ``t1``: rod (F,), flat vertex (F,), force (F, 3) [N]."""
+        rod, vert, force = [], [], []
+        for r in range(len(self.solvers)):
+            for j, pf in self.point_forces[r]:
+                rod.append(r)
+                vert.append(int(self.vstart[r]) + j)
+                force.append(pf.at(t1))
+        return (np.array(rod, dtype=np.int64), np.array(vert, dtype=np.int64),
+                np.ascontiguousarray(np.array(force, dtype=float).reshape(-1, 3)))
+
+    def _line_search_py(self, S, d, ee, cand, phi0, slope, inv_mu, preds, QREF, t1):
+        """The line search of :meth:`_line_search` for steps with vertex-obstacle rows or sliding
+        frictional contacts (the kinetic potential), in Python. Returns (accepted, S_try)."""
+        P_try, S_try = np.empty((self.N, 3)), S
+        alpha = 1.0
+        for _ in range(self.solvers[0].options.line_search_steps):
+            S_try = S + alpha * d
+            E_try = self._energy(S_try, QREF, preds, 0, t1, P_try)
+            phi = E_try + inv_mu * self._infeasibility(self._rows(P_try, ee, cand)[2])
+            e_round = 1e-14 * sum(float(np.sum(np.abs(sol.ws.comps))) for sol in self.solvers)
+            if phi <= phi0 + 1e-4 * alpha * min(slope, 0.0) or phi - phi0 <= e_round:
+                return True, S_try
+            alpha *= 0.5
+        return False, S_try
 
     def _start_friction(self, x0, ee, cand, prev_ineq, dt):
         """The step's frictional contacts (:class:`rodlab.compact.friction.StepFriction`): rows with
@@ -618,18 +572,6 @@ class WorldContactSolver:
         self.n_eq = self.n_clamp + f.n_rows
         self._pinned = {int(k) for k in f.pinned_rows()}
         return True
-
-
-def _min_norm_solve(S, rhs, rcond=1e-10):
-    """Least-squares multipliers of minimum norm for a symmetric positive semi-definite Schur
-    complement ``S``: eigen-directions below ``rcond`` times the largest eigenvalue are dropped.
-    With stick rows (:mod:`rodlab.compact.friction`) many rows are dependent (an inextensible rod
-    moves every vertex the same along itself), and the Tikhonov shift alone lets a round-off
-    inconsistency of the right-hand side grow into multipliers 1e5 times the load."""
-    w, V = np.linalg.eigh(0.5 * (S + S.T))
-    keep = w > rcond * max(float(w[-1]), 1e-300)
-    Vk = V[:, keep]
-    return Vk @ ((Vk.T @ rhs) / w[keep])
 
 
 def rod_states(world, s, qref, x, q, v, omega, t=0.0):

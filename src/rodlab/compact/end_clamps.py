@@ -150,5 +150,16 @@ class EndClamps:
         val = np.einsum("kc,kc->k", self._row_axis, P[self._row_vertex] - target)
         return verts, coef, val
 
+    def linear_rows(self, t1: float):
+        """The rows of :meth:`rows` as linear forms ``C = sum_v coef_v . (P[verts_v] - ref_v)``:
+        vertices (K, 4), coefficients (K, 4, 3), reference points (K, 4, 3) [m] (the targets at
+        ``t1``)."""
+        K = self.n_rows
+        verts = np.repeat(self._row_vertex[:, None], 4, axis=1)
+        coef = np.zeros((K, 4, 3))
+        coef[:, 0] = self._row_axis
+        ref = np.repeat(self.targets(t1)[:, None, :], 4, axis=1)
+        return verts, coef, np.ascontiguousarray(ref)
+
 
 __all__ = ["ClampRow", "EndClamps", "needs_rows"]

@@ -30,7 +30,7 @@ or its gap at most ``1e-3 r_min``). Each step:
 Multipliers are not used to test the cone: with stick rows the rows of an inextensible rod are
 dependent (every vertex of a straight rod moves the same along it; a rope's normal and
 tangential rows mix through its tension), so their split is arbitrary, and the Schur complement
-is solved for the minimum-norm multipliers (:func:`rodlab.compact.contact_world._min_norm_solve`).
+is solved for the minimum-norm multipliers (:func:`rodlab.compact.world_qp.min_norm_solve`).
 Friction acts at the centre lines' contact points: it exerts no torque about a rod's axis, so a
 rod does not roll.
 """

@@ -1,0 +1,152 @@
+"""Compiled pieces of the compact contact world's SQP (Zhao et al., "Efficient and Stable
+Simulation of Inextensible Cosserat Rods by a Compact Representation", CGF 2024, Alg. 1) outside
+its QP (:mod:`rodlab.compact.world_qp`): the edge-edge rows of App. B, Eq. 32, and the
+backtracking line search on the merit function ``phi = E + |C_-|_1 / mu`` (Eq. 11).
+
+The line search here covers the steps whose rows are edge-edge rows and linear equality rows
+(clamps away from the root, sliding clamps, pins, stick rows: ``C = sum_v coef_v . (x_v - ref_v)``)
+and whose objective is the rods' implicit-Euler energy plus point forces: every step of a world
+without obstacle candidates and without sliding frictional contacts.
+:class:`rodlab.compact.contact_world.WorldContactSolver` runs its Python line search otherwise
+(vertex-obstacle rows, the kinetic friction potential); both evaluate the same formulas.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..contact.narrowphase import segment_segment, vrow
+from ..geometry._vec import JIT
+from .chain import chain_forward
+from .energies import eval_energy
+
+
+@njit(**JIT)
+def edge_edge_kernel(x, edge_v0, edge_v1, edge_radius, pairs, normal_ref, verts, coef, value, normal):
+    """Edge-edge rows of segment ``pairs`` (K, 2) at ``x`` (N, 3): vertices (K, 4), coefficients
+    (K, 4, 3), values (K,) [m] and unit normals (K, 3) (from b toward a), the distance counted
+    negative where the normal turned against ``normal_ref`` (K, 3) (see
+    :func:`rodlab.compact.contact_world.edge_edge_rows`)."""
+    for k in range(pairs.shape[0]):
+        a, b = pairs[k, 0], pairs[k, 1]
+        verts[k, 0], verts[k, 1], verts[k, 2], verts[k, 3] = edge_v0[a], edge_v1[a], edge_v0[b], edge_v1[b]
+        wa, wb, dist, n = segment_segment(vrow(x, edge_v0[a]), vrow(x, edge_v1[a]), vrow(x, edge_v0[b]),
+                                          vrow(x, edge_v1[b]))
+        side = 1.0
+        if n[0] * normal_ref[k, 0] + n[1] * normal_ref[k, 1] + n[2] * normal_ref[k, 2] < 0.0:
+            side = -1.0  # the centre lines crossed since detection: the distance counts negative
+        value[k] = side * dist - edge_radius[a] - edge_radius[b]
+        w = (side * (1.0 - wa), side * wa, -side * (1.0 - wb), -side * wb)
+        for c in range(3):
+            normal[k, c] = n[c]
+            for v in range(4):
+                coef[k, v, c] = w[v] * n[c]
+
+
+class RodConstants:
+    """Every rod's model arrays in flat world arrays (rod ``r``: vertices ``vstart[r]:vstart[r+1]``,
+    edges from ``vstart[r] - r``, hinges from ``vstart[r] - 2 r``), its gravity [m/s^2] (R, 3)."""
+
+    def __init__(self, solvers, vstart):
+        md = [sol.model for sol in solvers]
+        self.vstart = np.ascontiguousarray(vstart, dtype=np.int64)
+        self.lengths = np.concatenate([m.lengths for m in md])
+        self.masses = np.concatenate([m.masses for m in md])
+        self.Jr = np.ascontiguousarray(np.concatenate([m.Jr for m in md]))
+        self.lbar = np.concatenate([m.lbar for m in md])
+        self.Kh = np.ascontiguousarray(np.concatenate([m.Kh for m in md]).reshape(-1, 3))
+        self.ubar = np.ascontiguousarray(np.concatenate([m.ubar for m in md]).reshape(-1, 3))
+        self.gravity = np.ascontiguousarray([sol.gravity for sol in solvers], dtype=float).reshape(-1, 3)
+        for a in (self.lengths, self.masses, self.Jr, self.lbar, self.Kh, self.ubar):
+            a.setflags(write=False)  # as the models' arrays: the kernels' compiled signatures are shared
+
+    def args(self):
+        return self.vstart, self.lengths, self.masses, self.Jr, self.lbar, self.Kh, self.ubar, self.gravity
+
+
+@njit(**JIT)
+def world_energy(S, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths, masses, Jr, lbar, Kh, ubar, gravity,
+                 pf_rod, pf_vertex, pf_force, P, Q, scratch, mode, comps):
+    """Objective (Eq. 8a) of every rod at coordinates ``S`` (N, 3) (value only) minus the point
+    forces' work ``f . p_j``; writes the positions ``P`` (N, 3), quaternions ``Q`` (N - R, 4) and
+    each rod's energy components ``comps`` (R, 4). ``scratch``: (gradients (N, 3), (N - R, 4), Hessian
+    blocks (N,), (N - R, 4, 4), (N - 2R, 4, 4), Jacobian blocks (N - R, 3, 3), (N - R, 4, 3)), not
+    written (value only); ``mode`` 0 (an argument, not a literal: the kernels then share the
+    compiled versions of :func:`chain_forward` and :func:`eval_energy` with the Python callers).
+    Returns (energy [J], sum of |comps|)."""
+    R = vstart.shape[0] - 1
+    gp, gq, hp, hqd, hqo, dj, qj = scratch
+    total = 0.0
+    mag = 0.0
+    for r in range(R):
+        v0, v1 = vstart[r], vstart[r + 1]
+        e0, e1 = v0 - r, v1 - r - 1
+        h0, h1 = v0 - 2 * r, v1 - 2 * r - 2
+        chain_forward(S[v0:v1], lengths[e0:e1], qref[e0:e1], P[v0:v1], Q[e0:e1], dj[e0:e1], qj[e0:e1], mode >= 1)
+        total += eval_energy(P[v0:v1], Q[e0:e1], p_pred[v0:v1], p_t[v0:v1], q_t[e0:e1], th_pred[e0:e1], masses[v0:v1],
+                             Jr[e0:e1], lbar[h0:h1], Kh[h0:h1], ubar[h0:h1], gravity[r], a_in, a_d[r],
+                             gp[v0:v1], gq[e0:e1], hp[v0:v1], hqd[e0:e1], hqo[h0:h1], mode, comps[r])
+        for i in range(pf_rod.shape[0]):
+            if pf_rod[i] == r:
+                j = pf_vertex[i]
+                total -= pf_force[i, 0] * P[j, 0] + pf_force[i, 1] * P[j, 1] + pf_force[i, 2] * P[j, 2]
+        mag += abs(comps[r, 0]) + abs(comps[r, 1]) + abs(comps[r, 2]) + abs(comps[r, 3])
+    return total, mag
+
+
+@njit(**JIT)
+def world_infeasibility(P, edge_v0, edge_v1, edge_radius, pairs, normal_ref, lin_verts, lin_coef, lin_ref, ee):
+    """``|C_A|_1`` of Eq. 11 at ``P``: violated edge-edge rows and every linear equality row
+    ``sum_v coef_v . (P[v] - ref_v)``. ``ee`` scratch: (verts (K, 4), coef (K, 4, 3), values (K,),
+    normals (K, 3))."""
+    verts, coef, value, normal = ee
+    edge_edge_kernel(P, edge_v0, edge_v1, edge_radius, pairs, normal_ref, verts, coef, value, normal)
+    ineq = 0.0
+    for k in range(value.shape[0]):
+        ineq += max(0.0, -value[k])
+    eq = 0.0
+    for k in range(lin_verts.shape[0]):
+        c = 0.0
+        for v in range(4):
+            j = lin_verts[k, v]
+            for a in range(3):
+                c += lin_coef[k, v, a] * (P[j, a] - lin_ref[k, v, a])
+        eq += abs(c)
+    return ineq + eq
+
+
+@njit(**JIT)
+def world_line_search(S, d, steps, phi0, slope, inv_mu, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths,
+                      masses, Jr, lbar, Kh, ubar, gravity, pf_rod, pf_vertex, pf_force, edge_v0, edge_v1, edge_radius,
+                      pairs, normal_ref, lin_verts, lin_coef, lin_ref, S_try, P_try):
+    """Backtracking on ``phi = E + inv_mu |C_A|_1`` (Eq. 11) from the full step ``d``: at most
+    ``steps`` trials ``S + alpha d``, ``alpha = 1, 1/2, ...``, accepting the first with
+    ``phi <= phi0 + 1e-4 alpha min(slope, 0)`` (Armijo) or ``phi - phi0 <= 1e-14 sum|E parts|``
+    (no decrease left above round-off). Writes the last trial into ``S_try``, ``P_try`` (N, 3).
+    Returns (accepted, alpha)."""
+    N = S.shape[0]
+    R = vstart.shape[0] - 1
+    M = max(N - R, 1)
+    Q = np.empty((M, 4))
+    scratch = (np.empty((N, 3)), np.empty((M, 4)), np.empty(N), np.empty((M, 4, 4)),
+               np.empty((max(N - 2 * R, 1), 4, 4)), np.empty((M, 3, 3)), np.empty((M, 4, 3)))
+    comps = np.empty((R, 4))
+    K = pairs.shape[0]
+    ee = (np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), np.empty((K, 3)))
+    mode = steps - steps  # value only; a runtime 0, not a literal (see world_energy)
+    alpha = 1.0
+    for _ in range(steps):
+        for j in range(N):
+            for c in range(3):
+                S_try[j, c] = S[j, c] + alpha * d[j, c]
+        E_try, mag = world_energy(S_try, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths, masses, Jr, lbar,
+                                  Kh, ubar, gravity, pf_rod, pf_vertex, pf_force, P_try, Q, scratch, mode, comps)
+        phi = E_try + inv_mu * world_infeasibility(P_try, edge_v0, edge_v1, edge_radius, pairs, normal_ref, lin_verts,
+                                                   lin_coef, lin_ref, ee)
+        if phi <= phi0 + 1e-4 * alpha * min(slope, 0.0) or phi - phi0 <= 1e-14 * mag:
+            return True, alpha
+        alpha *= 0.5
+    return False, alpha
+
+
+__all__ = ["RodConstants", "edge_edge_kernel", "world_energy", "world_infeasibility", "world_line_search"]
