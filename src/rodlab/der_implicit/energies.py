@@ -265,19 +265,60 @@ def _vertex_rows(q, tan, elen, m1, m2, mref, i, R):
 @njit(inline="always", **JIT)
 def _add_gn_hessian_rows(band, base, R):
     """Add ``sum_r C_r J_r J_r^T`` (Gauss-Newton) into the lower band, from the compact rows ``R``
-    (:func:`_vertex_rows`): the 8x8 Gram matrix ``S = sum_r C_r R_r R_r^T`` is mapped to the 66
-    lower entries of the 11x11 block through ``J = [-u, t0, u - v, t1, v]`` and added to the band
-    directly (no 11x11 intermediate). ``R`` is the one workspace of :func:`der_elastic` (layout there)."""
+    (:func:`_vertex_rows`): the 8x8 Gram matrix ``S = sum_r C_r R_r R_r^T`` (36 entries) is mapped to
+    the 66 lower entries of the 11x11 block through ``J = [-u, t0, u - v, t1, v]`` and added to the
+    band directly (no 11x11 intermediate). ``R`` is the one workspace of :func:`der_elastic` (layout there)."""
     _add_gn_hessian_nrows(band, base, R, 5)
 
 
 @njit(inline="always", **JIT)
+def _gram3(R, p, c, r0, r1, r2):
+    """``sum_r C_r R[r, p] R[r, c]`` over rows ``r0 < r1 < r2`` (in that order, from 0.0)."""
+    acc = 0.0
+    acc += R[_CR + 8 * r0 + p] * R[8 * r0 + c]
+    acc += R[_CR + 8 * r1 + p] * R[8 * r1 + c]
+    acc += R[_CR + 8 * r2 + p] * R[8 * r2 + c]
+    return acc
+
+
+@njit(inline="always", **JIT)
 def _add_gn_hessian_rows4d(band, base, R):
-    """:func:`_add_gn_hessian_rows` for the rows of :func:`_vertex_rows` as they are (4D bending). The
-    angle columns of some rows hold exact zeros (``theta_{i-1}`` enters rows 0, 1 and 4 only,
-    ``theta_i`` rows 2, 3 and 4); their products are summed like the others: a running sum that
-    starts from +0.0 is never -0.0, so adding a signed zero leaves every bit of it as it is."""
-    _add_gn_hessian_nrows(band, base, R, 5)
+    """:func:`_add_gn_hessian_rows` for the rows of :func:`_vertex_rows` as they are (4D bending): their
+    angle columns hold exact zeros (``theta_{i-1}`` enters rows 0, 1 and 4 only, ``theta_i`` rows 2, 3
+    and 4), whose products the Gram matrix leaves out; the other terms are summed in the same order
+    from the same 0.0, so every entry is bitwise that of :func:`_add_gn_hessian_rows`."""
+    for r in range(5):
+        cr = R[_C + r]
+        for p in range(8):
+            R[_CR + 8 * r + p] = cr * R[8 * r + p]
+    for p in range(8):
+        if p == 3 or p == 7:
+            continue
+        for c in range(p + 1):
+            if c == 3:
+                continue
+            acc = 0.0
+            for r in range(5):
+                acc += R[_CR + 8 * r + p] * R[8 * r + c]
+            R[_S + 8 * (p) + c] = acc
+            R[_S + 8 * (c) + p] = acc
+    for c in range(3):  # p = 3 > c
+        acc = _gram3(R, 3, c, 0, 1, 4)
+        R[_S + 8 * 3 + c] = acc
+        R[_S + 8 * c + 3] = acc
+    for p in range(3, 7):  # c = 3 <= p
+        acc = _gram3(R, p, 3, 0, 1, 4)
+        R[_S + 8 * p + 3] = acc
+        R[_S + 8 * 3 + p] = acc
+    for c in range(8):  # p = 7 >= c
+        if c == 3:
+            acc = 0.0
+            acc += R[_CR + 8 * 4 + 7] * R[8 * 4 + 3]
+        else:
+            acc = _gram3(R, 7, c, 2, 3, 4)
+        R[_S + 8 * 7 + c] = acc
+        R[_S + 8 * c + 7] = acc
+    _scatter_gram(band, base, R)
 
 
 @njit(inline="always", **JIT)
@@ -289,60 +330,29 @@ def _add_gn_hessian_rows3(band, base, R):
 
 @njit(inline="always", **JIT)
 def _add_gn_hessian_nrows(band, base, R, nrows):
-    """Gram matrix of the first ``nrows`` weighted compact rows, then :func:`_scatter_gram`.
-
-    Entry ``(p, c)``, ``p >= c``, of ``S`` is ``sum_r (C_r R[r, p]) R[r, c]`` summed over ``r`` in order
-    from +0.0 (no FMA contraction: the same rounding as a plain loop). It is stored at
-    ``R[_S + 8 c + p]``: the inner loop runs over ``p`` with ``c`` fixed, eight independent sums
-    side by side, which the compiler turns into vector instructions (lane ``p`` of column ``c``).
-    The lanes ``p < c`` hold the other rounding of the symmetric entry and are not read."""
     for r in range(nrows):
         cr = R[_C + r]
         for p in range(8):
             R[_CR + 8 * r + p] = cr * R[8 * r + p]
-    for c in range(8):
-        s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
-        for r in range(nrows):
-            o = _CR + 8 * r
-            rc = R[8 * r + c]
-            s0 += R[o] * rc
-            s1 += R[o + 1] * rc
-            s2 += R[o + 2] * rc
-            s3 += R[o + 3] * rc
-            s4 += R[o + 4] * rc
-            s5 += R[o + 5] * rc
-            s6 += R[o + 6] * rc
-            s7 += R[o + 7] * rc
-        o = _S + 8 * c
-        R[o] = s0
-        R[o + 1] = s1
-        R[o + 2] = s2
-        R[o + 3] = s3
-        R[o + 4] = s4
-        R[o + 5] = s5
-        R[o + 6] = s6
-        R[o + 7] = s7
+    for p in range(8):
+        for c in range(p + 1):
+            acc = 0.0
+            for r in range(nrows):
+                acc += R[_CR + 8 * r + p] * R[8 * r + c]
+            R[_S + 8 * (p) + c] = acc
+            R[_S + 8 * (c) + p] = acc
     _scatter_gram(band, base, R)
 
 
 @njit(inline="always", **JIT)
-def _sg(R, p, c):
-    """Entry ``(p, c)`` of the symmetric Gram matrix (:func:`_add_gn_hessian_nrows` keeps ``p >= c``
-    at ``R[_S + 8 c + p]``)."""
-    if p >= c:
-        return R[_S + 8 * c + p]
-    return R[_S + 8 * p + c]
-
-
-@njit(inline="always", **JIT)
 def _scatter_gram(band, base, R):
-    """Add the 11x11 block ``J^T S J`` of the Gram matrix ``S`` (:func:`_sg`, 8x8) into the lower band."""
+    """Add the 11x11 block ``J^T S J`` of the Gram matrix ``S`` (``R[_S:]``, 8x8) into the lower band."""
     for a in range(3):
         for b in range(3):
-            Suu = _sg(R, a, b)
-            Suv = _sg(R, a, 4 + b)
-            Svu = _sg(R, 4 + a, b)
-            Svv = _sg(R, 4 + a, 4 + b)
+            Suu = R[_S + 8 * (a) + b]
+            Suv = R[_S + 8 * (a) + 4 + b]
+            Svu = R[_S + 8 * (4 + a) + b]
+            Svv = R[_S + 8 * (4 + a) + 4 + b]
             if a >= b:
                 band[base + a, a - b] += Suu
                 band[base + 4 + a, a - b] += Suu - Suv - Svu + Svv
@@ -351,15 +361,15 @@ def _scatter_gram(band, base, R):
             band[base + 8 + a, 8 + a - b] -= Svu
             band[base + 8 + a, 4 + a - b] += Svu - Svv
     for b in range(3):
-        band[base + 3, 3 - b] -= _sg(R, 3, b)
-        band[base + 4 + b, 1 + b] += _sg(R, b, 3) - _sg(R, 4 + b, 3)
-        band[base + 8 + b, 5 + b] += _sg(R, 4 + b, 3)
-        band[base + 7, 7 - b] -= _sg(R, 7, b)
-        band[base + 7, 3 - b] += _sg(R, 7, b) - _sg(R, 7, 4 + b)
-        band[base + 8 + b, 1 + b] += _sg(R, 4 + b, 7)
-    band[base + 3, 0] += _sg(R, 3, 3)
-    band[base + 7, 4] += _sg(R, 7, 3)
-    band[base + 7, 0] += _sg(R, 7, 7)
+        band[base + 3, 3 - b] -= R[_S + 8 * (3) + b]
+        band[base + 4 + b, 1 + b] += R[_S + 8 * (b) + 3] - R[_S + 8 * (4 + b) + 3]
+        band[base + 8 + b, 5 + b] += R[_S + 8 * (4 + b) + 3]
+        band[base + 7, 7 - b] -= R[_S + 8 * (7) + b]
+        band[base + 7, 3 - b] += R[_S + 8 * (7) + b] - R[_S + 8 * (7) + 4 + b]
+        band[base + 8 + b, 1 + b] += R[_S + 8 * (4 + b) + 7]
+    band[base + 3, 0] += R[_S + 8 * (3) + 3]
+    band[base + 7, 4] += R[_S + 8 * (7) + 3]
+    band[base + 7, 0] += R[_S + 8 * (7) + 7]
 
 
 @njit(inline="always", **JIT)
