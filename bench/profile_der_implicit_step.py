@@ -12,15 +12,22 @@ thread's CPU time (``time.thread_time``: on a shared machine, the work itself). 
 * ``energy (want=0)``: elastic energy alone (a line-search halving);
 * ``factor`` / ``solve``: the banded LDL^T of the 127 x 127 Hessian (half bandwidth 10);
 * ``inertia + hold + gmax``: the O(n) loops of a Newton iteration around them;
+* the transcendental calls alone (31 ``sin`` / ``cos`` pairs, 30 ``atan2``), a floor the bit-for-bit
+  results keep;
 * ``batch step``: a whole step, per strand, of a one-rod batch and of a 1000-rod batch on one
   thread (``advance_serial``, ``nsteps`` steps per call: the benchmark's call).
 
-Prints one line per piece: CPU microseconds per call (least of ``--reps`` runs: the run least disturbed by other work) and the share of
-the 1000-rod step.
+A step (one Newton iteration whose full step the line search accepts, the common case) is one
+``update_frames`` + one ``assemble (want=2)`` (the line-search trial, kept for the next step) + the
+O(n) loops + ``factor`` + ``solve``; ``gradient`` and ``energy`` are listed for reference (the
+difference want=2 - want=1 is the Hessian's share). Prints one line per piece: CPU microseconds per
+call (least of ``--reps`` runs: the run least disturbed by other work) and the share of the 1000-rod
+step.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
@@ -51,6 +58,20 @@ def _loop_assemble(k, want, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwis
         E += der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, False, want, g, band,
                             m1, m2, R)
     return E
+
+
+@njit(cache=True)
+def _loop_trig(k, q, mref):
+    """The step's transcendental calls alone: a sine and cosine per edge angle (material frames) and an
+    ``atan2`` per joint (reference twist), as :func:`update_frames` and ``der_elastic_ws`` make them."""
+    s = 0.0
+    for _ in range(k):
+        for j in range(mref.shape[0] + 1):
+            th = q[4 * j + 3] + s * 1e-300  # (depends on s: the calls are not hoisted out of the loop)
+            s += math.cos(th) * math.sin(th)
+        for j in range(mref.shape[0]):
+            s += math.atan2(mref[j] + s * 1e-300, 1.0)
+    return s
 
 
 @njit(cache=True)
@@ -180,8 +201,9 @@ def main(argv=None):
     copy_us = _cpu_us(lambda k: _loop_copy(k, band0, bw), a.k, a.reps)
     rows.append(("factor", _cpu_us(lambda k: _loop_factor(k, band0, bw, D), a.k, a.reps) - copy_us))
     rows.append(("solve", _cpu_us(lambda k: _loop_solve(k, bw, D, g, dq), a.k, a.reps)))
-    parts = sum(t for _, t in rows)
-    rows.append(("sum of the pieces", parts))
+    rows.append(("(of these: sin, cos, atan2 calls)", _cpu_us(lambda k: _loop_trig(k, qt, state.mref), a.k, a.reps)))
+    step = ("update_frames", "assemble (want=2)", "inertia + hold + gmax", "factor", "solve")
+    rows.append(("sum of a step's pieces", sum(t for name, t in rows if name in step)))
     rows.append(("batch step, 1 rod", _batch_step_us(model, state, 1, 2000, a.reps)))
     rows.append(("batch step, 1000 rods (per rod)", _batch_step_us(model, state, 1000, 16, a.reps)))
     total = rows[-1][1]
