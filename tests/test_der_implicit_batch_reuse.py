@@ -69,3 +69,44 @@ def test_elastic_workspace_energy_is_the_energy_only_sum_and_4d_gram_is_bitwise(
         _add_gn_hessian_rows(b1, 2, R.copy())
         _add_gn_hessian_rows4d(b2, 2, R.copy())
         np.testing.assert_array_equal(b1, b2)
+
+
+def _flat(states):
+    """The flat state arrays of a batch of rods (vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
+    joint_ref_twist) from their DERImplicitStates."""
+    parts = []
+    for s in states:
+        nv = (s.q.size + 1) // 4
+        pos = np.arange(4 * nv - 1) % 4 != 3
+        parts.append((s.q[pos].reshape(nv, 3), np.zeros((nv, 3)), s.q[3::4], np.zeros(nv - 1), s.a1, s.mref))
+    return [np.ascontiguousarray(np.concatenate([p[k] for p in parts])) for k in range(6)]
+
+
+def test_per_rod_outputs_of_a_parallel_batch_are_those_of_each_rod_alone():
+    """The per-rod counters and failed step (kept in each rod's work array during a call, written to
+    the arena once per call) are each rod's own, in parallel as alone; a rod whose geometry fails
+    marks itself only."""
+    rods = [_rod(False), build_rod(shapes.straight(9, 0.2, direction=(1.0, 0.0, -0.3)), radius=5e-4, E=1e9, G=4e8,
+                                  rho=1300.0, damping=1.0), _rod(False)]
+    rods[2][1].q[4 * 8 + 2] += 1e-3  # the third rod starts bent differently from the first
+    models = [m for m, _ in rods]
+    h = 1.0 / 240.0
+    batch = RodBatch(models, h=h, newton_iters=2, gtol=0.0, line_search=12)
+    arrays = _flat([s for _, s in rods])
+    assert batch.advance(*arrays, 6, True) == 0
+    for r, (m, s) in enumerate(rods):
+        alone = RodBatch([m], h=h, newton_iters=2, gtol=0.0, line_search=12)
+        own = _flat([s])
+        assert alone.advance(*own, 6, False) == 0
+        v0, v1 = batch.starts["vertex"][r], batch.starts["vertex"][r + 1]
+        np.testing.assert_array_equal(arrays[0][v0:v1], own[0])
+        assert batch.rod_newton_iters[r] == alone.rod_newton_iters[0] == 12.0  # 2 per step, gtol = 0
+        assert batch.rod_residual[r] == alone.rod_residual[0] > 0.0
+        np.testing.assert_array_equal(batch.rod_stats[r], [12.0, alone.rod_line_search_failures[0], alone.rod_residual[0]])
+    np.testing.assert_array_equal(batch.rod_failed_step, [0.0, 0.0, 0.0])
+    before = [a.copy() for a in arrays]
+    v1 = batch.starts["vertex"][1]
+    arrays[0][v1 + 4, 0] = np.nan  # rod 1's geometry is degenerate: its first step fails (an exception inside)
+    assert batch.advance(*arrays, 3, True) == 1
+    np.testing.assert_array_equal(batch.rod_failed_step, [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(arrays[1], before[1])  # nothing written back

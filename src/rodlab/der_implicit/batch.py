@@ -20,7 +20,11 @@ this module adds is the batching (issue #13, item 3):
 - the Newton step's work arrays (gradient, band, pivots, trial unknowns, work frames) are one
   allocation per rod and call, not sections of the arena: a thread then keeps reusing the same
   ~30 kB for rod after rod (they stay in its cache), where per-rod sections would stream through
-  memory (the arena keeps its work sections for :mod:`.contact_step` and :func:`elastic_energies`);
+  memory (the arena keeps its work sections for :mod:`.contact_step` and :func:`elastic_energies`).
+  The values a step writes every iteration (the step being taken, the Newton counters) live there
+  too, at its head (``WK_STEP``, ``WK_STATS``), and reach the arena's per-rod outputs once per call:
+  in the arena eight rods share a cache line of ``rod_failed_step``, so with two threads on
+  neighbouring rods every step's write would move that line between the cores (false sharing);
 - the full Newton step's line-search trial is assembled with its gradient and Hessian, which the
   next iteration or step reuses when the trial is accepted (:func:`.stepper.newton_minimize` with
   ``reuse``, the one Newton loop of the stepper, its statics and this driver): the line search
@@ -62,6 +66,7 @@ BDF2_BETA = 2.0 / 3.0
 section der-implicit)."""
 ROD_COLS = 6  # rod table columns: vertex, edge, joint, dof, fixed, drive starts (R + 1 rows)
 DRIVE_COLS = 3  # driven clamp table: rod, edge (local), holds theta (0/1)
+WK_STEP, WK_STATS, WK_HEAD = 0, 1, 8  # head of a rod's work array: the step being taken, Newton counters (3)
 
 # ---- fbuf header: scalars; section offsets live in FSECTIONS order after it --------------------
 F_H, F_GTOL, F_NEWTON_MAX, F_RESIDUAL_MAX = range(4)  # last two: outputs of a call (max over rods)
@@ -149,7 +154,7 @@ def _impose_drives(r, ib, fb, q, tan_base, a1_base):
 
 @njit(**JIT)
 def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, vertex_x_frames,
-               dof_prev, nsteps):
+               dof_prev, nsteps, wk):
     """``nsteps`` implicit steps of rod ``r`` on its own slices of the work buffers (the step
     of :func:`.stepper.implicit_euler_steps`, with preallocated work arrays). Reads the rod's state
     from the flat state arrays; leaves the result in its work buffers (``dof_q``, ``dof_v``,
@@ -162,7 +167,9 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     where they are the rod's positions, the first step starts from those frames as they are
     (``fresh``), else it transports them once. Returns 0, or the 1-based step that failed (non-finite
     unknowns, or a line search that found no descent while the free force exceeded
-    ``rod_fail_gtol``; a degenerate geometry the kernels refuse also counts)."""
+    ``rod_fail_gtol``; a degenerate geometry the kernels refuse also counts). ``wk``: the rod's work
+    array (:func:`_rod_work_size`; its head holds the step being taken and the Newton counters, which
+    :func:`_rod_steps_guarded` copies to the arena)."""
     nrod = ib[I_NROD]
     rod = ib[ib[I_ROD]:ib[I_ROD] + ROD_COLS * (nrod + 1)].reshape((nrod + 1, ROD_COLS))
     vs, es, js, ds, fs = rod[r, 0], rod[r, 1], rod[r, 2], rod[r, 3], rod[r, 4]
@@ -178,11 +185,11 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     v = _fsec(fb, S_DOF_V, ds, n)
     qprev = _fsec(fb, S_DOF_QPREV, ds, n)
     vprev = _fsec(fb, S_DOF_VPREV, ds, n)
-    # the step's work arrays: one allocation per rod and call, reused by every step (and, freed, by the
-    # thread's next rod: they stay in its cache, where per-rod sections of the arena would not)
+    # the step's work arrays: one allocation per rod and call (by the caller), reused by every step
+    # (and, freed, by the thread's next rod: they stay in its cache, where per-rod sections of the
+    # arena would not)
     nb = BANDWIDTH + 1
-    wk = np.empty(n * (7 + 2 * nb) + ne * 13 + nj + _WS_E + 1)
-    o = 0
+    o = WK_HEAD
     # the Newton loop's two gradient / Hessian buffers: a one-rod world's are its blocks of the arena,
     # which keep the last assembly between calls in place (no copies); with several rods they are the
     # call's work arrays and that assembly is copied there and back
@@ -275,7 +282,7 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
             held = 0
         R[_WS_E] = kept[1]
     kept[0] = 0.0
-    stats = _fsec(fb, S_ROD_STATS, 3 * r, 3)  # newton_minimize's counters (iterations, failures, residual)
+    stats = wk[WK_STATS:WK_STATS + 3]  # newton_minimize's counters (iterations, failures, residual)
     stats[0] = 0.0
     stats[1] = 0.0
     stats[2] = 0.0
@@ -288,7 +295,7 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     newton_iters = ib[I_NEWTON]
     ls_max = ib[I_LSMAX]
     bending = ib[I_BENDING]
-    failed_step = _fsec(fb, S_ROD_FAILED_STEP, r, 1)
+    failed_step = wk[WK_STEP:WK_STEP + 1]
     failed_step[0] = 1
     if moved:
         edge_geometry(q, tanr, elen)  # the tangents the reference directors belong to
@@ -372,16 +379,38 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
 
 
 @njit(**JIT)
+def _rod_work_size(r, ib):
+    """Length of rod ``r``'s work array (:func:`_rod_steps`): the head (``WK_HEAD`` values), the Newton
+    loop's two gradient / band buffers and vectors, the work frames and the assembly's workspace."""
+    rod = ib[ib[I_ROD]:ib[I_ROD] + ROD_COLS * (ib[I_NROD] + 1)].reshape((ib[I_NROD] + 1, ROD_COLS))
+    n = rod[r + 1, 3] - rod[r, 3]
+    ne = rod[r + 1, 1] - rod[r, 1]
+    nj = rod[r + 1, 2] - rod[r, 2]
+    return WK_HEAD + n * (7 + 2 * (BANDWIDTH + 1)) + ne * 13 + nj + _WS_E + 1
+
+
+@njit(**JIT)
 def _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
                        vertex_x_frames, dof_prev, nsteps):
-    """:func:`_rod_steps`, with an exception of the kernels (a degenerate geometry: zero-length or
-    reversed edges, or NaN coordinates) turned into a failure of the step it happened in (an
-    exception must not leave a parallel region)."""
+    """:func:`_rod_steps` on a fresh work array, with an exception of the kernels (a degenerate
+    geometry: zero-length or reversed edges, or NaN coordinates) turned into a failure of the step it
+    happened in (an exception must not leave a parallel region). Writes the rod's ``rod_failed_step``
+    (the returned value) and ``rod_stats`` from the work array's head, once per call."""
+    wk = np.empty(_rod_work_size(r, ib))
+    wk[WK_STEP] = 1.0
+    wk[WK_STATS] = 0.0
+    wk[WK_STATS + 1] = 0.0
+    wk[WK_STATS + 2] = 0.0
     try:
-        return _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
-                          vertex_x_frames, dof_prev, nsteps)
+        failed = _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
+                            vertex_x_frames, dof_prev, nsteps, wk)
     except Exception:
-        return max(1, int(_fsec(fb, S_ROD_FAILED_STEP, r, 1)[0]))
+        failed = max(1, int(wk[WK_STEP]))
+    _fsec(fb, S_ROD_FAILED_STEP, r, 1)[0] = failed
+    stats = _fsec(fb, S_ROD_STATS, 3 * r, 3)
+    for k in range(3):
+        stats[k] = wk[WK_STATS + k]
+    return failed
 
 
 @njit(**JIT)
