@@ -17,6 +17,8 @@ from rodlab.scenes.friction_scenes import GRAVITY, fit_acceleration, incline_the
 from rodlab.solvers import make_simulator
 from rodlab.world import WorldBuilder, shapes
 
+from compact_helpers import rails_world
+
 DT = 0.005
 
 
@@ -81,41 +83,22 @@ def test_incline_landing_then_sticks():
 
 
 # ---- rod across two rails: edge-edge rows --------------------------------------------------------
-def _rails_world(angle_deg, mu, r=0.005):
-    """Two stiff rails (rods 0, 1: 3 vertices, 1 m, both end edges clamped) along the slope of a
-    plane tilted by ``angle_deg`` about y, 0.06 m apart, and a rod (2: 6 vertices, 0.1 m) lying
-    across them, touching; friction ``mu`` per pair of rail and rod (``pair_friction``)."""
-    a = math.radians(angle_deg)
-    normal = np.array([-math.sin(a), 0.0, math.cos(a)])
-    down = np.array([-math.cos(a), 0.0, -math.sin(a)])
-    b = WorldBuilder(gravity=(0.0, 0.0, -GRAVITY))
-    for k, y in enumerate((-0.03, 0.03)):
-        start = np.array([0.0, y, 0.0]) - 0.1 * down
-        b.add_rod(shapes.straight(3, 1.0, start=tuple(start), direction=tuple(down)), E=1e11, G=4e10, rho=1000.0,
-                  radius=r)
-        b.clamp(k, "start")
-        b.clamp(k, "end")
-    start = 2 * r * normal + np.array([0.0, -0.05, 0.0])
-    b.add_rod(shapes.straight(6, 0.1, start=tuple(start), direction=(0.0, 1.0, 0.0)), E=1e7, G=4e6, rho=1000.0,
-              radius=r)
-    b.set_contact(rods=True, friction=0.0, pair_friction=[(0, 2, mu), (1, 2, mu)])
-    return b.build(), down
 
 
 def test_rod_across_rails_sticks_below_and_slides_above_friction_angle():
-    world, down = _rails_world(10.0, 0.3)
+    world, down = rails_world(10.0, 0.3)
     rod = world.rod_vertices(2)
     t, s, _, _, state = _slide(world, rod, down, 0.6)
     after = t >= 0.1  # the rod first bends under its weight between the rails (elastic, < 1e-6 m)
     assert np.abs(s).max() < 1e-6 and np.ptp(s[after]) < 1e-7  # measured 7e-7 and 3e-9 m
     assert np.abs(state.vertex_x[:6] - world.vertex_rest_x[:6]).max() < 1e-12  # the rails hold
-    world, down = _rails_world(30.0, 0.3)
+    world, down = rails_world(30.0, 0.3)
     t, s, _, _, state = _slide(world, world.rod_vertices(2), down, 0.4)
     assert _acceleration(t, s) == pytest.approx(incline_theory(30.0, 0.3), rel=0.03)  # measured -0.9%
 
 
 def test_rod_across_rails_without_friction_slides_with_g_sin():
-    world, down = _rails_world(30.0, 0.0)
+    world, down = rails_world(30.0, 0.0)
     t, s, _, _, _ = _slide(world, world.rod_vertices(2), down, 0.3)
     assert _acceleration(t, s) == pytest.approx(GRAVITY * 0.5, rel=1e-3)
 

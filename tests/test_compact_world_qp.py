@@ -5,7 +5,6 @@ dependent rows), the plectoneme (sliding-clamp equality rows) and a rod sticking
 (stick rows: minimum-norm multipliers); plus the pieces (Schur solves, row gradients)."""
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -13,12 +12,12 @@ import pytest
 from rodlab.compact import contact_world as cw
 from rodlab.compact.chain import jac_mul, jac_t_mul
 from rodlab.compact.world_qp import min_norm_solve, schur_multipliers
-from rodlab.scenes.friction_scenes import GRAVITY
 from rodlab.scenes.knot_scenes import knot_world
 from rodlab.scenes.registry import get_scene
 from rodlab.scenes.zhao_contact_scenes import plectoneme_world
 from rodlab.solvers import make_simulator
-from rodlab.world import WorldBuilder, shapes
+
+from compact_helpers import rails_world
 
 
 # ---- the reference: the Python QP of WorldContactSolver before it was compiled --------------------
@@ -193,21 +192,8 @@ def test_compiled_qp_matches_reference_on_the_plectoneme(monkeypatch):
 
 
 def test_compiled_qp_matches_reference_with_stick_rows(monkeypatch):
-    a, r = math.radians(10.0), 0.005
-    normal = np.array([-math.sin(a), 0.0, math.cos(a)])
-    down = np.array([-math.cos(a), 0.0, -math.sin(a)])
-    b = WorldBuilder(gravity=(0.0, 0.0, -GRAVITY))
-    for k, y in enumerate((-0.03, 0.037)):  # not symmetric: no tie between the rails' rows
-        start = np.array([0.0, y, 0.0]) - 0.1 * down
-        b.add_rod(shapes.straight(3, 1.0, start=tuple(start), direction=tuple(down)), E=1e11, G=4e10, rho=1000.0,
-                  radius=r)
-        b.clamp(k, "start")
-        b.clamp(k, "end")
-    start = 2 * r * normal + np.array([0.0, -0.05, 0.0])
-    b.add_rod(shapes.straight(6, 0.1, start=tuple(start), direction=(0.0, 1.0, 0.0)), E=1e7, G=4e6, rho=1000.0,
-              radius=r)
-    b.set_contact(rods=True, friction=0.0, pair_friction=[(0, 2, 0.3), (1, 2, 0.3)])
-    seen = _compare_qps(monkeypatch, b.build(), 20, 0.005)
+    world, _ = rails_world(10.0, 0.3, rail_y=(-0.03, 0.037))  # not symmetric: no tie between the rails' rows
+    seen = _compare_qps(monkeypatch, world, 20, 0.005)
     assert seen["min_norm"] >= 10
 
 
