@@ -167,6 +167,9 @@ def run_rodlab(method: str, options: dict, n: int, scene: str, dt: float, t_end:
                 break
             times.append(state.t)
             tips.append(x.copy())
+            _over_budget(state.t)
+    except OverBudget as exc:
+        ok, msg = False, str(exc)
     except Exception as exc:  # noqa: BLE001 - SimulationError and the like: unstable at this dt
         ok, msg = False, f"{type(exc).__name__}: {exc}"[:160]
         if math.isfinite(state.t):  # a failed advance keeps its last good state: count the steps it did take
@@ -192,10 +195,27 @@ def _peer_scene(n: int) -> P.Scene:
     return P.Scene(n=n, t_end=T_END, damping=DAMPING)
 
 
+class OverBudget(Exception):
+    """A run stopped once its CPU time passed the per-run budget (``_RUN_LIMIT``); ``t`` [s] reached."""
+
+    def __init__(self, t: float):
+        super().__init__(f"stopped at t = {t:.3g} s: CPU over the budget")
+        self.t = t
+
+
+_RUN_LIMIT = {"cpu_end": math.inf}  # process CPU time [s] at which the current run stops (set by measure)
+
+
+def _over_budget(t: float) -> None:
+    if time.process_time() > _RUN_LIMIT["cpu_end"]:
+        raise OverBudget(t)
+
+
 def _collector():
     times, tips = [], []
 
     def probe(t, tip):  # (x, z) from a fixed-clamp run, (x, y, z) from a moving-clamp one
+        _over_budget(float(t))
         times.append(float(t))
         tips.append((float(tip[0]), 0.0, float(tip[1])) if len(tip) == 2 else tuple(float(v) for v in tip))
     return times, tips, probe
@@ -203,10 +223,16 @@ def _collector():
 
 def _peer_run(call, dt: float) -> Run:
     times, tips, probe = _collector()
+    c0 = time.process_time()
     try:
         r = call(probe)
     except P.PeerUnavailable:
         raise
+    except OverBudget as exc:
+        cpu = time.process_time() - c0
+        steps = max(exc.t / dt, 1.0)
+        return Run(False, np.array(times), np.array(tips).reshape(-1, 3), cpu * T_END / max(exc.t, dt), dt,
+                   str(exc), per_step=cpu / steps)
     except Exception as exc:  # noqa: BLE001
         return Run(False, np.zeros(0), np.zeros((0, 3)), math.nan, dt, f"{type(exc).__name__}: {exc}"[:160])
     return Run(bool(r.ok), np.array(times), np.array(tips).reshape(-1, 3), float(r.cpu_s), dt, r.message,
@@ -381,9 +407,16 @@ def measure(name: str, make, n: int, scene: str, ref: dict, budget: float, log) 
         if math.isfinite(projected) and projected > budget:
             return dict(status="skipped: budget", why=f"next run at dt {dt:.3g} s projected {projected:.0f} s CPU > "
                         f"{budget:.0f} s; " + "; ".join(f"{d:.3g} s: {w}" for d, w in tried[-2:]))
-        r = run(dt)
+        _RUN_LIMIT["cpu_end"] = time.process_time() + budget
+        try:
+            r = run(dt)
+        finally:
+            _RUN_LIMIT["cpu_end"] = math.inf
         err = tip_error(r, ref) / 1.0
         log(f"    dt={r.dt:.3g}: {'ok' if r.ok else 'failed'} err/L={err:.2e} cpu={r.cpu_s:.3g} s {r.message}")
+        if r.message.startswith("stopped at t"):
+            return dict(status="skipped: budget", why=f"the run at dt {r.dt:.3g} s passed {budget:.0f} s CPU {r.message[8:]}"
+                        f" (projected {r.cpu_s:.0f} s); " + "; ".join(f"{d:.3g} s: {w}" for d, w in tried[-2:]))
         if r.ok and err <= TOL:
             return dict(status="ok", dt=r.dt, rate=r.cpu_s / T_END, err=err,
                         why=f"next larger dt {tried[-1][0]:.3g} s: {tried[-1][1]}" if tried else "largest dt tried")
