@@ -41,11 +41,7 @@ per-call O(n) frame work of a twist-free rod (refresh with reference twist, the 
 rebuild, the energy check's two energies), not Python. With :func:`advance_rods_serial` for small
 calls (one unpack, no private copies) and the Python fast path of ``DERSimulator.advance``:
 18, 32-34, 87 us at 10, 50, 200 vertices (median-based, same loaded machine: 23, 38, 96 before;
-docs/benchmarks-world.md (a)). Then (docs/der.md, "Per-call cost"): the serial driver works on
-borrowed views (:func:`borrow`: no atomic reference counting, which was ~60% of a 10-vertex
-call), the 2-D fields are built in place (:func:`rows`), and the call cache carries a call's
-end geometry and energy to the next call where the state is bitwise that end
-(:func:`_advance_rod`).
+docs/benchmarks-world.md (a)).
 
 Per-call inputs (only driven rods use them; else empty arrays): ``call_presc`` (nsteps, P, 3)
 prescribed positions and ``call_m1`` (nsteps, C, 3) clamp directors of rods with a moving clamp,
@@ -77,9 +73,8 @@ from ..geometry.curves import (
     compute_edges,
     compute_tangents,
     material_frames,
-    reference_twist3,
+    reference_twist,
     time_parallel_update,
-    transport3,
 )
 from . import kernels as K
 
@@ -316,57 +311,6 @@ def _copy2(dst, src):
 # --------------------------------------------------------------------------------------------
 # per-rod pieces
 # --------------------------------------------------------------------------------------------
-@njit(inline="always", **JIT)
-def _normal_unit3(tx, ty, tz, a0, a1, a2):
-    """``a`` minus its part along unit ``t``, normalised, on scalars: the arithmetic of
-    :func:`rodlab.geometry.curves.orthonormalize_against`, operation for operation (so bitwise
-    its result), without arrays."""
-    d = a0 * tx + a1 * ty + a2 * tz
-    o0 = a0 - d * tx
-    o1 = a1 - d * ty
-    o2 = a2 - d * tz
-    nrm = math.sqrt(o0 * o0 + o1 * o1 + o2 * o2)
-    if not nrm > 1e-300:
-        raise ValueError("frame vector is parallel to the tangent")
-    return o0 / nrm, o1 / nrm, o2 / nrm
-
-
-@njit(**JIT)
-def _carry_in_time(t_old, t_new, a1):
-    """:func:`rodlab.geometry.curves.time_parallel_update` on scalars (bitwise the same)."""
-    for j in range(a1.shape[0]):
-        o0, o1, o2 = transport3(t_old[j, 0], t_old[j, 1], t_old[j, 2], t_new[j, 0], t_new[j, 1], t_new[j, 2],
-                                a1[j, 0], a1[j, 1], a1[j, 2])
-        a1[j, 0], a1[j, 1], a1[j, 2] = _normal_unit3(t_new[j, 0], t_new[j, 1], t_new[j, 2], o0, o1, o2)
-
-
-@njit(**JIT)
-def _bishop_directors(t, start, seed, u):
-    """The first directors ``u[start:]`` of :func:`rodlab.geometry.curves.bishop_frames` grown
-    along ``t[start:]`` from ``seed`` (open rod), on scalars: bitwise the same, without the
-    second directors (not used here)."""
-    u0, u1, u2 = _normal_unit3(t[start, 0], t[start, 1], t[start, 2], seed[0], seed[1], seed[2])
-    u[start, 0], u[start, 1], u[start, 2] = u0, u1, u2
-    for j in range(start + 1, t.shape[0]):
-        o0, o1, o2 = transport3(t[j - 1, 0], t[j - 1, 1], t[j - 1, 2], t[j, 0], t[j, 1], t[j, 2], u0, u1, u2)
-        u0, u1, u2 = _normal_unit3(t[j, 0], t[j, 1], t[j, 2], o0, o1, o2)
-        u[j, 0], u[j, 1], u[j, 2] = u0, u1, u2
-
-
-@njit(**JIT)
-def _reference_twist_in_place(t, a1, closed, ref_twist):
-    """:func:`rodlab.geometry.curves.reference_twist` with ``previous`` = ``out`` = ``ref_twist``
-    (each joint read before it is written), on scalars (:func:`reference_twist3`): bitwise the
-    same."""
-    ne = t.shape[0]
-    for k in range(ref_twist.shape[0]):
-        f = k + 1
-        if f == ne:
-            f = 0
-        ref_twist[k] = reference_twist3(t[k, 0], t[k, 1], t[k, 2], t[f, 0], t[f, 1], t[f, 2], a1[k, 0], a1[k, 1],
-                                        a1[k, 2], a1[f, 0], a1[f, 1], a1[f, 2], ref_twist[k])
-
-
 @njit(**JIT)
 def rebuild_twist_free_frames(x, closed, theta, ref_d1, ref_twist, t_start, clamp_edges, clamp_m1,
                               edges, lengths, t_now, d2, m1_old, u, v, previous):
@@ -374,16 +318,13 @@ def rebuild_twist_free_frames(x, closed, theta, ref_d1, ref_twist, t_start, clam
     reference frames are carried in time from the tangents ``t_start`` to the current ones; the
     material frame is the Bishop frame grown from the prescribed director ``clamp_m1[0]`` of the
     first clamped edge (or from edge 0's material director, carried in time); the angles and the
-    reference twist are unwrapped against their previous values. The transports run on scalars
-    (:func:`_carry_in_time`, :func:`_bishop_directors`, :func:`_reference_twist_in_place`:
-    the arithmetic of the array kernels of :mod:`rodlab.geometry.curves`, bitwise their
-    results, ~3x faster at 200 vertices); ``v`` and ``previous`` are scratch."""
+    reference twist are unwrapped against their previous values."""
     compute_edges(x, closed, edges)
     compute_tangents(edges, lengths, t_now)
     if clamp_edges.shape[0] == 0:  # only edge 0's old material director is used (the seed)
         complete_frames(t_start[:1], ref_d1[:1], d2[:1])
         material_frames(ref_d1[:1], d2[:1], theta[:1], m1_old[:1], v[:1])
-    _carry_in_time(t_start, t_now, ref_d1)
+    time_parallel_update(t_start, t_now, ref_d1)
     if clamp_edges.shape[0] > 0:
         seed_edge = clamp_edges[0]
         seed = clamp_m1[0].copy()
@@ -391,7 +332,7 @@ def rebuild_twist_free_frames(x, closed, theta, ref_d1, ref_twist, t_start, clam
         seed_edge = 0
         seed = m1_old[0].copy()
         time_parallel_update(t_start[:1], t_now[:1], seed.reshape((1, 3)))
-    _bishop_directors(t_now, seed_edge, seed, u)
+    bishop_frames(t_now[seed_edge:], seed, np.bool_(False), u[seed_edge:], v[seed_edge:])
     if seed_edge > 0:
         back = np.empty((seed_edge + 1, 3))
         for j in range(seed_edge + 1):
@@ -403,7 +344,10 @@ def rebuild_twist_free_frames(x, closed, theta, ref_d1, ref_twist, t_start, clam
         for j in range(seed_edge):
             for d in range(3):  # a loop: a row assignment compiles numba's broadcasting error path
                 u[j, d] = ub[seed_edge - j, d]
-    _reference_twist_in_place(t_now, ref_d1, closed, ref_twist)
+    nj = ref_twist.shape[0]
+    for k in range(nj):
+        previous[k] = ref_twist[k]
+    reference_twist(t_now, ref_d1, closed, previous[:nj], ref_twist)
     K.set_material_angles(ref_d1, t_now, u, theta)
 
 
