@@ -41,7 +41,11 @@ per-call O(n) frame work of a twist-free rod (refresh with reference twist, the 
 rebuild, the energy check's two energies), not Python. With :func:`advance_rods_serial` for small
 calls (one unpack, no private copies) and the Python fast path of ``DERSimulator.advance``:
 18, 32-34, 87 us at 10, 50, 200 vertices (median-based, same loaded machine: 23, 38, 96 before;
-docs/benchmarks-world.md (a)).
+docs/benchmarks-world.md (a)). Then (docs/der.md, "Per-call cost"): the serial driver works on
+borrowed views (:func:`borrow`: no atomic reference counting, which was ~60% of a 10-vertex
+call), the 2-D fields are built in place (:func:`rows`), and the call cache carries a call's
+end geometry and energy to the next call where the state is bitwise that end
+(:func:`_advance_rod`).
 
 Per-call inputs (only driven rods use them; else empty arrays): ``call_presc`` (nsteps, P, 3)
 prescribed positions and ``call_m1`` (nsteps, C, 3) clamp directors of rods with a moving clamp,
