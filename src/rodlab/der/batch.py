@@ -41,7 +41,11 @@ per-call O(n) frame work of a twist-free rod (refresh with reference twist, the 
 rebuild, the energy check's two energies), not Python. With :func:`advance_rods_serial` for small
 calls (one unpack, no private copies) and the Python fast path of ``DERSimulator.advance``:
 18, 32-34, 87 us at 10, 50, 200 vertices (median-based, same loaded machine: 23, 38, 96 before;
-docs/benchmarks-world.md (a)).
+docs/benchmarks-world.md (a)). Then (docs/der.md, "Per-call cost"): the serial driver works on
+borrowed views (:func:`borrow`: no atomic reference counting, which was ~60% of a 10-vertex
+call), the 2-D fields are built in place (:func:`rows`), and the call cache carries a call's
+end geometry and energy to the next call where the state is bitwise that end
+(:func:`_advance_rod`).
 
 Per-call inputs (only driven rods use them; else empty arrays): ``call_presc`` (nsteps, P, 3)
 prescribed positions and ``call_m1`` (nsteps, C, 3) clamp directors of rods with a moving clamp,
@@ -60,12 +64,16 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import intrinsic
+from numba.core.imputils import impl_ret_borrowed
+from numba.np.arrayobj import make_array, populate_array
 
 from ..geometry._vec import JIT
 from ..geometry.curves import (
     bishop_frames,
     complete_frames,
+    compute_curvature_binormals,
     compute_edges,
     compute_tangents,
     material_frames,
@@ -83,6 +91,9 @@ FLAG_CLOSED, FLAG_UNIFORM, FLAG_TWIST_FREE, FLAG_PASSIVE, FLAG_MOVING, FLAG_TIME
 N_FLAGS = 6
 # per-rod status codes (BatchWork.rod_status)
 ROD_OK, ROD_NONFINITE, ROD_PROJECTION, ROD_DEGENERATE, ROD_ENERGY = range(5)
+# rod_cache[r, 0]: no cache; the serial scratch and snapshot hold the end of the last call; the
+# rod's call succeeded, its end is committed once every rod of the call has succeeded
+CACHE_NONE, CACHE_VALID, CACHE_PENDING = 0.0, 1.0, 2.0
 # bits of advance_rods' result code
 STATUS_FAILED = 1
 STATUS_PROJECTION_WARN = 2
@@ -130,8 +141,10 @@ class BatchModel(NamedTuple):
 
 
 class BatchWork(NamedTuple):
-    """Scratch of every rod, flat (per-rod blocks at the model's offsets, scaled): holds nothing
-    between calls (each call refreshes it from the state)."""
+    """Scratch of every rod, flat (per-rod blocks at the model's offsets, scaled). Holds nothing
+    between calls except the serial driver's call cache (``rod_cache``, ``serial_*`` and the
+    snapshot buffers, :func:`_advance_rod`), which is used only where the state is bitwise the
+    one it was computed for."""
 
     vertex_v3: np.ndarray        # (6 N,) run_steps' work_v3 (2, nv, 3) per rod
     vertex_ext_force: np.ndarray  # (N, 3) [N]
@@ -150,13 +163,21 @@ class BatchWork(NamedTuple):
     rod_diag: np.ndarray         # (R, 6) run_steps' diag per rod
     rod_energy: np.ndarray       # (R, 3) energy gain, energy scale, start energy [J]
     rod_status: np.ndarray       # (R,) int64 ROD_* code
+    # the serial driver's own scratch, which carries the end geometry of its last call to the next
+    # (the call cache, :func:`_advance_rod`); nothing else writes it
+    rod_cache: np.ndarray        # (R, 4) CACHE_* flag, end energy total, kinetic, elastic [J]
+    serial_e3: np.ndarray        # (18 E,) work_e3 (6, ne, 3) per rod
+    serial_s: np.ndarray         # (7 E,) work_s (7, ne) per rod
+    serial_kb: np.ndarray        # (J, 3)
+    serial_omega: np.ndarray     # (J, 4)
 
 
 # kinds of the packed fields: (buffer, ndim, width); buffer 0 float64, 1 int64, 2 bool
 _F1, _F2, _I1, _I2, _B1 = (0, 1), (0, 2), (1, 1), (1, 2), (2, 1)
 _MODEL_KINDS = (_I1, _I1, _I1, _I1, _I1, _I1, _I1, _I2, _F1, _F1, _F1, _F1, _F1, _F2, _F1, _F2, _F1, _B1, _F1, _F2,
                 _F1, _F1, _I1, _I1, _F2, _I2, _F2, _F1, _I1, _F1, _I1, _F1, _F1, _I1)
-_WORK_KINDS = (_F1, _F2, _F2, _F2, _F2, _F1, _F1, _F2, _F1, _F2, _F2, _F2, _F1, _F2, _F2, _F2, _I1)
+_WORK_KINDS = (_F1, _F2, _F2, _F2, _F2, _F1, _F1, _F2, _F1, _F2, _F2, _F2, _F1, _F2, _F2, _F2, _I1, _F2, _F1, _F1, _F2,
+               _F2)
 assert len(_MODEL_KINDS) == len(BatchModel._fields) and len(_WORK_KINDS) == len(BatchWork._fields)
 
 
@@ -201,22 +222,67 @@ def pack(model: BatchModel, work: BatchWork) -> tuple[Packed, BatchModel, BatchW
     return packed, BatchModel(*views[:nm]), BatchWork(*views[nm:])
 
 
+@intrinsic
+def borrow(typingctx, arr):
+    """``arr`` as a *borrowed* array inside compiled code: the same data, shape and strides with
+    no reference count (null meminfo and parent). Every view numba makes of an array increments
+    and later decrements its meminfo's count with a locked (atomic) instruction; on the per-call
+    path those were ~60% of the CPU time of ``advance(state, 1)`` at 10 vertices (``perf``: all
+    of it in ``NRT_incref``/``NRT_decref``). A view of a borrowed array skips them (a null
+    check). Only for arrays the caller keeps alive for the whole call (the arguments of a
+    compiled call) and for views that do not outlive it."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        src = make_array(signature.args[0])(context, builder, value=args[0])
+        out = make_array(signature.return_type)(context, builder)
+        populate_array(out, data=src.data, shape=src.shape, strides=src.strides, itemsize=src.itemsize, meminfo=None)
+        return out._getvalue()
+
+    return arr(arr), codegen
+
+
 @njit(inline="always", **JIT)
 def _v1(buf, layout, k):
     return buf[layout[k, 0]:layout[k, 0] + layout[k, 1]]
+
+
+@intrinsic
+def rows(typingctx, buf, offset, n, width):
+    """The 2-D C-contiguous view ``buf[offset:offset + n * width].reshape((n, width))`` of a 1-D
+    C-contiguous array, built in place: numba's ``reshape`` calls a C function
+    (``numba_attempt_nocopy_reshape``, ~3.5% of a 10-vertex ``advance(state, 1)``) to check
+    what here holds by construction. Shares ``buf``'s meminfo (null if borrowed)."""
+    if not (isinstance(buf, types.Array) and buf.ndim == 1 and buf.layout == "C"):
+        return None
+    ret = types.Array(buf.dtype, 2, "C")
+
+    def codegen(context, builder, signature, args):
+        src = make_array(signature.args[0])(context, builder, value=args[0])
+        out = make_array(ret)(context, builder)
+        off, nrow, ncol = (context.cast(builder, a, t, types.intp) for a, t in zip(args[1:], signature.args[1:]))
+        populate_array(out, data=builder.gep(src.data, [off]), shape=[nrow, ncol],
+                       strides=[builder.mul(ncol, src.itemsize), src.itemsize], itemsize=src.itemsize,
+                       meminfo=src.meminfo, parent=src.parent)
+        return impl_ret_borrowed(context, builder, ret, out._getvalue())
+
+    return ret(buf, offset, n, width), codegen
 
 
 @njit(inline="always", **JIT)
 def _v2(buf, layout, k):
     w = layout[k, 2]
     n = layout[k, 1] // w if w > 0 else 0
-    return buf[layout[k, 0]:layout[k, 0] + layout[k, 1]].reshape((n, w))
+    return rows(buf, layout[k, 0], n, w)
 
 
 @njit(**JIT_INNER)
 def unpack(f, i, b, L):
-    """The named groups as views of the packed buffers (field order of the classes). Compiled
-    code only (``JIT_INNER``: no Python wrapper)."""
+    """The named groups as views of the packed buffers (field order of the classes), borrowed
+    (:func:`borrow`: no reference counting). Compiled code only (``JIT_INNER``: no Python
+    wrapper); the views must not outlive the call that passed the buffers."""
+    f, i, b = borrow(f), borrow(i), borrow(b)
     m = BatchModel(_v1(i, L, 0), _v1(i, L, 1), _v1(i, L, 2), _v1(i, L, 3), _v1(i, L, 4), _v1(i, L, 5), _v1(i, L, 6),
                    _v2(i, L, 7), _v1(f, L, 8), _v1(f, L, 9), _v1(f, L, 10), _v1(f, L, 11), _v1(f, L, 12),
                    _v2(f, L, 13), _v1(f, L, 14), _v2(f, L, 15), _v1(f, L, 16), _v1(b, L, 17), _v1(f, L, 18),
@@ -225,7 +291,8 @@ def unpack(f, i, b, L):
                    _v1(f, L, 31), _v1(f, L, 32), _v1(i, L, 33))
     w = BatchWork(_v1(f, L, 34), _v2(f, L, 35), _v2(f, L, 36), _v2(f, L, 37), _v2(f, L, 38), _v1(f, L, 39),
                   _v1(f, L, 40), _v2(f, L, 41), _v1(f, L, 42), _v2(f, L, 43), _v2(f, L, 44), _v2(f, L, 45),
-                  _v1(f, L, 46), _v2(f, L, 47), _v2(f, L, 48), _v2(f, L, 49), _v1(i, L, 50))
+                  _v1(f, L, 46), _v2(f, L, 47), _v2(f, L, 48), _v2(f, L, 49), _v1(i, L, 50), _v2(f, L, 51),
+                  _v1(f, L, 52), _v1(f, L, 53), _v2(f, L, 54), _v2(f, L, 55))
     return m, w
 
 
@@ -352,10 +419,59 @@ def advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_
 
 
 @njit(**JIT_INNER)
+def _same_bits(a, b):
+    """Whether the 1-D float arrays ``a`` and ``b`` (one length) hold the same bits (so ``0.0``
+    and ``-0.0`` differ, and a NaN never matches: both would give a different call)."""
+    ai = a.view(np.int64)
+    bi = b.view(np.int64)
+    diff = 0
+    for k in range(ai.shape[0]):  # no early exit: the loop vectorises
+        diff |= ai[k] ^ bi[k]
+    return diff == 0
+
+
+@njit(**JIT_INNER)
+def _state_is_snapshot(w, X, V, TH, D1, TW, vs, ve, es, ee, js, je):
+    """Whether rod's rows of the state are bitwise its snapshot rows (the call cache's key)."""
+    return (_same_bits(X[vs:ve].reshape(-1), w.vertex_snap_x[vs:ve].reshape(-1))
+            and _same_bits(V[vs:ve].reshape(-1), w.vertex_snap_v[vs:ve].reshape(-1))
+            and _same_bits(TH[es:ee], w.edge_snap_theta[es:ee])
+            and _same_bits(D1[es:ee].reshape(-1), w.edge_snap_ref_d1[es:ee].reshape(-1))
+            and _same_bits(TW[js:je], w.joint_snap_ref_twist[js:je]))
+
+
+@njit(**JIT_INNER)
+def _end_geometry(x, closed, twist_free, ref_d1, ref_twist, e3, s, kb):
+    """The geometry of the state at a call's end (``refresh_geometry``'s outputs), for the energy
+    check and the call cache. After the twist-free frame rebuild, edges, lengths, tangents and
+    the reference twist are already those of the end state (:func:`rebuild_twist_free_frames`
+    computes them with the same kernels from the same arrays, and the reference twist is a fixed
+    point of its own recomputation), so only the second reference directors and the curvature
+    binormals are computed: bitwise the full refresh."""
+    if twist_free:
+        complete_frames(e3[1], ref_d1, e3[3])
+        compute_curvature_binormals(e3[1], closed, kb)
+    else:
+        K.refresh_geometry(x, closed, ref_d1, ref_twist, np.bool_(False), e3[0], s[0], e3[1], kb, e3[3])
+
+
+@njit(**JIT_INNER)
 def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private):
-    """:func:`advance_rod`; ``private``: step copies of the rod's state (for threads), else the
-    state's own rows in place (one thread; a failed rod's rows are then left part-stepped, and
-    the caller's :func:`_finish` restores every rod from the snapshot, as it does anyway)."""
+    """:func:`advance_rod`; ``private``: step copies of the rod's state in fresh scratch (for
+    threads), else the state's own rows in place (one thread; a failed rod's rows are then left
+    part-stepped, and the caller's :func:`_finish` restores every rod from the snapshot, as it
+    does anyway) in the serial scratch ``w.serial_*``.
+
+    Call cache (serial only): the geometry (edges, lengths, tangents, second reference
+    directors, curvature binormals, reference twist) and, for a rod under the energy check, the
+    mechanical energy of a call's *end* state are what the next call computes first. When a
+    rod's call succeeds with the energy check, they are left in the serial scratch and in
+    ``w.rod_cache[r, 1:]``, and :func:`advance_rods_serial` copies the end state into the
+    snapshot buffers and marks the rod ``CACHE_VALID``. The next serial call uses them, and skips
+    the refresh, the snapshot copy and the start energy, only where the rod's rows of the state
+    are bitwise the snapshot (any edit of the state between calls, by the user, a contact
+    response or another simulator, misses); anything else recomputes them. Same bits either way:
+    the refresh is a pure function of those arrays."""
     vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
     es, ee = m.rod_edge_start[r], m.rod_edge_start[r + 1]
     js, je = m.rod_joint_start[r], m.rod_joint_start[r + 1]
@@ -363,42 +479,61 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     cs, ce = m.rod_clamp_start[r], m.rod_clamp_start[r + 1]
     nv, ne, nj = ve - vs, ee - es, je - js
     closed = m.rod_flag[r, FLAG_CLOSED] != 0
-    # private copies and scratch: views of shared buffers would make every thread update the
-    # same reference count (measured: no parallel speed-up at all with shared views)
+    twist_free = m.rod_flag[r, FLAG_TWIST_FREE] != 0
+    moving = m.rod_flag[r, FLAG_MOVING] != 0
     x, v, theta, ref_d1, ref_twist = X[vs:ve], V[vs:ve], TH[es:ee], D1[es:ee], TW[js:je]
     if private:
+        # private copies and scratch: views of shared buffers would make every thread update the
+        # same reference count (measured: no parallel speed-up at all with shared views)
         x, v, theta, ref_d1, ref_twist = x.copy(), v.copy(), theta.copy(), ref_d1.copy(), ref_twist.copy()
-    v3 = np.empty((2, nv, 3))
-    e3 = np.empty((6, ne, 3))
-    s = np.empty((7, ne))
-    kb, omega, diag = np.empty((nj, 3)), np.empty((nj, 4)), np.zeros(6)
-    t_start = np.empty((ne, 3))
-    ext_force = np.empty((nv, 3))
+        v3 = np.empty((2, nv, 3))
+        e3 = np.empty((6, ne, 3))
+        s = np.empty((7, ne))
+        kb, omega = np.empty((nj, 3)), np.empty((nj, 4))
+        t_start = np.empty((ne, 3))
+        ext_force = np.empty((nv, 3))
+        presc = np.empty((1, pe - ps, 3))
+        hit = False
+    else:
+        v3 = w.vertex_v3[6 * vs:6 * ve].reshape((2, nv, 3))
+        e3 = w.serial_e3[18 * es:18 * ee].reshape((6, ne, 3))
+        s = w.serial_s[7 * es:7 * ee].reshape((7, ne))
+        kb, omega = w.serial_kb[js:je], w.serial_omega[js:je]
+        t_start = w.edge_t_start[es:ee]
+        ext_force = w.vertex_ext_force[vs:ve]
+        presc = w.presc_x[ps:pe].reshape((1, pe - ps, 3))
+        hit = w.rod_cache[r, 0] == CACHE_VALID and _state_is_snapshot(w, X, V, TH, D1, TW, vs, ve, es, ee, js, je)
+    w.rod_cache[r, 0] = CACHE_NONE  # the scratch is about to change
+    diag = np.zeros(6)
     w.rod_status[r] = ROD_OK
-    # the geometry of the state as it is now (the buffers hold nothing between calls)
-    K.refresh_geometry(x, closed, ref_d1, ref_twist, np.bool_(False), e3[0], s[0], e3[1], kb, e3[3])
-    _copy2(w.vertex_snap_x[vs:ve], x)
-    _copy2(w.vertex_snap_v[vs:ve], v)
-    _copy1(w.edge_snap_theta[es:ee], theta)
-    _copy2(w.edge_snap_ref_d1[es:ee], ref_d1)
-    _copy1(w.joint_snap_ref_twist[js:je], ref_twist)
+    if not hit:
+        # the geometry of the state as it is now
+        K.refresh_geometry(x, closed, ref_d1, ref_twist, np.bool_(False), e3[0], s[0], e3[1], kb, e3[3])
+        _copy2(w.vertex_snap_x[vs:ve], x)
+        _copy2(w.vertex_snap_v[vs:ve], v)
+        _copy1(w.edge_snap_theta[es:ee], theta)
+        _copy2(w.edge_snap_ref_d1[es:ee], ref_d1)
+        _copy1(w.joint_snap_ref_twist[js:je], ref_twist)
     passive = m.rod_flag[r, FLAG_PASSIVE] != 0 and nsteps > 0
     if passive:
-        e0, k0, el0 = _rod_energy(m, x, v, theta, ref_d1, ref_twist, es, ee, js, je, vs, ve, e3, s, kb, omega)
+        if hit:
+            e0, k0, el0 = w.rod_cache[r, 1], w.rod_cache[r, 2], w.rod_cache[r, 3]
+        else:
+            e0, k0, el0 = _rod_energy(m, x, v, theta, ref_d1, ref_twist, es, ee, js, je, vs, ve, e3, s, kb, omega)
         w.rod_energy[r, 1] = k0 + abs(el0) + m.rod_energy_load[r] + 1e-300
         w.rod_energy[r, 2] = e0
+    force, wind = m.vertex_force[vs:ve], w.vertex_wind_force[vs:ve]  # (field reads out of the loops)
     for i in range(nv):
         for d in range(3):
-            ext_force[i, d] = m.vertex_force[vs + i, d] + w.vertex_wind_force[vs + i, d]
-    moving = m.rod_flag[r, FLAG_MOVING] != 0
+            ext_force[i, d] = force[i, d] + wind[i, d]
     if moving:
         presc = np.ascontiguousarray(call_presc[:, ps:pe])
         m1 = np.ascontiguousarray(call_m1[:, cs:ce])
     else:
-        presc = np.empty((1, pe - ps, 3))
+        presc_vertex = m.presc_vertex[ps:pe]
         for c in range(pe - ps):
             for d in range(3):
-                presc[0, c, d] = x[m.presc_vertex[ps + c], d]
+                presc[0, c, d] = x[presc_vertex[c], d]
         m1 = m.clamp_m1[cs:ce].reshape((1, ce - cs, 3))
     done = 0
     # a rod with time-dependent forces steps one step per chunk (its forces set before each), any
@@ -434,17 +569,45 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
         w.rod_status[r] = ROD_PROJECTION if diag[5] != 0.0 else ROD_NONFINITE
         return
     if passive:
-        K.refresh_geometry(x, closed, ref_d1, ref_twist, np.bool_(False), e3[0], s[0], e3[1], kb, e3[3])
+        # a passive rod is not timed: one chunk, so a twist-free rod's frames were just rebuilt
+        _end_geometry(x, closed, twist_free, ref_d1, ref_twist, e3, s, kb)
         e1, k1, el1 = _rod_energy(m, x, v, theta, ref_d1, ref_twist, es, ee, js, je, vs, ve, e3, s, kb, omega)
         w.rod_energy[r, 0] = e1 - w.rod_energy[r, 2]
         if w.rod_energy[r, 0] > 0.5 * w.rod_energy[r, 1]:
             w.rod_status[r] = ROD_ENERGY
+        elif not private:
+            w.rod_cache[r, 1] = e1
+            w.rod_cache[r, 2] = k1
+            w.rod_cache[r, 3] = el1
+            w.rod_cache[r, 0] = CACHE_PENDING
     if private:
         _copy2(X[vs:ve], x)
         _copy2(V[vs:ve], v)
         _copy1(TH[es:ee], theta)
         _copy2(D1[es:ee], ref_d1)
         _copy1(TW[js:je], ref_twist)
+
+
+@njit(**JIT_INNER)
+def _commit_cache(m, w, code, X, V, TH, D1, TW):
+    """After a serial call: every ``CACHE_PENDING`` rod becomes ``CACHE_VALID`` with its end
+    state copied into the snapshot buffers (the cache's key), or ``CACHE_NONE`` if the call
+    failed (every rod was then restored to the call's start)."""
+    for r in range(w.rod_cache.shape[0]):
+        if w.rod_cache[r, 0] != CACHE_PENDING:
+            continue
+        if code & STATUS_FAILED:
+            w.rod_cache[r, 0] = CACHE_NONE
+            continue
+        vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
+        es, ee = m.rod_edge_start[r], m.rod_edge_start[r + 1]
+        js, je = m.rod_joint_start[r], m.rod_joint_start[r + 1]
+        _copy2(w.vertex_snap_x[vs:ve], X[vs:ve])
+        _copy2(w.vertex_snap_v[vs:ve], V[vs:ve])
+        _copy1(w.edge_snap_theta[es:ee], TH[es:ee])
+        _copy2(w.edge_snap_ref_d1[es:ee], D1[es:ee])
+        _copy1(w.joint_snap_ref_twist[js:je], TW[js:je])
+        w.rod_cache[r, 0] = CACHE_VALID
 
 
 @njit(**JIT_INNER)
@@ -498,9 +661,12 @@ def advance_rods_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, cal
     once for the finish (~2 us each), and each rod stepped in the state's own rows instead of
     private copies. For one-rod worlds and calls of little work."""
     m, w = unpack(f, i, b, L)
+    X, V, TH, D1, TW = borrow(X), borrow(V), borrow(TH), borrow(D1), borrow(TW)
     for r in range(w.rod_status.shape[0]):
         _advance_rod(m, w, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, np.bool_(False))
-    return _finish(m, w, X, V, TH, D1, TW)
+    code = _finish(m, w, X, V, TH, D1, TW)
+    _commit_cache(m, w, code, X, V, TH, D1, TW)
+    return code
 
 
 advance_rods = njit(parallel=True, **JIT)(_advance_rods)

@@ -259,7 +259,8 @@ class DERSimulator(Simulator):
         work = B.BatchWork(np.zeros(6 * N), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3)),
                            np.zeros(18 * E), np.zeros(7 * E), np.zeros((E, 3)), np.zeros(E), np.zeros((E, 3)),
                            np.zeros((J, 3)), np.zeros((J, 4)), np.zeros(J), np.zeros((P, 3)), np.zeros((R, 6)),
-                           np.zeros((R, 3)), np.zeros(R, dtype=np.int64))
+                           np.zeros((R, 3)), np.zeros(R, dtype=np.int64), np.zeros((R, 4)), np.zeros(18 * E), np.zeros(7 * E),
+                           np.zeros((J, 3)), np.zeros((J, 4)))
         self._packed, self.model, self.work = B.pack(model, work)
         self._driver = B.advance_rods if R > 1 else B.advance_rods_serial  # replaced with bodies
         self._no_input = np.zeros((1, 0, 3))
