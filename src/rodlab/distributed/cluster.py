@@ -24,6 +24,16 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     _WorkerPlugin = object
 
 
+# Dask settings for the workers of the LocalClusters that rodlab starts. A worker's event-loop thread
+# wakes every 20 ms to measure its own latency (``admin.tick.interval``) and every 10 ms to sample the
+# task thread's stack (``worker.profile``); each wake-up takes the GIL from the task thread, whose numba
+# kernels hold it, and costs CPU in the worker process. With both, a sag-free task's worker spent 5-7 %
+# more CPU than the task thread and the task thread waited for the GIL ~100 times a second; with the tick
+# at 1 s and the profiler off, ~1 % and (almost) never (docs/dask.md, "Speed"). rodlab's tasks are long
+# kernel calls whose stack samples say nothing; a blocked event loop is still reported (after 3 s).
+LOCAL_WORKER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
+
+
 class DaskMissing(ModelError):
     """Dask's distributed scheduler is not installed; the message says how to install it."""
 
@@ -70,8 +80,9 @@ def connect(scheduler: str | None = None, workers: int = 0, *, warmup: Callable[
             connect_timeout: float = 30.0):
     """A Dask ``Client``: to the scheduler at ``scheduler`` (``tcp://host:8786``; its workers must import
     rodlab and see the same files), else to a new LocalCluster of ``workers`` processes (default: all
-    cores) with one thread each and ``NUMBA_NUM_THREADS=1``. ``warmup``: a picklable function run once per
-    worker (:class:`WarmUpPlugin`). Closes what it opened.
+    cores) with one thread each, ``NUMBA_NUM_THREADS=1``, the worker profiler off and a 1 s event-loop
+    tick (:data:`LOCAL_WORKER_CONFIG`; an existing cluster keeps its own settings). ``warmup``: a
+    picklable function run once per worker (:class:`WarmUpPlugin`). Closes what it opened.
 
     Raises
     ------
@@ -81,6 +92,7 @@ def connect(scheduler: str | None = None, workers: int = 0, *, warmup: Callable[
         ``workers`` is negative or the scheduler cannot be reached within ``connect_timeout`` seconds.
     """
     require_dask("rodlab on Dask")
+    import dask
     from distributed import Client, LocalCluster
 
     if workers < 0:
@@ -96,8 +108,9 @@ def connect(scheduler: str | None = None, workers: int = 0, *, warmup: Callable[
             raise ModelError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}") from None
     else:
         n = workers or os.cpu_count() or 1
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               silence_logs=logging.ERROR, env={"NUMBA_NUM_THREADS": "1"})
+        with dask.config.set(LOCAL_WORKER_CONFIG):  # each nanny hands its worker the config of its start
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                   silence_logs=logging.ERROR, env={"NUMBA_NUM_THREADS": "1"})
         client = Client(cluster)
     try:
         if warmup is not None:
