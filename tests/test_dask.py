@@ -69,6 +69,16 @@ def _worker_profiler_and_kernels(dask_worker):
     return sorted(k for k in pcs if k.startswith("profile")), pcs["tick"].callback_time, sigs
 
 
+def _page_faults_per_strand(jobs, opts):
+    """In a task: minor page faults of this thread per strand, on a second pass over ``jobs``."""
+    import resource
+
+    work_batch(jobs, opts)
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    work_batch(jobs, opts)
+    return (resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before) / len(jobs)
+
+
 def test_local_workers_run_strands_quietly_with_one_specialization_per_kernel(client):
     # a worker's event loop takes the GIL from the numba kernels at every tick and profiler sample,
     # costing worker CPU (docs/dask.md, "Speed"): on rodlab's LocalCluster, profiler off and a 1 s tick
@@ -81,6 +91,11 @@ def test_local_workers_run_strands_quietly_with_one_specialization_per_kernel(cl
         # the strands arrive writable and C-contiguous: one compiled specialization per kernel, the one
         # the warm-up plugin loaded (a read-only or strided array would compile another inside a task)
         assert sigs.get("sf_optimize") == 1 and all(v == 1 for v in sigs.values()), sigs
+    # malloc keeps freed memory: with Dask's MALLOC_TRIM_THRESHOLD_=65536 alone a 100-vertex strand
+    # faulted ~100 fresh pages back in (docs/dask.md, "Speed")
+    if all(client.run(lambda dask_worker: dask_worker.rodlab_malloc).values()):
+        big = [(k, np.ascontiguousarray(x)) for k, x in enumerate(synthetic_hairstyle(8, 100, length=0.25, seed=4))]
+        assert client.submit(_page_faults_per_strand, big, opts, pure=False).result() < 10
 
 
 def test_strand_cpu_time_is_its_own_threads(monkeypatch):
