@@ -90,7 +90,8 @@ def probe(n, vertices, repeats):
             enumerate(synthetic_hairstyle(n, vertices, style="wavy", length=0.25, seed=0))]
     warm_kernels()
     runs = {"plain": []}
-    with connect(workers=1, warmup=warm_kernels) as quiet, connect(workers=1, warmup=warm_kernels, dask_defaults=True) as dflt:
+    with connect(workers=1, warmup=warm_kernels) as quiet, \
+            connect(workers=1, warmup=warm_kernels, dask_defaults=True) as dflt:
         for r in range(repeats):
             for mode, client in (("plain", None), ("quiet", quiet), ("dask", dflt)):
                 load = open("/proc/loadavg").read().split()[0]

@@ -27,14 +27,14 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 # Dask settings for the workers of the LocalClusters that rodlab starts. A worker's event-loop thread
 # wakes every 20 ms to measure its own latency (``admin.tick.interval``) and every 10 ms to sample the
 # task thread's stack (``worker.profile``); each wake-up runs Python in the worker process and takes the
-# GIL from the task thread. With both, a worker spent 6.5-7 % more CPU than its task thread on sag-free
-# strands; with the tick at 1 s and the profiler off, 1.4-1.7 % (docs/dask.md, "Speed"). rodlab's tasks
-# are long kernel calls whose stack samples say nothing; a blocked event loop is still reported (after 3 s).
+# GIL from the task thread. With both, a worker spent 5.3-7.2 % more CPU than its task thread on sag-free
+# strands at load 5-6; with the tick at 1 s and the profiler off, 1.3-3.2 % (docs/dask.md, "Speed"). Tasks
+# of rodlab are long kernel calls whose stack samples say nothing; a blocked loop is still reported (> 3 s).
 LOCAL_WORKER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
 
 # glibc malloc settings for those workers [bytes]. Dask starts its workers with MALLOC_TRIM_THRESHOLD_=65536,
 # which hands freed heap back to the OS whenever 64 KiB are free at its top (and fixes the mmap threshold at
-# 128 KiB): each sag-free strand then faults ~100 fresh pages back in (~0.2 ms of kernel CPU, ~3 % of a
+# 128 KiB): each sag-free strand then faults ~100 fresh pages back in (0.12-0.18 ms of kernel CPU, ~3 % of a
 # 100-vertex strand). These are glibc's own upper values for its adaptive thresholds.
 MALLOC_TRIM_THRESHOLD = 64 << 20
 MALLOC_MMAP_THRESHOLD = 32 << 20
@@ -54,7 +54,8 @@ def malloc_keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
-    return bool(mallopt(m_trim_threshold, MALLOC_TRIM_THRESHOLD)) and bool(mallopt(m_mmap_threshold, MALLOC_MMAP_THRESHOLD))
+    trim_ok = bool(mallopt(m_trim_threshold, MALLOC_TRIM_THRESHOLD))
+    return bool(mallopt(m_mmap_threshold, MALLOC_MMAP_THRESHOLD)) and trim_ok
 
 
 class LocalWorkerPlugin(_WorkerPlugin):
