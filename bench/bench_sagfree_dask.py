@@ -13,7 +13,10 @@ on a 1-worker LocalCluster with rodlab's worker settings (``quiet``) and with Da
 docs. Per run: median per-strand and total CPU of the thread that ran the strands, the worker process's
 CPU above it, the task thread's GIL waits (voluntary context switches) and minor page faults per strand,
 and the things ruled out as causes: the strands' array flags, flush-to-zero / denormals-are-zero, numba
-kernels with more than one compiled specialization.
+kernels with more than one compiled specialization. ``--probe N --probe-workers W`` (W > 1) instead runs
+the N strands in 8 tasks on W workers of each of the three engines (the old process pool, Dask with
+rodlab's worker settings, Dask with its own), interleaved: wall time, and the CPU of the worker processes
+and of their task threads summed over the tasks.
 """
 from __future__ import annotations
 
@@ -105,6 +108,48 @@ def probe(n, vertices, repeats):
         print(mode, "medians over", len(rs), "runs:", {k: round(v, 4) for k, v in med.items()})
 
 
+def _probe_task(batch):
+    """One task of :func:`probe_groom`: wall [s], thread and process CPU [s], minor page faults."""
+    ru0 = resource.getrusage(resource.RUSAGE_THREAD)
+    w, t, p = time.perf_counter(), time.thread_time(), time.process_time()
+    for k, x in batch:
+        _work((k, x, OPTS))
+    ru1 = resource.getrusage(resource.RUSAGE_THREAD)
+    return dict(thread=time.thread_time() - t, process=time.process_time() - p, task_wall=time.perf_counter() - w,
+                faults=ru1.ru_minflt - ru0.ru_minflt)
+
+
+def probe_groom(n, vertices, workers, repeats):
+    """The old pool against Dask with rodlab's and with Dask's worker settings on ``workers`` workers,
+    interleaved; prints one JSON line per run."""
+    jobs = [(k, np.ascontiguousarray(x)) for k, x in
+            enumerate(synthetic_hairstyle(n, vertices, style="wavy", length=0.25, seed=0))]
+    size = -(-n // 8)
+    batches = [jobs[i:i + size] for i in range(0, n, size)]
+    warm_kernels()
+    with connect(workers=workers, warmup=warm_kernels) as quiet, \
+            connect(workers=workers, warmup=warm_kernels, dask_defaults=True) as dflt, \
+            ProcessPoolExecutor(max_workers=workers, initializer=_pool_init) as pool:
+        list(pool.map(warm_kernels_task, range(workers)))
+        for r in range(repeats):
+            for mode, client in (("pool", None), ("quiet", quiet), ("dask", dflt)):
+                load = open("/proc/loadavg").read().split()[0]
+                t = time.perf_counter()
+                if client is None:
+                    parts = list(pool.map(_probe_task, batches))
+                else:
+                    parts = client.gather([client.submit(_probe_task, b, pure=False) for b in batches])
+                wall = time.perf_counter() - t
+                tot = {k: round(sum(p[k] for p in parts), 3) for k in parts[0]}
+                extra = round(tot["process"] / tot["thread"] - 1, 4)
+                print(json.dumps(dict(run=r, mode=mode, load=load, wall=round(wall, 3), strands_per_s=round(n / wall, 1),
+                                      process_extra=extra, **tot)), flush=True)
+
+
+def warm_kernels_task(_):
+    warm_kernels()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strands", type=int, default=10000)
@@ -113,8 +158,11 @@ def main():
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--probe", type=int, default=0, metavar="N", help="only the CPU probe on N strands (see above)")
     ap.add_argument("--repeats", type=int, default=4, help="interleaved runs of each probe mode")
+    ap.add_argument("--probe-workers", type=int, default=1, help="workers of the probe (> 1: the groom probe)")
     a = ap.parse_args()
     if a.probe:
+        if a.probe_workers > 1:
+            return probe_groom(a.probe, a.vertices, a.probe_workers, a.repeats)
         return probe(a.probe, a.vertices, a.repeats)
     where = machine()
     t = time.perf_counter()
