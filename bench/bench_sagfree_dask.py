@@ -6,11 +6,24 @@ strands; a 10^5 groom is that one repeated 10 times, which is the same work). Ab
 2-core machine:
 
     python bench/bench_sagfree_dask.py [--strands 10000] [--big 100000] [--workers 1 2] [--vertices 100]
+
+``--probe N`` instead compares the CPU of N strands run in this process with the same strands in one task
+on a 1-worker LocalCluster with rodlab's worker settings (``quiet``) and with Dask's defaults (``dask``),
+``--repeats`` times interleaved, and prints what each run measured (docs/dask.md, "Speed"); it writes no
+docs. Per run: median per-strand and total CPU of the thread that ran the strands, the worker process's
+CPU above it, the task thread's GIL waits (voluntary context switches) and minor page faults per strand,
+and the things ruled out as causes: the strands' array flags, flush-to-zero / denormals-are-zero, numba
+kernels with more than one compiled specialization. ``--probe N --probe-workers W`` (W > 1) instead runs
+the N strands in 8 tasks on W workers of each of the three engines (the old process pool, Dask with
+rodlab's worker settings, Dask with its own), interleaved: wall time, and the CPU of the worker processes
+and of their task threads summed over the tasks.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -51,13 +64,106 @@ def run_dask(jobs, workers):
     return res, wall, startup, float(np.mean(list(warm.values()))), batch, tasks
 
 
+def _probe_loop(jobs):
+    """Run ``jobs`` one by one on this thread; what :func:`probe` reports about the run."""
+    from numba.core.registry import CPUDispatcher
+
+    import rodlab.inverse.kernels as K
+    import rodlab.inverse.qp as Q
+
+    first = jobs[0][1]
+    per = []
+    ru0, t0, p0 = resource.getrusage(resource.RUSAGE_THREAD), time.thread_time(), time.process_time()
+    for k, x in jobs:
+        t = time.thread_time()
+        _work((k, x, OPTS))
+        per.append(time.thread_time() - t)
+    ru1, cpu, proc = resource.getrusage(resource.RUSAGE_THREAD), time.thread_time() - t0, time.process_time() - p0
+    multi = [n for m in (K, Q) for n, f in vars(m).items() if isinstance(f, CPUDispatcher) and len(f.signatures) > 1]
+    return dict(median_ms=1e3 * float(np.median(per)), cpu_s=cpu, process_extra=proc / cpu - 1.0,
+                gil_waits=ru1.ru_nvcsw - ru0.ru_nvcsw, faults_per_strand=(ru1.ru_minflt - ru0.ru_minflt) / len(jobs),
+                writeable=bool(first.flags.writeable), c_contiguous=bool(first.flags.c_contiguous),
+                ftz=bool((np.array([1e-308]) / 1e10)[0] == 0), daz=bool((np.array([5e-324]) * 2.0)[0] == 0),
+                multi_specialized=multi)
+
+
+def probe(n, vertices, repeats):
+    """Plain process against a Dask task, interleaved (module docstring); prints one JSON line per run."""
+    jobs = [(k, np.ascontiguousarray(x)) for k, x in
+            enumerate(synthetic_hairstyle(n, vertices, style="wavy", length=0.25, seed=0))]
+    warm_kernels()
+    runs = {"plain": []}
+    with connect(workers=1, warmup=warm_kernels) as quiet, \
+            connect(workers=1, warmup=warm_kernels, dask_defaults=True) as dflt:
+        for r in range(repeats):
+            for mode, client in (("plain", None), ("quiet", quiet), ("dask", dflt)):
+                load = open("/proc/loadavg").read().split()[0]
+                res = _probe_loop(jobs) if client is None else client.submit(_probe_loop, jobs, pure=False).result()
+                runs.setdefault(mode, []).append(res)
+                print(json.dumps(dict(run=r, mode=mode, load=load, **{k: round(v, 4) if isinstance(v, float) else v
+                                                                     for k, v in res.items()})), flush=True)
+    for mode, rs in runs.items():
+        med = {k: float(np.median([x[k] for x in rs])) for k in ("median_ms", "cpu_s", "process_extra", "gil_waits",
+                                                                  "faults_per_strand")}
+        print(mode, "medians over", len(rs), "runs:", {k: round(v, 4) for k, v in med.items()})
+
+
+def _probe_task(batch):
+    """One task of :func:`probe_groom`: wall [s], thread and process CPU [s], minor page faults."""
+    ru0 = resource.getrusage(resource.RUSAGE_THREAD)
+    w, t, p = time.perf_counter(), time.thread_time(), time.process_time()
+    for k, x in batch:
+        _work((k, x, OPTS))
+    ru1 = resource.getrusage(resource.RUSAGE_THREAD)
+    return dict(thread=time.thread_time() - t, process=time.process_time() - p, task_wall=time.perf_counter() - w,
+                faults=ru1.ru_minflt - ru0.ru_minflt)
+
+
+def probe_groom(n, vertices, workers, repeats):
+    """The old pool against Dask with rodlab's and with Dask's worker settings on ``workers`` workers,
+    interleaved; prints one JSON line per run."""
+    jobs = [(k, np.ascontiguousarray(x)) for k, x in
+            enumerate(synthetic_hairstyle(n, vertices, style="wavy", length=0.25, seed=0))]
+    size = -(-n // 8)
+    batches = [jobs[i:i + size] for i in range(0, n, size)]
+    warm_kernels()
+    with connect(workers=workers, warmup=warm_kernels) as quiet, \
+            connect(workers=workers, warmup=warm_kernels, dask_defaults=True) as dflt, \
+            ProcessPoolExecutor(max_workers=workers, initializer=_pool_init) as pool:
+        list(pool.map(warm_kernels_task, range(workers)))
+        for r in range(repeats):
+            for mode, client in (("pool", None), ("quiet", quiet), ("dask", dflt)):
+                load = open("/proc/loadavg").read().split()[0]
+                t = time.perf_counter()
+                if client is None:
+                    parts = list(pool.map(_probe_task, batches))
+                else:
+                    parts = client.gather([client.submit(_probe_task, b, pure=False) for b in batches])
+                wall = time.perf_counter() - t
+                tot = {k: round(sum(p[k] for p in parts), 3) for k in parts[0]}
+                extra = round(tot["process"] / tot["thread"] - 1, 4)
+                print(json.dumps(dict(run=r, mode=mode, load=load, wall=round(wall, 3), strands_per_s=round(n / wall, 1),
+                                      process_extra=extra, **tot)), flush=True)
+
+
+def warm_kernels_task(_):
+    warm_kernels()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strands", type=int, default=10000)
     ap.add_argument("--big", type=int, default=100000, help="a larger groom run on the most workers only (0: skip)")
     ap.add_argument("--vertices", type=int, default=100)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--probe", type=int, default=0, metavar="N", help="only the CPU probe on N strands (see above)")
+    ap.add_argument("--repeats", type=int, default=4, help="interleaved runs of each probe mode")
+    ap.add_argument("--probe-workers", type=int, default=1, help="workers of the probe (> 1: the groom probe)")
     a = ap.parse_args()
+    if a.probe:
+        if a.probe_workers > 1:
+            return probe_groom(a.probe, a.vertices, a.probe_workers, a.repeats)
+        return probe(a.probe, a.vertices, a.repeats)
     where = machine()
     t = time.perf_counter()
     warm_kernels()

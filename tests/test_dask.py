@@ -58,6 +58,76 @@ def test_groom_on_dask_equals_single_process(client):
             np.testing.assert_allclose(b["arrays"][name], v, rtol=1e-13, atol=1e-300, err_msg=f"strand {a['index']} {name}")
 
 
+def _worker_profiler_and_kernels(dask_worker):
+    """On a worker: (its profiler callbacks, its event-loop tick [ms], signatures per compiled sag-free kernel)."""
+    from numba.core.registry import CPUDispatcher
+
+    import rodlab.inverse.kernels as K
+
+    sigs = {n: len(f.signatures) for n, f in vars(K).items() if isinstance(f, CPUDispatcher) and f.signatures}
+    pcs = dask_worker.periodic_callbacks
+    return sorted(k for k in pcs if k.startswith("profile")), pcs["tick"].callback_time, sigs
+
+
+def _page_faults_per_strand(jobs, opts):
+    """In a task: minor page faults of this thread per strand, on a second pass over ``jobs``."""
+    import resource
+
+    work_batch(jobs, opts)
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+    work_batch(jobs, opts)
+    return (resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before) / len(jobs)
+
+
+def test_local_workers_run_strands_quietly_with_one_specialization_per_kernel(client):
+    # a worker's event loop takes the GIL from the numba kernels at every tick and profiler sample,
+    # costing worker CPU (docs/dask.md, "Speed"): on rodlab's LocalCluster, profiler off and a 1 s tick
+    jobs = [(k, np.ascontiguousarray(x, dtype=float)) for k, x in enumerate(synthetic_hairstyle(4, 8, seed=1))]
+    opts = dict(radius=5e-4, E=5e8, rho=1000.0, scheme="alm", delta=0.4, max_iters=200, t_end=0.0, precond="asc-schur")
+    rows, _, _ = optimize_groom(client, jobs, opts, workers=2, batch=2)
+    assert all(r["success"] for r in rows)
+    for profiler, tick_ms, sigs in client.run(_worker_profiler_and_kernels).values():
+        assert profiler == [] and tick_ms == 1000
+        # the strands arrive writable and C-contiguous: one compiled specialization per kernel, the one
+        # the warm-up plugin loaded (a read-only or strided array would compile another inside a task)
+        assert sigs.get("sf_optimize") == 1 and all(v == 1 for v in sigs.values()), sigs
+    # malloc keeps freed memory: with Dask's MALLOC_TRIM_THRESHOLD_=65536 alone a 100-vertex strand
+    # faulted ~100 fresh pages back in (docs/dask.md, "Speed")
+    if all(client.run(lambda dask_worker: dask_worker.rodlab_malloc).values()):
+        big = [(k, np.ascontiguousarray(x)) for k, x in enumerate(synthetic_hairstyle(8, 100, length=0.25, seed=4))]
+        assert client.submit(_page_faults_per_strand, big, opts, pure=False).result() < 10
+
+
+def test_strand_cpu_time_is_its_own_threads(monkeypatch):
+    # cpu_s counts the thread that optimized the strand, not the process: a Dask worker's event loop and
+    # monitors (here: a thread hashing outside the GIL) must not be charged to its strands
+    import hashlib
+    import threading
+    import time
+
+    stop = threading.Event()
+    data = bytes(8 << 20)
+
+    def burn():
+        while not stop.is_set():
+            hashlib.sha256(data).digest()  # releases the GIL: runs beside the strand on the other core
+
+    jobs = [(k, np.ascontiguousarray(x, dtype=float)) for k, x in enumerate(synthetic_hairstyle(12, 60, seed=2))]
+    opts = dict(radius=5e-4, E=5e8, rho=1000.0, scheme="alm", delta=0.4, max_iters=200, t_end=0.0, precond="asc-schur")
+    work_batch(jobs[:1], opts)
+    t = threading.Thread(target=burn)
+    t.start()
+    try:
+        c0, p0 = time.thread_time(), time.process_time()
+        rows = work_batch(jobs, opts)
+        thread_cpu, process_cpu = time.thread_time() - c0, time.process_time() - p0
+    finally:
+        stop.set()
+        t.join()
+    assert process_cpu > thread_cpu + 0.01  # the burner ran (else the test proves nothing)
+    assert 0 < sum(r["cpu_s"] for r in rows) <= thread_cpu + 1e-3
+
+
 def test_sweep_2x2_equals_direct_runs(client, tmp_path):
     grid = {"n": ["6", "8"], "E": ["1e7", "1e8"]}
     res = sweep("cantilever", grid, {"t_end": "0.02", "method": "der"}, tmp_path, client=client, plots=["tip_z:E"],

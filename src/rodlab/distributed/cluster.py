@@ -24,6 +24,51 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     _WorkerPlugin = object
 
 
+# Dask settings for the workers of the LocalClusters that rodlab starts. A worker's event-loop thread
+# wakes every 20 ms to measure its own latency (``admin.tick.interval``) and every 10 ms to sample the
+# task thread's stack (``worker.profile``); each wake-up runs Python in the worker process and takes the
+# GIL from the task thread. With both, a worker spent 5.3-7.2 % more CPU than its task thread on sag-free
+# strands at load 5-6; with the tick at 1 s and the profiler off, 1.3-3.2 % (docs/dask.md, "Speed"). Tasks
+# of rodlab are long kernel calls whose stack samples say nothing; a blocked loop is still reported (> 3 s).
+LOCAL_WORKER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
+
+# glibc malloc settings for those workers [bytes]. Dask starts its workers with MALLOC_TRIM_THRESHOLD_=65536,
+# which hands freed heap back to the OS whenever 64 KiB are free at its top (and fixes the mmap threshold at
+# 128 KiB): each sag-free strand then faults ~100 fresh pages back in (0.12-0.18 ms of kernel CPU, ~3 % of a
+# 100-vertex strand). These are glibc's own upper values for its adaptive thresholds.
+MALLOC_TRIM_THRESHOLD = 64 << 20
+MALLOC_MMAP_THRESHOLD = 32 << 20
+
+
+def malloc_keep_freed_memory() -> bool:
+    """Tell glibc's malloc in this process to keep freed memory up to :data:`MALLOC_TRIM_THRESHOLD` bytes
+    and to serve blocks below :data:`MALLOC_MMAP_THRESHOLD` bytes from its heap (``mallopt``). Returns
+    False (and changes nothing) where the C library is not glibc."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+        libc.gnu_get_libc_version  # noqa: B018 - only glibc has it
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    trim_ok = bool(mallopt(m_trim_threshold, MALLOC_TRIM_THRESHOLD))
+    return bool(mallopt(m_mmap_threshold, MALLOC_MMAP_THRESHOLD)) and trim_ok
+
+
+class LocalWorkerPlugin(_WorkerPlugin):
+    """Applies :func:`malloc_keep_freed_memory` on every worker of a LocalCluster that rodlab started
+    (also on a worker its nanny restarts); ``worker.rodlab_malloc`` says whether it took effect."""
+
+    idempotent = True
+    name = "rodlab-local-worker"
+
+    def setup(self, worker):
+        worker.rodlab_malloc = malloc_keep_freed_memory()
+
+
 class DaskMissing(ModelError):
     """Dask's distributed scheduler is not installed; the message says how to install it."""
 
@@ -67,11 +112,14 @@ class WarmUpPlugin(_WorkerPlugin):
 
 @contextlib.contextmanager
 def connect(scheduler: str | None = None, workers: int = 0, *, warmup: Callable[[], object] | None = None,
-            connect_timeout: float = 30.0):
+            connect_timeout: float = 30.0, dask_defaults: bool = False):
     """A Dask ``Client``: to the scheduler at ``scheduler`` (``tcp://host:8786``; its workers must import
     rodlab and see the same files), else to a new LocalCluster of ``workers`` processes (default: all
-    cores) with one thread each and ``NUMBA_NUM_THREADS=1``. ``warmup``: a picklable function run once per
-    worker (:class:`WarmUpPlugin`). Closes what it opened.
+    cores) with one thread each, ``NUMBA_NUM_THREADS=1``, malloc keeping freed memory
+    (:class:`LocalWorkerPlugin`), the worker profiler off and a 1 s event-loop tick
+    (:data:`LOCAL_WORKER_CONFIG`); ``dask_defaults=True`` leaves its workers as Dask sets them up (for
+    comparisons), and an existing cluster keeps its own settings. ``warmup``: a picklable function run
+    once per worker (:class:`WarmUpPlugin`). Closes what it opened.
 
     Raises
     ------
@@ -81,6 +129,7 @@ def connect(scheduler: str | None = None, workers: int = 0, *, warmup: Callable[
         ``workers`` is negative or the scheduler cannot be reached within ``connect_timeout`` seconds.
     """
     require_dask("rodlab on Dask")
+    import dask
     from distributed import Client, LocalCluster
 
     if workers < 0:
@@ -96,10 +145,14 @@ def connect(scheduler: str | None = None, workers: int = 0, *, warmup: Callable[
             raise ModelError(f"cannot reach the Dask scheduler at {scheduler!r}: {exc}") from None
     else:
         n = workers or os.cpu_count() or 1
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               silence_logs=logging.ERROR, env={"NUMBA_NUM_THREADS": "1"})
+        # each nanny hands its worker (also one it restarts) the configuration of the nanny's start
+        with dask.config.set({} if dask_defaults else LOCAL_WORKER_CONFIG):
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                   silence_logs=logging.ERROR, env={"NUMBA_NUM_THREADS": "1"})
         client = Client(cluster)
     try:
+        if cluster is not None and not dask_defaults:
+            client.register_plugin(LocalWorkerPlugin())
         if warmup is not None:
             client.register_plugin(WarmUpPlugin(warmup))
         yield client

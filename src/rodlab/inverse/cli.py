@@ -20,7 +20,8 @@ Writes into DIR:
   sagfree_report.png  residuals, drifts and parameter changes per strand
   strands.csv    one row per strand: strand, success, iterations, residual, residual_initial, drift,
                  drift_naive (max drift / strand length), time_s (all work on the strand, wall [s]),
-                 cpu_s (the same in CPU time [s]), optimization_s [s], message; also strands.parquet
+                 cpu_s (the same in CPU time of the thread that ran it [s]: a Dask worker's own threads are
+                 not counted), optimization_s [s], message; also strands.parquet
                  when pyarrow is installed
 
 Exit status: 0 when every strand converged, 2 for bad input (a malformed file, a bad option), 3 when
@@ -87,10 +88,13 @@ def _load(spec: str, scale: float):
 
 
 def _work(args):
+    """One strand ``(index, x (n, 3) [m], opts)``: its result row. ``cpu_s`` is the CPU time [s] of the
+    calling thread (its kernels are single-threaded), not of the process: inside a Dask worker the
+    process time also holds the worker's event loop, heartbeats and monitors (docs/dask.md, "Speed")."""
     k, x, opts = args
     from ..inverse.sagfree import SagFreeOptions, forward_drift, make_problem, optimize_strand
 
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu = time.perf_counter(), time.thread_time()
     out = {"index": k, "n": int(x.shape[0])}
     try:
         e = np.linalg.norm(np.diff(x, axis=0), axis=1)
@@ -112,7 +116,7 @@ def _work(args):
             out["drift_naive"] = forward_drift(problem, problem.model, opts["t_end"])[0]
     except (ValueError, FloatingPointError) as exc:
         out.update(success=False, message=f"skipped: {exc}", error=True)
-    out["time_s"], out["cpu_s"] = time.perf_counter() - start, time.process_time() - cpu
+    out["time_s"], out["cpu_s"] = time.perf_counter() - start, time.thread_time() - cpu
     return out
 
 
