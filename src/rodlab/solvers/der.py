@@ -340,8 +340,8 @@ class DERSimulator(Simulator):
         clear = state.solver.get("der_contact_clear")
         clear = np.array(clear, dtype=float) if clear is not None and np.shape(clear) == (2,) else np.zeros(2)
         warm = state.solver.get("der_contact_warm")  # copied: a state's copy may share the array
-        warm = np.array(warm, dtype=float) if warm is not None and np.ndim(warm) == 2 and np.shape(warm)[1] == WARM_COLUMNS \
-            and np.shape(warm)[0] > 0 else np.zeros((16, WARM_COLUMNS))
+        ok = warm is not None and np.ndim(warm) == 2 and np.shape(warm)[0] > 0 and np.shape(warm)[1] == WARM_COLUMNS
+        warm = np.array(warm, dtype=float) if ok else np.zeros((16, WARM_COLUMNS))
         x0, x_step = np.empty_like(X), np.empty_like(X)
         moving, timed_on, clamp_m1 = bool(self._moving), bool(self._timed), self.model.clamp_m1
         g, rows, warn = c.geometry, c.rows, 0
