@@ -78,3 +78,73 @@ def test_a_call_split_in_pieces_gives_the_same_steps():
     np.testing.assert_array_equal(a.vertex_v, b.vertex_v)
     np.testing.assert_array_equal(a.edge_theta, b.edge_theta)
     assert a.t == b.t
+
+
+def _resting_rod_world(friction):
+    """A straight rod lying on a tilted plane (10 degrees), 20 vertices, gravity: resting rows on every segment
+    (its closest points and both endpoints), redundant and frictional."""
+    r = 0.002
+    tilt = np.radians(10.0)
+    normal = np.array([np.sin(tilt), 0.0, np.cos(tilt)])
+    b = WorldBuilder(gravity=(0.0, 0.0, -9.81))
+    b.add_rod(shapes.straight(20, 0.2, start=tuple(r * normal), direction=(np.cos(tilt), 0.0, -np.sin(tilt))), E=1e6,
+              G=4e5, rho=1000.0, radius=r)
+    b.add_obstacle(Plane((0.0, 0.0, 0.0), tuple(normal)), friction=friction)
+    return b.build()
+
+
+def _contact_sim(world, dt, **flags):
+    sim = make_simulator(world, "der", dt=dt, energy_check=False)
+    for k, on in flags.items():
+        sim._contact.icfg[{"warm": 5, "recheck": 6}[k]] = int(on)
+    return sim
+
+
+def test_warm_start_reaches_the_cold_start_impulses_on_a_resting_rod_in_fewer_sweeps():
+    world = _resting_rod_world(0.5)                   # tan 10 deg = 0.18 < 0.5: static friction holds it
+    states, sweeps = {}, {}
+    for warm in (False, True):
+        sim = _contact_sim(world, 5e-4, warm=warm)
+        st = sim.initial_state()
+        sim.advance(st, 100)                          # settles onto the plane
+        before = sim._contact.stats.copy()
+        rep = sim.advance(st, 200)
+        sweeps[warm] = (sim._contact.stats - before)[3]
+        assert rep.contacts_max >= 19 and rep.contact_min_gap >= -1e-3 * 0.002
+        states[warm] = st
+    assert "der_contact_warm" in states[True].solver and states[True].solver["der_contact_warm"][0, 0] >= 19
+    # the same fixed point: positions and velocities agree to the iteration's tolerance (1e-10 m/s, 5e-4 s steps)
+    np.testing.assert_allclose(states[True].vertex_x, states[False].vertex_x, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(states[True].vertex_v, states[False].vertex_v, rtol=0, atol=1e-10)
+    assert sweeps[True] <= 0.5 * sweeps[False]        # 1 sweep per step against 3 (measured)
+
+
+def test_warm_start_lives_in_the_state():
+    """A step depends on its state only: another state stepped in between on the same simulator changes nothing."""
+    world = chain_world(3, 12, t_hold=1.0)
+    sim = _contact_sim(world, 5e-4, warm=True)
+    a = sim.initial_state()
+    sim.advance(a, 115)
+    assert a.solver["der_contact_warm"][0, 0] > 0      # the next step starts warm
+    b, other = a.copy(), sim.initial_state()
+    sim.advance(a, 15)
+    sim.advance(other, 120)                            # leaves other impulses in the simulator's reach
+    sim.advance(b, 15)
+    np.testing.assert_array_equal(a.vertex_x, b.vertex_x)
+    np.testing.assert_array_equal(a.vertex_v, b.vertex_v)
+
+
+def test_round_one_check_on_round_zero_pairs_gives_the_full_detection_result():
+    world = chain_world(3, 12, t_hold=1.0)
+    out = {}
+    for recheck in (False, True):
+        sim = _contact_sim(world, 5e-4, recheck=recheck)
+        st = sim.initial_state()
+        rep = sim.advance(st, 200)
+        out[recheck] = (st, rep, sim._contact.stats.copy())
+    (sa, ra, ca), (sb, rb, cb) = out[False], out[True]
+    assert ca[4] == 0 and cb[4] > 50                 # the shortcut was taken ...
+    assert cb[0] < ca[0] - 50                         # ... in place of that many detections
+    np.testing.assert_array_equal(sa.vertex_x, sb.vertex_x)
+    np.testing.assert_array_equal(sa.vertex_v, sb.vertex_v)
+    assert ra.contacts_sum == rb.contacts_sum and ra.contact_min_gap == rb.contact_min_gap

@@ -100,6 +100,19 @@ def _apply(k, v, inv_mass, va, vb, wa, wb, j):
 
 
 @njit(**JIT)
+def apply_impulses(va, vb, wa, wb, normal, inv_mass, v, lam_n, lam_t):
+    """Every row's impulse ``lam_n[k] normal[k] + lam_t[k]`` [N s] applied to ``v`` (N, 3) [m/s]
+    through the lumped masses (the rows of :func:`solve_impulses`)."""
+    j = np.empty(3)
+    for k in range(va.shape[0]):
+        if lam_n[k] == 0.0 and lam_t[k, 0] == 0.0 and lam_t[k, 1] == 0.0 and lam_t[k, 2] == 0.0:
+            continue
+        for c in range(3):
+            j[c] = lam_n[k] * normal[k, c] + lam_t[k, c]
+        _apply(k, v, inv_mass, va, vb, wa, wb, j)
+
+
+@njit(**JIT)
 def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance):
     """Projected Gauss-Seidel on the contact rows (module docstring, step 2), in place on ``v``
     (N, 3) [m/s]. Row ``k``: vertices ``va[k]`` (2,) with weights ``wa[k]``, ``vb[k]`` likewise
@@ -205,7 +218,8 @@ def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_
 
 
 @njit(**JIT)
-def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, h, max_iter, tolerance, gap_tol,
+def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, warm, lam_n_first, lam_t_first, h, max_iter,
+            tolerance, gap_tol,
             max_outer, inextensible, vertex_rod, touched, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
             edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol, proj_max_iter,
             symplectic):
@@ -213,19 +227,29 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, h,
     rows (:func:`solve_impulses`, accumulated impulses kept), ``x += h dv``, projection of
     the rods whose vertices moved (``touched`` (R,) marks them; fast projection, or SHAKE along
     the gradients at the round's start with ``symplectic``: :func:`project_rods`), repeated until every row holds
-    within ``gap_tol`` [m] after the projection. ``x = x_rows + h (v - v_rows)`` holds throughout,
+    within ``gap_tol`` [m] after the projection. With ``warm`` the impulses ``lam_n``, ``lam_t`` on
+    entry (a warm start: tangential ones within their Coulomb bound) are applied first, as part of
+    the first alternation's velocity change; else they must be zero. ``lam_n_first`` (K,),
+    ``lam_t_first`` (K, 3) get the impulses of the first alternation (those of the rows alone,
+    before any projection: the later ones also accumulate what the projection takes back). ``x = x_rows + h (v - v_rows)`` holds throughout,
     so the rows' first-order gaps are ``h (n . v_rel - target)``. Returns ``(outer iterations,
-    largest row violation [m])``."""
+    largest row violation [m], Gauss-Seidel sweeps summed over them)``."""
     nv = x.shape[0]
     v_prev = np.empty_like(v)
     x_ref = np.empty_like(x) if symplectic else np.empty((0, 3))
     moved = np.zeros(nv, dtype=np.bool_)
     worst = 0.0
+    sweeps = 0
     for outer in range(max_outer):
         copy_rows2(v_prev, v, nv)
         if symplectic:
             copy_rows2(x_ref, x, nv)
-        solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance)
+        if warm and outer == 0:
+            apply_impulses(va, vb, wa, wb, normal, inv_mass, v, lam_n, lam_t)
+        sweeps += solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance)
+        if outer == 0:
+            copy_rows(lam_n_first, lam_n, lam_n.shape[0])
+            copy_rows2(lam_t_first, lam_t, lam_t.shape[0])
         for i in range(nv):
             moved[i] = False
             for c in range(3):
@@ -248,8 +272,8 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, h,
             vn = vr[0] * normal[k, 0] + vr[1] * normal[k, 1] + vr[2] * normal[k, 2]
             worst = max(worst, h * (target[k] - vn))
         if worst <= gap_tol or not inextensible:
-            return outer + 1, worst
-    return max_outer, worst
+            return outer + 1, worst, sweeps
+    return max_outer, worst, sweeps
 
 
 @njit(**JIT)
@@ -336,9 +360,18 @@ class DERContact:
         Gauss-Seidel sweeps per round.
     max_rounds : int
         Impulse / projection rounds per step.
+    warm_start : bool
+        Start each step's impulses from the previous step's on the same pairs
+        (``state.solver["der_contact_warm"]``; docs/contact-der.md, step 3). Off by default: it
+        saves a third of the sweeps of ``trefoil-twist`` but moves ``hanging-chain``, whose
+        Gauss-Seidel often stops at its sweep limit, by more than the solver tolerance.
+    recheck : bool
+        The check after the first round on its own pairs when no other pair can have come
+        within reach (same result as a full detection; docs/contact-der.md, step 4).
     """
 
-    def __init__(self, sim, *, margin_factor=0.5, tolerance=1e-10, max_iter=500, max_rounds=6):
+    def __init__(self, sim, *, margin_factor=0.5, tolerance=1e-10, max_iter=500, max_rounds=6, warm_start=False,
+                 recheck=True):
         w = sim.world
         self.world = w
         c = w.contact
@@ -360,14 +393,19 @@ class DERContact:
         ccd_tol = 1e-6 * float(g.edge_radius.min(initial=0.0))
         self.cfg = np.array([self.margin, self.radius_min, self.penetration_tol, float(tolerance), ccd_tol,
                              float(sim._dt)])
-        self.icfg = np.array([int(max_iter), int(max_rounds), 200, int(self.rods), int(self.has_mesh)], dtype=np.int64)
-        self.stats = np.zeros(3)  # rounds, impulse/projection alternations, rows (summed over calls)
+        self.icfg = np.array([int(max_iter), int(max_rounds), 200, int(self.rods), int(self.has_mesh), int(warm_start),
+                              int(recheck)],
+                             dtype=np.int64)
+        # detections, impulse/projection alternations, rows, Gauss-Seidel sweeps, round-1 checks on round 0's pairs
+        self.stats = np.zeros(5)
         m = sim.model
         self.vertex_rod = np.repeat(np.arange(w.n_rods, dtype=np.int64), np.diff(w.rod_vertex_start))
         self.rod_closed = np.asarray(m.rod_flag[:, 0] != 0)
         self.rod_uniform = np.asarray(m.rod_flag[:, 1] != 0)
         self.rod_twist_free = np.asarray(m.rod_flag[:, 2] != 0)
-        self.rows = np.empty((64, 17))  # the compiled response's row table, kept between steps
+        from .contact_loop import ROW_COLUMNS
+
+        self.rows = np.empty((64, ROW_COLUMNS))  # the compiled response's row table, kept between steps
 
     def min_gap(self, x) -> float:
         """Exact smallest gap [m] at ``x``: segment pairs (when rods collide) and obstacles."""

@@ -34,9 +34,15 @@ from .contact import copy_rows, copy_rows2, refresh_frames, resolve, velocity_pr
 
 # row table columns
 (C_VA0, C_VA1, C_VB0, C_VB1, C_WA0, C_WA1, C_WB0, C_WB1, C_N0, C_N1, C_N2, C_GAP, C_MU, C_KEY, C_A, C_B,
- C_KIND) = range(17)
-ROW_COLUMNS = 17
+ C_KIND, C_SUB) = range(18)
+ROW_COLUMNS = 18
 KEY_KIND, KEY_A = float(1 << 40), float(1 << 20)
+# C_SUB: what a row is, beyond its pair: the closest points of a segment pair or a segment and an analytic
+# obstacle, either endpoint of a segment on an analytic obstacle, a mesh triangle, an impact (CCD)
+SUB_MID, SUB_END0, SUB_END1, SUB_MESH, SUB_CCD = 0.0, 1.0, 2.0, 3.0, 4.0
+# the warm-start table (docs/contact-der.md): row 0 = (entries, key of the positions it was left at, 0, 0, 0),
+# then one row per entry, sorted by its first column: (row key * 8 + C_SUB, lambda_n, lambda_t (3))
+WARM_COLUMNS = 5
 
 # ---- broadphase, serial ------------------------------------------------------------------------
 @njit(**JIT)
@@ -126,10 +132,10 @@ def grid_pairs_serial(lo, hi, edge_rod, edge_local, rod_edge_count, rod_closed, 
 
 # ---- rows --------------------------------------------------------------------------------------
 @njit(inline="always", **JIT)
-def _push(rows, k, e_a, e_b, kind, g, s, t, n, gap, mu):
+def _push(rows, k, e_a, e_b, kind, g, s, t, n, gap, mu, sub):
     """Row ``k`` (the table grown when full): segment ``e_a`` at parameter ``s`` (weights
     ``(1 - s, s)`` on its vertices) against segment ``e_b`` at ``t`` (``kind`` 0) or obstacle
-    ``e_b`` (``kind`` 1: no vertices, weights 0)."""
+    ``e_b`` (``kind`` 1: no vertices, weights 0); ``sub``: one of ``SUB_*``."""
     if k >= rows.shape[0]:
         bigger = np.empty((2 * rows.shape[0], ROW_COLUMNS))
         copy_rows2(bigger, rows, k)
@@ -157,6 +163,7 @@ def _push(rows, k, e_a, e_b, kind, g, s, t, n, gap, mu):
     rows[k, C_A] = e_a
     rows[k, C_B] = e_b
     rows[k, C_KIND] = kind
+    rows[k, C_SUB] = sub
     return rows
 
 
@@ -188,7 +195,7 @@ def detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, ro
                                          vrow(x, g.edge_v1[j]))
             gap = d - g.edge_radius[i] - g.edge_radius[j]
             if gap <= margin:
-                rows = _push(rows, k, i, j, 0, g, s, t, n, gap, rod_mu[g.edge_rod[i], g.edge_rod[j]])
+                rows = _push(rows, k, i, j, 0, g, s, t, n, gap, rod_mu[g.edge_rod[i], g.edge_rod[j]], SUB_MID)
                 k += 1
     first_obstacle = k
     if M:
@@ -201,7 +208,7 @@ def detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, ro
                 s, d, q, n = segment_obstacle(p0, p1, g.obstacle_kind[m], g.obstacle_param[m])
                 gap = d - g.edge_radius[e]
                 if gap <= margin:
-                    rows = _push(rows, k, e, m, 1, g, s, 0.0, n, gap, obstacle_mu[m])
+                    rows = _push(rows, k, e, m, 1, g, s, 0.0, n, gap, obstacle_mu[m], SUB_MID)
                     k += 1
         if nt:
             stack = np.empty(130, dtype=np.int64)
@@ -215,7 +222,7 @@ def detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, ro
                               f_out, s_out, q_out, n_out, gap_out, 0)
                 for c in range(nc):
                     m = g.tri_obstacle[f_out[c]]
-                    rows = _push(rows, k, e, m, 1, g, s_out[c], 0.0, n_out[c], gap_out[c], obstacle_mu[m])
+                    rows = _push(rows, k, e, m, 1, g, s_out[c], 0.0, n_out[c], gap_out[c], obstacle_mu[m], SUB_MESH)
                     k += 1
         # both endpoints of each analytic obstacle contact
         end = k
@@ -227,7 +234,7 @@ def detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, ro
             for i in range(2):
                 p = vrow(x, g.edge_v0[e]) if i == 0 else vrow(x, g.edge_v1[e])
                 d, _, n = point_obstacle(p, g.obstacle_kind[m], g.obstacle_param[m])
-                rows = _push(rows, k, e, m, 1, g, float(i), 0.0, n, d - g.edge_radius[e], obstacle_mu[m])
+                rows = _push(rows, k, e, m, 1, g, float(i), 0.0, n, d - g.edge_radius[e], obstacle_mu[m], SUB_END0 + i)
                 k += 1
     if ccd:
         rows, k = _impact_rows(x0, x, rods_on, ccd_tol, g, rod_mu, obstacle_mu, rows, k)
@@ -284,7 +291,7 @@ def _impact_rows(x0, x1, rods_on, tol, g, rod_mu, obstacle_mu, rows, k):
                                       g.edge_radius[i] + g.edge_radius[j], tol)
             if toi <= 1.0:
                 s, t, n, gap = _impact_row(x0, x1, 0, i, j, -1, toi, g)
-                rows = _push(rows, k, i, j, 0, g, s, t, n, gap, rod_mu[g.edge_rod[i], g.edge_rod[j]])
+                rows = _push(rows, k, i, j, 0, g, s, t, n, gap, rod_mu[g.edge_rod[i], g.edge_rod[j]], SUB_CCD)
                 k += 1
     for e in range(E):
         for m in range(M):
@@ -295,7 +302,7 @@ def _impact_rows(x0, x1, rods_on, tol, g, rod_mu, obstacle_mu, rows, k):
                                        g.obstacle_param[m], tol)
             if toi <= 1.0:
                 s, t, n, gap = _impact_row(x0, x1, 1, e, m, -1, toi, g)
-                rows = _push(rows, k, e, m, 1, g, s, 0.0, n, gap, obstacle_mu[m])
+                rows = _push(rows, k, e, m, 1, g, s, 0.0, n, gap, obstacle_mu[m], SUB_CCD)
                 k += 1
     if nt:
         stack = np.empty(130, dtype=np.int64)
@@ -309,7 +316,7 @@ def _impact_rows(x0, x1, rods_on, tol, g, rod_mu, obstacle_mu, rows, k):
                 f = f_out[c]
                 m = g.tri_obstacle[f]
                 s, t, n, gap = _impact_row(x0, x1, 1, e, m, f, toi_out[c], g)
-                rows = _push(rows, k, e, m, 1, g, s, 0.0, n, gap, obstacle_mu[m])
+                rows = _push(rows, k, e, m, 1, g, s, 0.0, n, gap, obstacle_mu[m], SUB_CCD)
                 k += 1
     return rows, k
 
@@ -334,23 +341,124 @@ def _key(x):
 
 
 @njit(**JIT_INNER)
+def recheck_gap(rows, K, x, g):
+    """Smallest gap [m] at ``x`` of the pairs of rows ``0..K-1`` (discrete rows only: ``SUB_MID``,
+    ``SUB_END0``, ``SUB_END1``), each computed by the kernel and with the arguments that
+    :func:`detect_rows` uses for it, so the same pair gives the same number bit for bit."""
+    best = np.inf
+    for k in range(K):
+        a, b, sub = int(rows[k, C_A]), int(rows[k, C_B]), rows[k, C_SUB]
+        if rows[k, C_KIND] == 0.0:
+            _, _, d, _ = segment_segment(vrow(x, g.edge_v0[a]), vrow(x, g.edge_v1[a]), vrow(x, g.edge_v0[b]),
+                                         vrow(x, g.edge_v1[b]))
+            gap = d - g.edge_radius[a] - g.edge_radius[b]
+        elif sub == SUB_MID:
+            _, d, _, _ = segment_obstacle(vrow(x, g.edge_v0[a]), vrow(x, g.edge_v1[a]), g.obstacle_kind[b],
+                                          g.obstacle_param[b])
+            gap = d - g.edge_radius[a]
+        else:
+            p = vrow(x, g.edge_v0[a]) if sub == SUB_END0 else vrow(x, g.edge_v1[a])
+            d, _, _ = point_obstacle(p, g.obstacle_kind[b], g.obstacle_param[b])
+            gap = d - g.edge_radius[a]
+        best = min(best, gap)
+    return best
+
+
+@njit(inline="always", **JIT)
+def _warm_key(rows, k):
+    """A row's warm-start key: exact in float64 (``C_KEY < 2**42``)."""
+    return rows[k, C_KEY] * 8.0 + rows[k, C_SUB]
+
+
+@njit(**JIT_INNER)
+def warm_lookup(warm, n, rows, K, normal, mu, lam_n, lam_t):
+    """Start impulses ``lam_n`` (K,), ``lam_t`` (K, 3) [N s] of rows ``0..K-1`` from the previous
+    step's (``warm``: the table of ``WARM_COLUMNS``, sorted, ``n`` entries): a row whose pair and kind were
+    there gets its normal impulse and its tangential impulse projected onto its own tangent
+    plane and cut to its Coulomb bound ``mu lambda_n``; impacts and mesh rows start at zero.
+    Returns the number of rows started."""
+    found = 0
+    for k in range(K):
+        if rows[k, C_SUB] > SUB_END1:
+            continue
+        key = _warm_key(rows, k)
+        lo, hi = 1, n + 1
+        while lo < hi:  # first entry >= key
+            mid = (lo + hi) // 2
+            if warm[mid, 0] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo > n or warm[lo, 0] != key or warm[lo, 1] <= 0.0:
+            continue
+        lam_n[k] = warm[lo, 1]
+        jn = warm[lo, 2] * normal[k, 0] + warm[lo, 3] * normal[k, 1] + warm[lo, 4] * normal[k, 2]
+        for c in range(3):
+            lam_t[k, c] = warm[lo, 2 + c] - jn * normal[k, c]
+        size = math.sqrt(lam_t[k, 0] ** 2 + lam_t[k, 1] ** 2 + lam_t[k, 2] ** 2)
+        limit = mu[k] * lam_n[k]
+        if size > limit:
+            scale = limit / size if size > 0.0 else 0.0
+            for c in range(3):
+                lam_t[k, c] *= scale
+        found += 1
+    return found
+
+
+@njit(**JIT_INNER)
+def warm_store(warm, rows, K, lam_n, lam_t):
+    """The warm-start table of this step: the discrete rows (``sub <= SUB_END1``) of ``0..K-1``
+    with a normal impulse ``lam_n`` (K,), ``lam_t`` (K, 3) [N s] (the first alternation's:
+    :func:`rodlab.der.contact.resolve`), sorted by key (the table grown when full). Returns the
+    table."""
+    n = 0
+    for k in range(K):
+        if rows[k, C_SUB] <= SUB_END1 and lam_n[k] > 0.0:
+            n += 1
+    if n + 1 > warm.shape[0]:
+        warm = np.zeros((2 * (n + 1), WARM_COLUMNS))
+    keys = np.empty(n)
+    which = np.empty(n, dtype=np.int64)
+    q = 0
+    for k in range(K):
+        if rows[k, C_SUB] <= SUB_END1 and lam_n[k] > 0.0:
+            keys[q] = _warm_key(rows, k)
+            which[q] = k
+            q += 1
+    order = np.argsort(keys)
+    for q in range(n):
+        k = which[order[q]]
+        warm[q + 1, 0] = keys[order[q]]
+        warm[q + 1, 1] = lam_n[k]
+        for c in range(3):
+            warm[q + 1, 2 + c] = lam_t[k, c]
+    warm[0, 0] = n
+    return warm
+
+
+@njit(**JIT_INNER)
 def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
-            rod_closed, rod_uniform, rod_twist_free, clear, stats, rows):
+            rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm):
     """The contact response after one DER step from ``x0`` to ``x_step`` (= ``x`` on entry)
     (docs/contact-der.md, steps 2-5), in place on the state arrays. ``cfg`` = (margin, smallest
     radius, penetration tolerance, impulse tolerance, CCD tolerance), ``icfg`` = (Gauss-Seidel
-    sweeps, rounds, impulse/projection alternations, rod contact on, has mesh). ``clear`` (2,):
-    the clearance bound and its key. Returns ``(active contacts, smallest row gap at the end,
-    rows table)``."""
+    sweeps, rounds, impulse/projection alternations, rod contact on, has mesh, warm start on, round-1
+    check on round 0's pairs on).
+    ``clear`` (2,): the clearance bound and its key; ``warm``: the warm-start table
+    (``WARM_COLUMNS``; used when its key is that of ``x0``). Returns ``(active contacts, smallest
+    row gap at the end, rows table, warm-start table)``."""
     margin, rmin, pen_tol, tolerance, ccd_tol = cfg[0], cfg[1], cfg[2], cfg[3], cfg[4]
     max_iter, max_rounds, max_outer = icfg[0], icfg[1], icfg[2]
-    rods_on, has_mesh = icfg[3] != 0, icfg[4] != 0
-    if clear[0] > 0.0 and not has_mesh and clear[1] == _key(x0):
+    rods_on, has_mesh, warm_on = icfg[3] != 0, icfg[4] != 0, icfg[5] != 0
+    key0 = _key(x0)
+    warm_n = int(warm[0, 0]) if warm_on and warm[0, 1] == key0 else 0
+    warm[0, 0] = 0.0
+    if clear[0] > 0.0 and not has_mesh and clear[1] == key0:
         budget = clear[0] - 2.0 * _max_move(x, x0)
         if budget > 0.0:
             clear[0] = budget
             clear[1] = _key(x)
-            return 0, np.inf, rows
+            return 0, np.inf, rows, warm
     clear[0] = 0.0
     clear[1] = 0.0
     h = cfg[5]
@@ -361,10 +469,22 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     end_gap = np.inf
     inextensible = m.option_int[2] != 0
     symplectic = m.option_int[3] != 0
+    K = 0
+    discrete = False  # round 0 found its rows without CCD
     for rnd in range(max_rounds):
         ccd = has_mesh or _max_move(x, x0) > 0.5 * rmin
+        if rnd == 1 and discrete and not ccd and icfg[6] != 0:
+            # the check of round 1 on round 0's pairs: any other pair was farther than the margin at
+            # x_step and has come closer by at most twice the largest displacement since
+            gap = recheck_gap(rows, K, x, g)
+            if -pen_tol <= gap <= margin - 2.0 * _max_move(x, x_step) - 1e-6 * rmin:
+                end_gap = gap
+                stats[4] += 1
+                break
         rows, K = detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, rows)
         stats[0] += 1
+        if rnd == 0:
+            discrete = not ccd
         end_gap = np.inf
         for k in range(K):
             end_gap = min(end_gap, rows[k, C_GAP])
@@ -405,13 +525,20 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
             break
         lam_n = np.zeros(K)
         lam_t = np.zeros((K, 3))
-        outer, _ = resolve(va, vb, wa, wb, normal, target, mu, m.vertex_inv_mass, x, v, lam_n, lam_t, h, max_iter,
+        started = warm_lookup(warm, warm_n, rows, K, normal, mu, lam_n, lam_t) if rnd == 0 and warm_n else 0
+        lam_n_first = np.empty(K)
+        lam_t_first = np.empty((K, 3))
+        outer, _, sweeps = resolve(va, vb, wa, wb, normal, target, mu, m.vertex_inv_mass, x, v, lam_n, lam_t, started > 0,
+                                   lam_n_first, lam_t_first, h, max_iter,
                            tolerance, pen_tol, max_outer, inextensible, vertex_rod, touched, m.rod_vertex_start,
                            m.rod_edge_start, m.rod_slide_start, rod_closed, m.edge_rest_length, m.slide_vertex,
                            m.slide_axis, m.slide_w, m.slide_edge, m.slide_side, m.option_float[0], m.option_int[0],
                            symplectic)
         stats[1] += outer
         stats[2] += K
+        stats[3] += sweeps
+        if rnd == 0 and warm_on:
+            warm = warm_store(warm, rows, K, lam_n_first, lam_t_first)
         for k in range(K):
             if lam_n[k] > 0:
                 if nkeys >= keys.shape[0]:
@@ -438,7 +565,8 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
         for q in range(1, nkeys):
             if srt[q] != srt[q - 1]:
                 n_active += 1
-    return n_active, end_gap, rows
+    warm[0, 1] = _key(x)
+    return n_active, end_gap, rows, warm
 
 
 @njit(inline="always", **JIT)
@@ -452,14 +580,15 @@ def _finite(a):
 
 @njit(**JIT)
 def respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
-                   rod_closed, rod_uniform, rod_twist_free, clear, stats, rows):
+                   rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm):
     """:func:`respond` on the simulator's packed model (:func:`rodlab.der.batch.unpack`): the
     whole contact response of one step as one compiled call. ``cfg`` (6,) = (margin, smallest
     radius, penetration tolerance, impulse tolerance, CCD tolerance, h); ``vertex_rod`` (N,),
-    ``rod_closed``, ``rod_uniform``, ``rod_twist_free`` (R,) from the model; ``stats`` (3,)
-    accumulates rounds, impulse/projection alternations and rows. Returns ``(active contacts,
-    smallest row gap at the end, whether the state is finite, rows table)`` (the table is kept
-    by the caller for the next step).
+    ``rod_closed``, ``rod_uniform``, ``rod_twist_free`` (R,) from the model; ``stats`` (5,)
+    accumulates detections, impulse/projection alternations, rows, Gauss-Seidel sweeps and round-1
+    checks done on round 0's pairs. Returns ``(active contacts, smallest row gap at the end,
+    whether the state is finite, rows table, warm-start table)`` (both tables are kept by the
+    caller for the next step).
 
     The DER step is *not* called from here but from Python, one step per call of
     :func:`rodlab.der.batch.advance_rods_serial`: numba re-optimises the whole call tree of
@@ -467,9 +596,9 @@ def respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu,
     cost 76 s of compile CPU on top of the contact-free path's (2 shared cores, empty cache),
     against ~5 us per step of Python between the two calls."""
     m, w = B.unpack(f, i, b, L)
-    n, gap, rows = respond(m, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
-                           rod_closed, rod_uniform, rod_twist_free, clear, stats, rows)
-    return n, gap, _finite(X) and _finite(V), rows
+    n, gap, rows, warm = respond(m, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg,
+                                 vertex_rod, rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm)
+    return n, gap, _finite(X) and _finite(V), rows, warm
 
 
 __all__ = ["detect_rows", "grid_pairs_serial", "respond", "respond_packed"]

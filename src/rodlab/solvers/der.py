@@ -328,8 +328,9 @@ class DERSimulator(Simulator):
         """The contact branch of :meth:`advance` (docs/contact-der.md): per step one compiled DER
         step (serial driver) and one compiled call of the whole contact response
         (:func:`rodlab.der.contact_loop.respond_packed`). The clearance bound that lets
-        contact-free steps skip detection lives in ``state.solver["der_contact_clear"]``."""
-        from ..der.contact_loop import respond_packed
+        contact-free steps skip detection lives in ``state.solver["der_contact_clear"]``, the last
+        step's impulses that start the next one's in ``state.solver["der_contact_warm"]``."""
+        from ..der.contact_loop import WARM_COLUMNS, respond_packed
 
         c = self._contact
         presc, m1, timed = self._call_loads(state, nsteps)
@@ -339,6 +340,9 @@ class DERSimulator(Simulator):
         start = state.copy()
         clear = state.solver.get("der_contact_clear")
         clear = np.array(clear, dtype=float) if clear is not None and np.shape(clear) == (2,) else np.zeros(2)
+        warm = state.solver.get("der_contact_warm")  # copied: a state's copy may share the array
+        ok = warm is not None and np.ndim(warm) == 2 and np.shape(warm)[0] > 0 and np.shape(warm)[1] == WARM_COLUMNS
+        warm = np.array(warm, dtype=float) if ok else np.zeros((16, WARM_COLUMNS))
         x0, x_step = np.empty_like(X), np.empty_like(X)
         moving, timed_on, clamp_m1 = bool(self._moving), bool(self._timed), self.model.clamp_m1
         g, rows, warn = c.geometry, c.rows, 0
@@ -355,9 +359,10 @@ class DERSimulator(Simulator):
             warn |= code
             state.t += h
             np.copyto(x_step, X)
-            n, gap, finite, rows = respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, ms[0] if moving else clamp_m1,
-                                                  g, c.rod_mu, c.obstacle_mu, c.cfg, c.icfg, c.vertex_rod, c.rod_closed,
-                                                  c.rod_uniform, c.rod_twist_free, clear, c.stats, rows)
+            n, gap, finite, rows, warm = respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW,
+                                                        ms[0] if moving else clamp_m1, g, c.rod_mu, c.obstacle_mu,
+                                                        c.cfg, c.icfg, c.vertex_rod, c.rod_closed, c.rod_uniform,
+                                                        c.rod_twist_free, clear, c.stats, rows, warm)
             if not finite:
                 state.assign(start)
                 report = StepReport(0, False, "contact response produced a non-finite state", wall_s=time.perf_counter() - t0)
@@ -370,6 +375,7 @@ class DERSimulator(Simulator):
         if warn & B.STATUS_PROJECTION_WARN:
             self._check_code(state, B.STATUS_PROJECTION_WARN, 1, t0)
         state.solver["der_contact_clear"] = clear
+        state.solver["der_contact_warm"] = warm
         gap_min = min(gap_min, c.min_gap(state.vertex_x))
         return StepReport(nsteps, wall_s=time.perf_counter() - t0, contact_min_gap=gap_min, contacts_sum=n_sum,
                           contacts_max=n_max)
