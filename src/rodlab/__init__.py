@@ -4,6 +4,10 @@ Methods: Discrete Elastic Rods (Bergou et al. 2008), compact inextensible Cosser
 (Zhao et al.), generalized-alpha Cosserat rods, sag-free parameter optimisation of DER strands.
 SI units throughout.
 """
+from . import _numba_cache
+
+_numba_cache.install()  # before any kernel compiles: process-safe on-disk cache (see the module)
+
 from .model import BoundaryConditions, Clamp, CrossSection, Loads, Material, ModelError, PointForce, Rod
 from .scenes.registry import SceneError, SceneResult, run_scene, scenes
 from .state import RodState
