@@ -35,7 +35,7 @@ from numba import njit
 
 from rodlab.der_implicit.batch import RodBatch, advance_serial
 from rodlab.der_implicit.energies import BANDWIDTH, _WS_E, der_elastic_ws, update_frames
-from rodlab.der_implicit.stepper import _hold_fixed, build_rod, implicit_euler_steps
+from rodlab.der_implicit.stepper import _hold_fixed, add_inertia, build_rod, implicit_euler_steps
 from rodlab.linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
 
 HAIR = dict(E=3.9e9, G=1.3e9, rho=1300.0, radius=5e-5)
@@ -102,13 +102,7 @@ def _loop_linear(k, q, qhat, q0, mass, fext, fixed_idx, g, band):
     n = q.shape[0]
     s = 0.0
     for _ in range(k):
-        E = 0.0
-        for r in range(n):
-            d1 = q[r] - qhat[r]
-            d0 = q[r] - q0[r]
-            E += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * q[r]
-            g[r] += mass[r] * (a_in * d1 + a_dmp * d0) - fext[r]
-            band[r, 0] += mass[r] * (a_in + a_dmp)
+        E = add_inertia(q, qhat, q0, mass, fext, a_in, a_dmp, 0.0, g, band)
         _hold_fixed(fixed_idx, g, band)
         gmax = 0.0
         for r in range(n):

@@ -117,6 +117,21 @@ class StepStats:
     message: str = "ok"
 
 
+@njit(inline="always", **JIT)
+def add_inertia(q, qhat, q0, mass, fext, a_in, a_dmp, E, g, band):
+    """Add the implicit step's inertia, viscous damping and external load to the energy ``E``
+    (returned), gradient ``g`` and banded Hessian ``band``: per unknown ``r``,
+    ``m_r (a_in (q - qhat)^2 + a_dmp (q - q0)^2) / 2 - f_r q``, with ``a_in = 1 / h^2`` (or BDF2's
+    coefficient) and ``a_dmp`` the damping's; the Hessian term goes on the band's diagonal."""
+    for r in range(q.shape[0]):
+        d1 = q[r] - qhat[r]
+        d0 = q[r] - q0[r]
+        E += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * q[r]
+        g[r] += mass[r] * (a_in * d1 + a_dmp * d0) - fext[r]
+        band[r, 0] += mass[r] * (a_in + a_dmp)
+    return E
+
+
 @njit(**JIT)
 def _hold_fixed(fixed_idx, g, band):
     p = band.shape[1] - 1
@@ -220,12 +235,7 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
                 E = _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch,
                              exact, np.int64(2), g, band)
         held = -1
-        for r in range(n):
-            d1 = q[r] - qhat[r]
-            d0 = q[r] - q0[r]
-            E += mass[r] * (0.5 * a_in * d1 * d1 + 0.5 * a_dmp * d0 * d0) - fext[r] * q[r]
-            g[r] += mass[r] * (a_in * d1 + a_dmp * d0) - fext[r]
-            band[r, 0] += mass[r] * (a_in + a_dmp)
+        E = add_inertia(q, qhat, q0, mass, fext, a_in, a_dmp, E, g, band)
         _hold_fixed(fixed_idx, g, band)
         gmax = 0.0
         for r in range(n):
