@@ -1,6 +1,6 @@
 """What a rod *is*: rest geometry, material, cross-section, boundary conditions, loads.
 
-Everything here is immutable and built once (DESIGN.md, "Model / State / Stepper"). SI units:
+Everything here is immutable and built once (docs/architecture.md: Model / State / Simulator). SI units:
 lengths [m], moduli [Pa], densities [kg/m^3], stiffnesses [N m^2] (bending, twisting) and [N]
 (stretching), linear densities [kg/m], forces [N], time [s].
 """

@@ -1,6 +1,6 @@
 """Discrete curve geometry: edges, tangents, curvature binormals, parallel transport, frames.
 
-Conventions (DESIGN.md): vertices ``x`` of shape ``(nv, 3)``; an open rod has ``ne = nv - 1``
+Conventions: vertices ``x`` of shape ``(nv, 3)``; an open rod has ``ne = nv - 1``
 edges ``e[j] = x[j+1] - x[j]``, a closed rod ``ne = nv`` (the last edge joins ``x[nv-1]`` to
 ``x[0]``). Bending "joints" sit between consecutive edges: joint ``k`` joins edge ``k`` to edge
 ``(k + 1) % ne`` at vertex ``(k + 1) % nv``; an open rod has ``ne - 1`` joints, a closed one

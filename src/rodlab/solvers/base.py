@@ -1,5 +1,5 @@
-"""The one simulator protocol every method follows (DESIGN.md, "Take the model once, step with one
-signature, say what you support"; after SciPy's ``OdeSolver`` and Newton's ``SolverBase``).
+"""The one simulator protocol every method follows: take the model once, step with one signature,
+say what you support (after SciPy's ``OdeSolver`` and Newton's ``SolverBase``; docs/architecture.md).
 
     sim = make_simulator(world, "der-implicit", dt=1e-3, newton_iters=2)
     state = sim.initial_state()
