@@ -156,21 +156,60 @@ def test_wind_relaxes_velocity_to_u(scheme):
     assert 0.1 < 1 - (1 - decay) < 0.99  # the test saw the exponential, not its end
 
 
-def test_wind_is_sampled_per_call():
+def _windy_world(u):
+    b = WorldBuilder(gravity=(0, 0, -9.81))
+    r = b.add_rod(shapes.straight(12, 0.3), **MAT)
+    b.clamp(r, "start")
+    b.set_wind(u, 0.1)
+    return b.build()
+
+
+def test_wind_is_sampled_on_a_grid_of_steps_not_per_call():
     calls = []
 
     def u(x, t):
-        calls.append(t)
+        calls.append(round(t / 1e-3))
         return np.broadcast_to([0.0, 1.0, 0.0], x.shape)
 
-    b = WorldBuilder()
-    b.add_rod(shapes.straight(5, 0.3), **MAT)
-    b.set_wind(u, 0.1)
-    sim = make_simulator(b.build(), "der", dt=1e-3)
+    sim = make_simulator(_windy_world(u), "der", dt=1e-3, wind_interval=4e-3)
     state = sim.initial_state()
     sim.advance(state, 10)
-    sim.advance(state, 5)
-    assert calls == [0.0, pytest.approx(0.01)]
+    sim.advance(state, 5)  # starts at step 10: grid step 8's sample is kept in the state
+    assert calls == [0, 4, 8, 12]
+    state.solver = {}  # an edited state: the field is sampled where it stands
+    sim.advance(state, 1)
+    assert calls == [0, 4, 8, 12, 15]
+    every = make_simulator(_windy_world(u), "der", dt=1e-3, wind_interval=0.0)
+    calls.clear()
+    every.advance(every.initial_state(), 3)
+    assert calls == [0, 1, 2]
+
+
+def test_wind_trajectory_does_not_depend_on_how_steps_are_cut_into_calls():
+    """A gusty wind that varies in space and time: one call of 60 steps, and the same steps cut
+    into uneven calls (as the recording loop cuts them by wall time), give the same bits."""
+    def gust(x, t):
+        out = np.zeros_like(x)
+        out[:, 1] = 2.0 * (1 + np.sin(7.0 * t + 3.0 * x[:, 0]))
+        return out
+
+    sim = make_simulator(_windy_world(gust), "der", dt=2e-4, wind_interval=1e-3)
+    start = sim.initial_state()
+    one, cut = start.copy(), start.copy()
+    sim.advance(one, 60)
+    for k in (1, 3, 7, 2, 19, 5, 23):
+        sim.advance(cut, k)
+    assert np.abs(one.vertex_x - start.vertex_x).max() > 1e-6  # it moved
+    # the frames of a twist-free rod are rebuilt once per call (der.batch.rebuild_twist_free_frames):
+    # they are not part of its dynamics, and only they depend on the cut
+    for name in ("vertex_x", "vertex_v"):
+        assert np.array_equal(getattr(one, name), getattr(cut, name)), name
+
+
+@pytest.mark.parametrize("bad", [-1e-3, float("nan"), "1e-3", True])
+def test_wind_interval_is_checked(bad):
+    with pytest.raises(ModelError, match="wind_interval"):
+        make_simulator(_windy_world([0.0, 1.0, 0.0]), "der", wind_interval=bad)
 
 
 def test_welded_body_runs_and_only_loses_energy():

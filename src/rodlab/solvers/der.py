@@ -9,9 +9,12 @@ by Python callables (moving clamps ``motion(t)``, time-dependent point forces): 
 the call's steps are evaluated before the call.
 
 Wind (``world.loads.wind``, force per unit length ``drag (u(x, t) - v)``, lumped with each
-vertex's Voronoi length ``l_i``): ``u`` is sampled at the vertices at the start of each
-``advance`` call and held over the call (so a wind that varies in space or time is resolved at
-the call length, not the step); ``-drag l_i v_i`` is an extra damping rate ``drag l_i / m_i``
+vertex's Voronoi length ``l_i``): ``u`` is sampled at the vertices every ``wind_interval``
+seconds of simulated time, on the grid of global steps ``k = round(t / dt)`` that are multiples
+of ``M = max(1, round(wind_interval / dt))``, and held until the next grid step. An ``advance``
+call is split at those grid steps, and the sample in force is kept in ``state.solver``
+(``der_wind_force``, ``der_wind_step``), so the trajectory does not depend on how the steps are
+cut into calls (the recording loop sizes its calls by wall time); ``-drag l_i v_i`` is an extra damping rate ``drag l_i / m_i``
 per vertex (``drag / (rho A)`` where the linear density is uniform), stepped by the chosen
 ``damping_scheme`` together with the world's damping, and the ``u`` part is scaled so that the
 discrete velocity relaxes to the continuous steady state: for the implicit scheme
@@ -68,13 +71,15 @@ class DERSimulator(Simulator):
     undriven rod gains more than half its energy scale, default true; rods with a moving clamp, a
     time-dependent force or wind are driven), ``twist_solver`` (``auto``, ``newton``,
     ``uniform``), ``projection_tol`` (largest ``|e.e - ebar^2| / ebar^2`` after fast projection,
-    rigid bodies included; the paper's fast projection dissipates energy to first order in dt).
+    rigid bodies included; the paper's fast projection dissipates energy to first order in dt),
+    ``wind_interval`` (simulated seconds between samples of the wind field, default 1e-3; 0:
+    every step).
     """
 
     method = "der"
     supports = FEATURES
     options = {"inextensible": True, "damping_scheme": "implicit", "energy_check": True, "twist_solver": "auto",
-               "projection_tol": 1e-12, "projection": "fast"}
+               "projection_tol": 1e-12, "projection": "fast", "wind_interval": 1e-3}
 
     # ---- setup ---------------------------------------------------------------------------------
     def _setup(self, dt):
@@ -83,6 +88,11 @@ class DERSimulator(Simulator):
         o = self.opts
         if o["projection"] not in PROJECTIONS:
             raise ModelError(f"projection must be one of {', '.join(PROJECTIONS)} (got {o['projection']!r})")
+        interval = o["wind_interval"]
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not math.isfinite(interval) \
+                or interval < 0:
+            raise ModelError(f"wind_interval must be a finite number of seconds >= 0 (got {interval!r})")
+        self._wind_steps = max(1, int(round(float(interval) / self._dt)))
         self._options = DEROptions(dt=self._dt, inextensible=bool(o["inextensible"]), damping_scheme=o["damping_scheme"],
                                    energy_check=bool(o["energy_check"]), twist_solver=o["twist_solver"],
                                    projection_tol=float(o["projection_tol"]),
@@ -291,6 +301,8 @@ class DERSimulator(Simulator):
         if state.vertex_x.shape != self._shape_x or state.edge_theta.shape != self._shape_e:
             self._check_layout(state)
         t0 = perf_counter()
+        if nsteps and self.world.loads.wind is not None:
+            return self._advance_windy(state, nsteps, t0)
         if nsteps and self._contact is not None:
             return self._advance_contact(state, nsteps, t0)
         if nsteps and not self._plain:
@@ -380,12 +392,45 @@ class DERSimulator(Simulator):
         return StepReport(nsteps, wall_s=time.perf_counter() - t0, contact_min_gap=gap_min, contacts_sum=n_sum,
                           contacts_max=n_max)
 
+    def _advance_windy(self, state: State, nsteps: int, t0: float) -> StepReport:
+        """:meth:`advance` of a world with wind: the call cut at the wind's grid steps (module
+        docstring), each piece one call of the contact or general branch with the wind sample in
+        force. A failing piece restores the state to its own start, a state on the trajectory."""
+        grid, k = self._wind_steps, int(round(state.t / self._dt))
+        done, gap_min, n_sum, n_max = 0, math.inf, 0, 0
+        while done < nsteps:
+            step = k + done
+            piece = min(nsteps - done, grid - step % grid)
+            self._set_wind(state, step - step % grid)
+            if self._contact is not None:
+                rep = self._advance_contact(state, piece, t0)
+                gap_min, n_sum, n_max = min(gap_min, rep.contact_min_gap), n_sum + rep.contacts_sum, \
+                    max(n_max, rep.contacts_max)
+            else:
+                self._advance_general(state, piece, t0)
+            done += piece
+        if self._contact is not None:
+            return StepReport(nsteps, wall_s=time.perf_counter() - t0, contact_min_gap=gap_min, contacts_sum=n_sum,
+                              contacts_max=n_max)
+        return StepReport(nsteps, wall_s=time.perf_counter() - t0)
+
+    def _set_wind(self, state: State, grid_step: int) -> None:
+        """Put the wind force of grid step ``grid_step`` in force: the sample kept in
+        ``state.solver`` when it belongs to that grid step, else the field sampled now (at the
+        state's positions and time: a grid step, or the first call from a state without it)."""
+        force = self.work.vertex_wind_force
+        kept, at = state.solver.get("der_wind_force"), state.solver.get("der_wind_step")
+        if at is not None and int(np.asarray(at)) == grid_step and np.shape(kept) == force.shape:
+            np.copyto(force, kept)
+            return
+        u = np.asarray(self.world.loads.wind.velocity(state.vertex_x, state.t), dtype=float)
+        np.multiply(self._wind_gain[:, None], u, out=force)
+        state.solver["der_wind_force"] = force.copy()
+        state.solver["der_wind_step"] = np.array(grid_step, dtype=np.int64)
+
     def _call_loads(self, state: State, nsteps: int):
-        """Set this call's wind force (the field at the call's start) and return the per-step
-        inputs of :meth:`_call_inputs` (or the empty inputs of an undriven world)."""
-        if self.world.loads.wind is not None:
-            u = np.asarray(self.world.loads.wind.velocity(state.vertex_x, state.t), dtype=float)
-            np.multiply(self._wind_gain[:, None], u, out=self.work.vertex_wind_force)
+        """The per-step inputs of :meth:`_call_inputs` (or the empty inputs of an undriven world);
+        the wind force in force is set by :meth:`_advance_windy`."""
         if self._driven:
             return self._call_inputs(state, nsteps)
         return self._no_input, self._no_input, self._no_input
