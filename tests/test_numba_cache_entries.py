@@ -28,9 +28,10 @@ def _cached_dispatchers():
         except ImportError:  # an optional dependency (viewer, dask) not installed here
             continue
         for name, obj in vars(mod).items():
-            if isinstance(obj, CPUDispatcher) and obj._cache._cache_file is not None and id(obj) not in seen:
-                if getattr(obj._cache, "_enabled", True):
-                    seen[id(obj)] = (f"{info.name}.{name}", obj)
+            # (a dispatcher without cache=True has a NullCache: no cache file, nothing to share)
+            if isinstance(obj, CPUDispatcher) and getattr(obj._cache, "_cache_file", None) is not None \
+                    and id(obj) not in seen:
+                seen[id(obj)] = (f"{info.name}.{name}", obj)
     return list(seen.values())
 
 
