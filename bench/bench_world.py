@@ -90,12 +90,13 @@ def strands_table(quick: bool, budget: float) -> str:
     counts = (1, 100, 1000) if quick else (1, 100, 1000, 10000)
     nthreads = min(2, numba.config.NUMBA_NUM_THREADS)
     rows = ["| method | strands | vertices | steps | us/step (1 thread) | us/vertex-step (1 thread) | "
-            f"us/step ({nthreads} threads) | speed-up 1 -> {nthreads} | CPU us/step (1 thread) | setup [s] |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            f"us/step ({nthreads} threads) | speed-up 1 -> {nthreads} | CPU us/step (1 thread) | "
+            f"cores busy ({nthreads} threads) | setup [s] |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for label, method, options in STRAND_RUNS:
         cls = load(method)
         if cls is None:
-            rows.append(f"| {label} | - | - | - | not importable yet | | | | | |")
+            rows.append(f"| {label} | - | - | - | not importable yet | | | | | | |")
             continue
         setup_ps, step_ps, step_n_ps = 0.0, 0.0, 0.0  # per strand [s]: setup, one step (1 + n threads), one step (n)
         reps = 3 if quick else 5
@@ -104,7 +105,7 @@ def strands_table(quick: bool, budget: float) -> str:
             kk = min(2000, max(16, 0.2 / max(count * step_n_ps, 1e-9)))
             predicted = count * setup_ps + reps * kk * count * step_ps
             if predicted > budget:
-                rows.append(f"| {label} | {count} | {32 * count} | - | skipped: predicted {predicted:.0f} s > budget {budget:.0f} s | | | | | |")
+                rows.append(f"| {label} | {count} | {32 * count} | - | skipped: predicted {predicted:.0f} s > budget {budget:.0f} s | | | | | | |")
                 print(rows[-1], flush=True)
                 continue
             t0 = time.perf_counter()
@@ -126,7 +127,7 @@ def strands_table(quick: bool, budget: float) -> str:
             numba.set_num_threads(nthreads)
             nv = world.n_vertices
             rows.append(f"| {label} | {count} | {nv} | {k} | {per[1]:.1f} | {per[1] / nv:.4f} | {per[nthreads]:.1f} | "
-                        f"{per[1] / per[nthreads]:.2f} | {cpu[1]:.1f} | {setup:.2f} |")
+                        f"{per[1] / per[nthreads]:.2f} | {cpu[1]:.1f} | {cpu[nthreads] / per[nthreads]:.2f} | {setup:.2f} |")
             print(rows[-1], flush=True)
             # per strand, for the next row's prediction (compilation excluded)
             setup_ps, step_ps, step_n_ps = setup / count, 1e-6 * (per[1] + per[nthreads]) / count, 1e-6 * per[nthreads] / count
@@ -159,6 +160,8 @@ def main(argv=None) -> None:
     a = overhead_section(out.read_text() if out.exists() else "")
     load_b = os.getloadavg()[0]
     b = strands_table(args.quick, budget)
+    import numba
+    nthreads = min(2, numba.config.NUMBA_NUM_THREADS)
     command = "python bench/bench_world.py" + (" --quick" if args.quick else "") + (f" --budget {args.budget:g}" if args.budget else "")
     text = f"""# World / Simulator benchmarks
 
@@ -173,6 +176,13 @@ search, and without it: the sag-free paper's forward simulation takes one full N
 compact and der with their defaults. Rows predicted to take more than {budget:.0f} s are skipped.
 Medians of {"3" if args.quick else "5"} repeats; the CPU column is the process's CPU time per step with one
 thread (the work itself: on a machine shared with other jobs the wall times grow, it barely does).
+"Cores busy" is the process's CPU time over the wall time with {nthreads} threads: about {nthreads} when the
+threads ran at once, 1 or less when they did not (the kernel ran on one thread, or the machine gave this
+process one core or less: Linux's autogroup scheduler splits the cores between sessions, not threads,
+so with other sessions busy a second thread adds no core). Before the compilations of one driver got
+their own numba cache entries (`geometry._vec.njit_as`), the der-implicit and compact batches ran
+their serial code in the parallel driver whenever a serial compilation was cached last (speed-up 1.00,
+cores busy 1.0; docs/der-implicit.md, "Many strands").
 Target (issue #13): 1000 x 32 with der-implicit <= 5 ms per step on 2 cores. Load average (1 min)
 when the table was started: {load_b:.1f} on {os.cpu_count()} cores (above ~0.5 per core the wall times are
 those of a shared machine).

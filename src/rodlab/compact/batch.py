@@ -16,7 +16,7 @@ from .bdf2 import BETA, bdf2_start
 from .chain import recenter
 from .sqp import finish_step, predict_start, sqp_solve
 
-from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
+from ..geometry._vec import JIT, njit_as  # noqa: E402  (the one numba options dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,8 +303,9 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
     return done
 
 
-advance_rods = njit(parallel=True, **JIT)(_advance_rods)
-advance_rods_serial = njit(**JIT)(_advance_rods)
+# each compilation under its own name, so each has its own cache entry (see geometry._vec.njit_as)
+advance_rods = njit_as("advance_rods", _advance_rods, parallel=True, **JIT)
+advance_rods_serial = njit_as("advance_rods_serial", _advance_rods, **JIT)
 advance_rods.__doc__ = advance_rods_serial.__doc__ = _advance_rods.__doc__
 
 

@@ -48,7 +48,7 @@ from .energies import _WS_E, BANDWIDTH, _transport, der_elastic, edge_geometry, 
 from .slerp_bending import slerp_elastic
 from .stepper import BENDING_2D_AVERAGE, BENDING_2D_SLERP, BENDING_4D, DERImplicitModel, newton_minimize
 
-from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
+from ..geometry._vec import JIT, njit_as  # noqa: E402  (the one numba options dict)
 PARALLEL_CHUNK = 4
 """Rods per chunk of the parallel loop, chunks handed out dynamically (``numba.set_parallel_chunksize``):
 a thread whose core is busy with another process then does not hold the others up (the default
@@ -492,9 +492,11 @@ def _advance(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, 
 
 
 # one body, two compilations: in parallel over rods, and on one thread (a single rod: no parallel
-# launch to pay; without ``parallel`` numba runs ``prange`` as ``range``)
-advance_parallel = njit(parallel=True, **JIT)(_advance)
-advance_serial = njit(**JIT)(_advance)
+# launch to pay; without ``parallel`` numba runs ``prange`` as ``range``); each under its own name,
+# so each has its own cache entry (njit_as: with one entry for both, a process ran whichever was
+# cached last, and the parallel driver ran on one thread)
+advance_parallel = njit_as("advance_parallel", _advance, parallel=True, **JIT)
+advance_serial = njit_as("advance_serial", _advance, **JIT)
 
 
 @njit(**JIT)

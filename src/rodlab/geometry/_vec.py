@@ -10,10 +10,33 @@ zero-division checks block it); ``cache=True`` keeps compiled kernels across pro
 * :data:`JIT_FMA` - FMA contraction only (multiply-subtract chains in substitutions).
 
 Use ``@njit(**JIT)`` or ``@njit(parallel=True, **JIT)``; ``fastmath`` is part of each dict, so pick
-the dict rather than passing ``fastmath=`` again.
+the dict rather than passing ``fastmath=`` again. To compile one Python function twice with
+different options (in parallel and on one thread), use :func:`njit_as`, never ``njit(...)(f)`` twice.
 """
+import types
+
+from numba import njit
 FASTMATH_REASSOC = frozenset({"reassoc", "contract", "nsz"})
 
 JIT = dict(cache=True, error_model="numpy", fastmath=False)
 JIT_FM = dict(JIT, fastmath=set(FASTMATH_REASSOC))
 JIT_FMA = dict(JIT, fastmath={"contract"})
+
+
+def njit_as(name: str, fn, **options):
+    """``njit(**options)`` of a copy of ``fn`` named ``name``: one of several compilations of one
+    Python function with different options (``parallel=True`` and not, say).
+
+    numba's on-disk cache files a function's machine code under its module, qualified name and
+    first line, keyed by signature, CPU and bytecode hash, but not by the options: two
+    ``njit(...)(f)`` of one ``f`` share one cache entry, and every later process loads whichever
+    compilation was written last into both dispatchers (a "parallel" driver then runs the serial
+    code on one thread, or a serial one launches the thread pool on every call). Measured on the
+    der-implicit many-strands batch (issue #13): 1 -> 2 threads gave no speed-up. The copy's own
+    qualified name gives each compilation its own cache entry."""
+    clone = types.FunctionType(fn.__code__, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    clone.__qualname__ = name
+    clone.__module__ = fn.__module__
+    clone.__doc__ = fn.__doc__
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    return njit(**options)(clone)
