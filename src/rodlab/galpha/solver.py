@@ -29,7 +29,9 @@ from .newton import (  # noqa: F401  (apply_bc, the pinned root's kernels, _LU_*
     apply_bc_kinds, init_gravity_field, newton_kernel, root_pin_frame, root_pin_jacobian)
 from .residual import NV, node_terms
 from .state import GAlphaState, energies, integrate_frames, integrate_positions
-from .stepping import R_CODE, R_FACTS, R_ITERS, R_TIME, R_TRIED, RES_SIZE, advance_steps
+from .stepping import (B_KIND, B_VALS, B_VOLD, B_WMID, BC_SIZE, I_CAYLEY, I_COLMAPS, I_FIRST_EULER, I_PINNED,
+                       I_REUSE, R_CODE, R_FACTS, R_ITERS, R_TIME, R_TRIED, advance_steps, float_buffer_size,
+                       float_views)
 
 log = logging.getLogger(__name__)
 
@@ -96,11 +98,18 @@ class StepResult:
 
 
 
+_new = object.__new__
+
+
 def _step_result(code: int, out: np.ndarray, tol: float) -> StepResult:
-    """The :class:`StepResult` of a Newton solve from :func:`newton_kernel`'s code and ``out``."""
-    it, fn, mu = int(out[0]), float(out[1]), float(out[2])
+    """The :class:`StepResult` of a Newton solve from :func:`newton_kernel`'s code and ``out``
+    (a converged one built without the frozen dataclass's ``__init__``: 0.4 us instead of 2)."""
+    it, fn, mu = out[:3].tolist()
+    it = int(it)
     if code == NEWTON_CONVERGED:
-        return StepResult(True, it, fn, "converged", mu)
+        res = _new(StepResult)
+        res.__dict__.update(success=True, iterations=it, residual=fn, message="converged", relaxation=mu)
+        return res
     if code == NEWTON_CONVERGED_STEP:
         return StepResult(True, it, fn, "converged (step at rounding level)", mu)
     if code == NEWTON_SINGULAR:
@@ -137,57 +146,49 @@ class GAlphaSolver:
         self._root_kind = self.boundary.root_kind
         self._maps = {k: column_map(free_mask(N, k, self._root_kind)) for k in (0, 1, 2, 3)}
         self._masks = {k: free_mask(N, k, self._root_kind) for k in (0, 1, 2, 3)}
-        self._rootinfo = np.zeros(14)
         # full node-major indexing for the block LU: every nodal unknown has a column, the
         # boundary values are pinned by identity rows (rodlab.linalg.banded_lu.make_block_lu)
         self._colfull = {k: np.where(self._masks[k].ravel(), np.arange(N * NV), -1).astype(np.int64) for k in (0, 1, 2, 3)}
         n_root_fixed = int((~self._masks[1][0]).sum())
         assert n_root_fixed == 9  # the compiled block LU (_LU_FACTOR) is built for 9 fixed root unknowns
         nf = N * NV
-        nr = (N - 1) * NV
-        self._P = np.zeros((N, 12))
-        self._dP = np.zeros((N, 12, NV))
-        self._Pw = np.zeros((N, 12))
-        self._F = np.zeros((N - 1, NV))
-        self._old = np.zeros((N - 1, NV))
-        self._Jb = np.zeros((N - 1, NV, 2 * NV))
+        # model constants and scratch: views of one buffer (rodlab.galpha.stepping.float_views)
+        self._fbuf = np.zeros(float_buffer_size(N))
+        (self._khat, self._K, self._J, self._rowscale, self._gw, self._fopt, self._out, self._rootinfo, self._res,
+         self._Pw, self._old, self._P, self._dP, self._F, self._Jb, self._tipblock, self._R, self._rhs, self._delta,
+         self._zwork, self._C, self._Cz, self._xbase, self._xtrial, self._Rold) = float_views(self._fbuf, N)
+        self._khat[...] = model.kappa_hat
+        self._K[...] = model.stiffness
+        self._J[...] = model.inertia
+        self._rowscale[...] = model.row_scales()
+        self._gw[...] = model.gravity
+        self._cay = self.options.orientation == "cayley"
+        o = self.options
+        self._fopt[...] = (o.tol, o.relaxation, o.min_relaxation, o.reuse_ratio)
+        # the chord Newton's factors (bind_factors): the solver's own until a state's are bound
         self._W = np.zeros((N - 1, n_root_fixed + NV, 2 * NV))
         self._piv = np.zeros((N - 1, NV), dtype=np.int64)
         self._T = np.zeros((NV, NV))
         self._tpiv = np.zeros(NV, dtype=np.int64)
-        self._zwork = np.zeros(nr)
-        self._rhs = np.zeros(nr)
-        self._R = np.zeros((N, 3, 3))
-        self._rowscale = model.row_scales()
-        self._K = np.ascontiguousarray(model.stiffness)
-        self._J = np.ascontiguousarray(model.inertia)
-        self._khat = np.ascontiguousarray(model.kappa_hat)
-        self._cay = self.options.orientation == "cayley"
-        self._delta = np.zeros(nf)
-        self._tipblock = np.zeros((NV, NV))
         self._D = np.zeros((6, nf))
-        self._C = np.zeros((nr, 6))
         self._Y = np.zeros((nf, 6))
-        self._Cz = np.zeros((nr, 6))
         self._Sinv = np.eye(6)
-        self._xbase = np.zeros((N, NV))
-        o = self.options
-        self._iopt = np.zeros(7, dtype=np.int64)
+        self._meta = np.zeros(META_SIZE)  # which factors W, piv, T, tpiv, D, Y, Sinv hold
+        # int64 buffer (stepping.I_*): newton_kernel's iopt, the step flags, the column maps per tip kind
+        self._ibuf = np.zeros(I_COLMAPS + 4 * nf, dtype=np.int64)
+        self._iopt = self._ibuf[:7]
         self._iopt[I_MAXIT] = o.max_iter
         self._iopt[I_ADAPT] = 1 if o.adaptive else 0
         self._iopt[I_EXACT] = 1 if o.exact_end_loads else 0
         self._iopt[I_CAY] = 1 if o.orientation == "cayley" else 0
-        self._fopt = np.array([o.tol, o.relaxation, o.min_relaxation, o.reuse_ratio])
-        self._out = np.zeros(6)
-        self._meta = np.zeros(META_SIZE)  # which factors W, piv, T, tpiv, D, Y, Sinv hold (bind_factors)
-        # advance_steps' inputs: column maps and end nodes' free unknowns per tip kind, scratch, the
-        # step parameters per dt, and the boundary rows of a boundary that does not depend on time
-        self._colstack = np.stack([self._colfull[k] for k in (0, 1, 2, 3)])
+        self._ibuf[I_FIRST_EULER] = o.init == "euler"
+        self._ibuf[I_REUSE] = o.reuse_jacobian
+        self._ibuf[I_PINNED] = self._root_kind == 1
+        self._ibuf[I_CAYLEY] = self._cay
+        self._ibuf[I_COLMAPS:] = np.concatenate([self._colfull[k] for k in (0, 1, 2, 3)])
+        # advance_steps' other inputs: the end nodes' free unknowns per tip kind, the step parameters
+        # per dt, and the boundary row of a boundary that does not depend on time
         self._end_free = np.stack([np.stack([self._masks[k][0], self._masks[k][-1]]) for k in (0, 1, 2, 3)])
-        self._xtrial = np.zeros((N, NV))
-        self._Rold = np.zeros((N, 3, 3))
-        self._res = np.zeros(RES_SIZE)
-        self._gw = np.array(model.gravity, dtype=float)
         self._prm_of_dt = {}
         self._static_boundary = _time_independent(self.boundary)
         self._boundary_row = None
@@ -195,8 +196,9 @@ class GAlphaSolver:
         self.substeps = 0
         self.total_iterations = 0
         self.total_steps = 0
-        self.solve_time = 0.0  # wall time inside step() [s]
-        self.cpu_time = 0.0  # CPU time of this process inside step() [s] (time.process_time)
+        self.solve_time = 0.0  # wall time inside the compiled steps [s]
+        self.cpu_time = 0.0  # CPU time of this process inside them [s], counted where cpu_clock is set
+        self.cpu_clock = False  # time.process_time is a system call, ~2 us per call: off unless asked for
 
     def factor_shapes(self) -> dict:
         """Shapes and dtypes of the chord Newton's factors (:meth:`bind_factors`): ``W`` (N-1, 24,
@@ -315,65 +317,61 @@ class GAlphaSolver:
             meta[M_PRM:] = prm
         return _step_result(code, out, tol)
 
-    def _step_parameters(self, dt: float) -> tuple[np.ndarray, np.ndarray]:
-        """``(_prm of a first backward Euler step, _prm of every other step)`` for ``dt`` [s]."""
+    def _step_parameters(self, dt: float) -> np.ndarray:
+        """(2, 11): :meth:`_prm` of a first backward Euler step and of every other step, for ``dt`` [s]."""
         prm = self._prm_of_dt.get(dt)
         if prm is None:
             if len(self._prm_of_dt) > 64:
                 self._prm_of_dt.clear()
-            prm = self._prm_of_dt[dt] = (self._prm(dt, BACKWARD_EULER, False), self._prm(dt, self.options.time, False))
+            prm = self._prm_of_dt[dt] = np.stack([self._prm(dt, BACKWARD_EULER, False),
+                                                  self._prm(dt, self.options.time, False)])
         return prm
 
-    def _boundary_rows(self, t: float, dt: float, nsteps: int) -> tuple:
-        """:func:`rodlab.galpha.stepping.advance_steps`' boundary inputs for ``nsteps`` steps of
-        ``dt`` from ``t``: per step the tip kind and values at its end, the root velocity at its
-        start and angular velocity at its middle (one row, made once, when nothing depends on t)."""
+    def _boundary_rows(self, t: float, dt: float, nsteps: int) -> np.ndarray:
+        """:func:`rodlab.galpha.stepping.advance_steps`' boundary rows (``stepping.B_*`` slots) for
+        ``nsteps`` steps of ``dt`` from ``t``: per step the tip kind and values at its end, the root
+        velocity at its start and angular velocity at its middle (one row, made once, when nothing
+        depends on t)."""
         if self._static_boundary and self._boundary_row is not None:
             return self._boundary_row
-        rows = 1 if self._static_boundary else nsteps
-        kinds = np.empty(rows, dtype=np.int64)
-        vals = np.empty((rows, 5, 3))
-        v_old = np.empty((rows, 3))
-        w_mid = np.empty((rows, 3))
+        rows = np.empty((1 if self._static_boundary else nsteps, BC_SIZE))
         root = self.boundary.root
-        for k in range(rows):
+        for k in range(rows.shape[0]):
             t_new = t + dt
-            kinds[k], vals[k] = self.boundary.values(t_new)
-            v_old[k] = root.at(t)[0]
-            w_mid[k] = root.at(t + 0.5 * dt)[1]
+            kind, vals = self.boundary.values(t_new)
+            rows[k, B_KIND] = kind
+            rows[k, B_VALS:B_VOLD] = vals.ravel()
+            rows[k, B_VOLD:B_WMID] = root.at(t)[0]
+            rows[k, B_WMID:] = root.at(t + 0.5 * dt)[1]
             t = t_new
         if self._static_boundary:
-            self._boundary_row = (kinds, vals, v_old, w_mid)
-        return kinds, vals, v_old, w_mid
+            self._boundary_row = rows
+        return rows
 
     def _run(self, state: GAlphaState, dt: float, nsteps: int) -> tuple[int, StepResult]:
         """Up to ``nsteps`` steps in one compiled call (:func:`rodlab.galpha.stepping.advance_steps`),
         stopping at the first failed one (state left at the last good step): ``(steps taken, the
         last tried step's result)``."""
         t0 = time.perf_counter()
-        c0 = time.process_time()
+        c0 = time.process_time() if self.cpu_clock else 0.0
         o = self.options
-        prm_first, prm_rest = self._step_parameters(dt)
-        kinds, vals, v_old, w_mid = self._boundary_rows(state.t, dt, nsteps)
-        self._fopt[F_TOL] = o.tol
-        res = self._res
-        done = advance_steps(nsteps, state.t, dt, state.step, o.init == "euler", o.reuse_jacobian, state.x, state.xdot,
-                             state.R, state.r, state.r_vel, kinds, vals, v_old, w_mid, prm_first, prm_rest, self._khat,
-                             self._K, self._J, self._rowscale, self._gw, self._root_kind == 1, self._cay, self._colstack,
-                             self._end_free, self._Pw, self._old, self._P, self._dP, self._F, self._Jb, self._tipblock,
-                             self._R, self._rhs, self._delta, self._zwork, self._C, self._Cz, self._xbase, self._xtrial,
-                             self._Rold, self._W, self._piv, self._T, self._tpiv, self._D, self._Y, self._Sinv,
-                             self._meta, self._iopt, self._fopt, self._out, self._rootinfo, res)
+        prm = self._step_parameters(dt)
+        bc = self._boundary_rows(state.t, dt, nsteps)
+        done = advance_steps(nsteps, state.t, dt, state.step, state.x, state.xdot, state.R, state.r, state.r_vel, self._W,
+                             self._piv, self._T, self._tpiv, self._D, self._Y, self._Sinv, self._meta, bc, prm,
+                             self._fbuf, self._ibuf, self._end_free)
+        res = self._res.tolist()
         self.total_iterations += int(res[R_ITERS])
         self.factorizations += int(res[R_FACTS])
         self.total_steps += int(res[R_TRIED])
-        state.t = float(res[R_TIME])
+        state.t = res[R_TIME]
         state.step += done
         result = _step_result(int(res[R_CODE]), self._out, o.tol)
         if not result.success:
             log.warning("galpha step at t=%g failed: %s", state.t + dt, result.message)
         self.solve_time += time.perf_counter() - t0
-        self.cpu_time += time.process_time() - c0
+        if self.cpu_clock:
+            self.cpu_time += time.process_time() - c0
         return done, result
 
     def step(self, state: GAlphaState, dt: float) -> StepResult:
@@ -409,8 +407,9 @@ class GAlphaSolver:
         Python, then the compiled run goes on): ``(steps taken, the last step's result)``; stops
         at a step that fails even in substeps (state at the last good step). Bitwise the same as
         the loop of :meth:`step_robust`."""
-        require(math.isfinite(dt) and dt > 0, f"dt must be > 0 s (got {dt})")
-        done, res = 0, StepResult(True, 0, 0.0, "no step")
+        if not (dt > 0 and math.isfinite(dt)):
+            require(False, f"dt must be > 0 s (got {dt})")
+        done, res = 0, None
         while done < nsteps:
             if state.step == 0 and self.options.init == "paper":  # Algorithm 1's initial rates, in Python
                 res = self.step_robust(state, dt, max_halvings)
