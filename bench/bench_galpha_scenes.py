@@ -20,6 +20,7 @@ _init = galpha_solver.GAlphaSolver.__init__
 
 def _tracking_init(self, *args, **kwargs):  # collect the scene's solvers to read their CPU time
     _init(self, *args, **kwargs)
+    self.cpu_clock = True
     _SOLVERS.append(self)
 
 

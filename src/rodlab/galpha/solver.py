@@ -16,19 +16,22 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from ..linalg.banded_lu import block_lu
 from ..model import ModelError, check_steps, require
-from .boundary import Boundary, TipLoad, column_map, free_mask
+from .boundary import _TIPS, Boundary, TipLoad, column_map, free_mask
 from .model import BACKWARD_EULER, Coefficients, GAlphaRod
-from .residual import NV, P_STATIC, inv_one_plus_skew, node_terms, old_terms, residual_blocks, tip_sensitivity
-from .state import (GAlphaState, _cayley, _expm, advance_velocity_positions, energies, integrate_frames,
-                    integrate_positions)
-from numba import njit
-from ..linalg.banded_lu import JIT
+from .newton import (  # noqa: F401  (apply_bc, the pinned root's kernels, _LU_*: imported from here by others)
+    _LU_FACTOR, _LU_SOLVE, _LU_SOLVE1, F_TOL, I_ADAPT, I_CAY, I_COUPLED, I_EXACT, I_KIND, I_MAXIT, I_NEEDF, M_COUPLED,
+    M_KIND, M_PRM, M_VALID, META_SIZE, NEWTON_CONVERGED, NEWTON_CONVERGED_STEP, NEWTON_SINGULAR, apply_bc,
+    apply_bc_kinds, init_gravity_field, newton_kernel, root_pin_frame, root_pin_jacobian)
+from .residual import NV, node_terms
+from .state import GAlphaState, energies, integrate_frames, integrate_positions
+from .stepping import (B_KIND, B_VALS, B_VOLD, B_WMID, BC_SIZE, I_CAYLEY, I_COLMAPS, I_FIRST_EULER, I_PINNED,
+                       I_REUSE, R_CODE, R_FACTS, R_ITERS, R_TIME, R_TRIED, advance_steps, float_buffer_size,
+                       float_views)
 
 log = logging.getLogger(__name__)
 
@@ -94,353 +97,37 @@ class StepResult:
     relaxation: float = 1.0
 
 
-@njit(**JIT)
-def apply_bc(x, R, kind, vals, khat, K, gw):
-    """Write the boundary values into x (GA paper, Sec. 3.4.1), kinematic root: see
-    :func:`apply_bc_kinds` with ``root_kind = 0``."""
-    apply_bc_kinds(x, R, 0, kind, vals, khat, K, gw)
+
+_new = object.__new__
 
 
-@njit(**JIT)
-def apply_bc_kinds(x, R, root_kind, kind, vals, khat, K, gw):
-    """Write the boundary values into x (GA paper, Sec. 3.4.1). Root: g(0) = R0^T gw; u = R0^T
-    vals[0] (world velocity); kinematic root (root_kind 0): omega = R0^T vals[1]; pinned root
-    (1): kappa = khat (no end couple). Tip: natural (kind 1) n = R^T vals[2], kappa = khat +
-    K^-1 R^T vals[3]; kinematic (0) u = R^T vals[2], omega = R^T vals[3]; pin (2) u = R^T
-    vals[2], kappa = khat + K^-1 R^T vals[3]; slide (3) u1, u2 = (R^T vals[2])_1,2, omega = R^T
-    vals[3], n3 = vals[4, 0]."""
-    N = x.shape[0]
-    for q in range(3):
-        x[0, q] = R[0, 0, q] * vals[0, 0] + R[0, 1, q] * vals[0, 1] + R[0, 2, q] * vals[0, 2]
-        if root_kind == 1:
-            x[0, 6 + q] = khat[0, q]
-        else:
-            x[0, 3 + q] = R[0, 0, q] * vals[1, 0] + R[0, 1, q] * vals[1, 1] + R[0, 2, q] * vals[1, 2]
-        x[0, 12 + q] = R[0, 0, q] * gw[0] + R[0, 1, q] * gw[1] + R[0, 2, q] * gw[2]
-    L = N - 1
-    for q in range(3):
-        a = R[L, 0, q] * vals[2, 0] + R[L, 1, q] * vals[2, 1] + R[L, 2, q] * vals[2, 2]
-        b = R[L, 0, q] * vals[3, 0] + R[L, 1, q] * vals[3, 1] + R[L, 2, q] * vals[3, 2]
-        if kind == 1:
-            x[L, 9 + q] = a
-            x[L, 6 + q] = khat[L, q] + b / K[q]
-        elif kind == 0:
-            x[L, q] = a
-            x[L, 3 + q] = b
-        elif kind == 2:
-            x[L, q] = a
-            x[L, 6 + q] = khat[L, q] + b / K[q]
-        else:
-            if q < 2:
-                x[L, q] = a
-            x[L, 3 + q] = b
-    if kind == 3:
-        x[L, 11] = vals[4, 0]
+def _step_result(code: int, out: np.ndarray, tol: float) -> StepResult:
+    """The :class:`StepResult` of a Newton solve from :func:`newton_kernel`'s code and ``out``
+    (a converged one built without the frozen dataclass's ``__init__``: 0.4 us instead of 2)."""
+    it, fn, mu = out[:3].tolist()
+    it = int(it)
+    if code == NEWTON_CONVERGED:
+        res = _new(StepResult)
+        res.__dict__.update(success=True, iterations=it, residual=fn, message="converged", relaxation=mu)
+        return res
+    if code == NEWTON_CONVERGED_STEP:
+        return StepResult(True, it, fn, "converged (step at rounding level)", mu)
+    if code == NEWTON_SINGULAR:
+        col = int(out[5])
+        names = ("u1", "u2", "u3", "omega1", "omega2", "omega3", "kappa1", "kappa2", "kappa3", "n1", "n2", "n3",
+                 "g1", "g2", "g3")
+        return StepResult(False, it, fn, f"singular Jacobian (zero pivot in column {col}: node {col // NV}, "
+                          f"unknown {names[col % NV]})", mu)
+    return StepResult(False, it, fn, f"Newton did not converge in {it} iterations (residual {fn:.3e} > tol {tol:.1e})", mu)
 
 
-@njit(**JIT)
-def root_pin_frame(x, rootinfo, R0):
-    """Pinned root: ``R0 = R0_old cay(h)``, ``h = c_new omega(0) + h_old`` (rootinfo: [root kind,
-    c_new, h_old (3), R0_old (9, row-major)])."""
-    c = rootinfo[1]
-    E = np.empty((3, 3))
-    _cayley(c * x[0, 3] + rootinfo[2], c * x[0, 4] + rootinfo[3], c * x[0, 5] + rootinfo[4], E)
-    for a in range(3):
-        for b in range(3):
-            R0[a, b] = (rootinfo[5 + 3 * a] * E[0, b] + rootinfo[6 + 3 * a] * E[1, b]
-                        + rootinfo[7 + 3 * a] * E[2, b])
-
-
-@njit(**JIT)
-def root_pin_jacobian(x, rootinfo, gw, Jb):
-    """Chain rule for the pinned root: ``g(0) = R0^T gw = cay(-h) p`` (p = R0_old^T gw) depends
-    on omega(0) through h; ``(I + [h]/2) dg = [(p + g)/2]x dh`` (differentiating ``(I + [h]/2)
-    g = (I - [h]/2) p``), ``dh = c_new d omega(0)``. Adds ``J_g dg/domega`` to the omega(0)
-    columns of segment 0's block (g(0) only enters segment 0)."""
-    c = rootinfo[1]
-    h0 = 0.5 * (c * x[0, 3] + rootinfo[2])
-    h1 = 0.5 * (c * x[0, 4] + rootinfo[3])
-    h2 = 0.5 * (c * x[0, 5] + rootinfo[4])
-    p = np.empty(3)
-    for q in range(3):
-        p[q] = rootinfo[5 + q] * gw[0] + rootinfo[8 + q] * gw[1] + rootinfo[11 + q] * gw[2]
-    m0 = 0.5 * (p[0] + x[0, 12])
-    m1 = 0.5 * (p[1] + x[0, 13])
-    m2 = 0.5 * (p[2] + x[0, 14])
-    Minv = np.empty((3, 3))
-    inv_one_plus_skew(h0, h1, h2, Minv)
-    G = np.empty((3, 3))
-    for r in range(3):
-        G[r, 0] = c * (Minv[r, 1] * m2 - Minv[r, 2] * m1)
-        G[r, 1] = c * (-Minv[r, 0] * m2 + Minv[r, 2] * m0)
-        G[r, 2] = c * (Minv[r, 0] * m1 - Minv[r, 1] * m0)
-    blk = Jb[0]
-    for r in range(blk.shape[0]):
-        for q in range(3):
-            blk[r, 3 + q] += blk[r, 12] * G[0, q] + blk[r, 13] * G[1, q] + blk[r, 14] * G[2, q]
-
-
-@njit(**JIT)
-def init_gravity_field(x, R0, gw, ds):
-    """g field consistent with the discrete kinematics: g[0] = R0^T gw, then the Cayley step
-    ``g[j] = cay(-kappa_mid ds) g[j-1]`` that solves the g rows of the residual exactly."""
-    N = x.shape[0]
-    E = np.empty((3, 3))
-    for q in range(3):
-        x[0, 12 + q] = R0[0, q] * gw[0] + R0[1, q] * gw[1] + R0[2, q] * gw[2]
-    for j in range(1, N):
-        _cayley(-0.5 * (x[j - 1, 6] + x[j, 6]) * ds, -0.5 * (x[j - 1, 7] + x[j, 7]) * ds,
-                -0.5 * (x[j - 1, 8] + x[j, 8]) * ds, E)
-        for q in range(3):
-            x[j, 12 + q] = E[q, 0] * x[j - 1, 12] + E[q, 1] * x[j - 1, 13] + E[q, 2] * x[j - 1, 14]
-
-
-@njit(**JIT)
-def _update_free(x, colmap, delta, mu):
-    """x_free += mu delta; returns max |mu delta_i| / max(|x_i|, 1e-300 + |mu delta_i|) (relative step)."""
-    flat = x.reshape(-1)
-    rel = 0.0
-    for i in range(flat.size):
-        c = colmap[i]
-        if c >= 0:
-            d = mu * delta[c]
-            flat[i] += d
-            a = abs(d) / (abs(flat[i]) + abs(d) + 1e-300)
-            if a > rel:
-                rel = a
-    return rel
-
-
-# block LU for the Newton matrix: 15 unknowns per node, 9 of them (u, omega, g) fixed at the root
-_LU_FACTOR, _LU_SOLVE, _LU_SOLVE1 = block_lu(NV, 9, 6)  # 6 right-hand sides: the Woodbury term
-
-# integer / float option slots of newton_kernel
-I_MAXIT, I_ADAPT, I_EXACT, I_NEEDF, I_COUPLED, I_KIND, I_CAY = range(7)
-F_TOL, F_RELAX, F_MINRELAX, F_REUSE = range(4)
-# return codes
-NEWTON_CONVERGED, NEWTON_CONVERGED_STEP, NEWTON_MAXIT, NEWTON_SINGULAR = range(4)
-# what the chord Newton's factors are (GAlphaSolver.bind_factors): valid (1/0), carry a Woodbury
-# term (1/0), the tip kind and the step parameters (_prm, 11 values) they were made with
-M_VALID, M_COUPLED, M_KIND, M_PRM = range(4)
-META_SIZE = M_PRM + 11
-
-
-@njit(**JIT)
-def _inv_small(A, Ainv):
-    """Gauss-Jordan inverse with partial pivoting of a small dense matrix; False if singular."""
-    n = A.shape[0]
-    M = A.copy()
-    for i in range(n):
-        for j in range(n):
-            Ainv[i, j] = 1.0 if i == j else 0.0
-    for k in range(n):
-        p = k
-        best = abs(M[k, k])
-        for i in range(k + 1, n):
-            if abs(M[i, k]) > best:
-                best = abs(M[i, k])
-                p = i
-        if best == 0.0 or not np.isfinite(best):
-            return False
-        if p != k:
-            for j in range(n):
-                t = M[k, j]; M[k, j] = M[p, j]; M[p, j] = t
-                t = Ainv[k, j]; Ainv[k, j] = Ainv[p, j]; Ainv[p, j] = t
-        inv = 1.0 / M[k, k]
-        for j in range(n):
-            M[k, j] *= inv
-            Ainv[k, j] *= inv
-        for i in range(n):
-            if i != k:
-                f = M[i, k]
-                if f != 0.0:
-                    for j in range(n):
-                        M[i, j] -= f * M[k, j]
-                        Ainv[i, j] -= f * Ainv[k, j]
-    return True
-
-
-@njit(**JIT)
-def _woodbury_kernel(x, R, ds, vals, kind, colmap, K, tipblock, W, piv, T, tpiv, D, C, Y, Cz, Sinv):
-    """Exact coupling of the end loads / end velocities through the tip frame R_L (which
-    depends on every kappa): Newton matrix ``A + C D`` with A the block Jacobian, C = dF/d(tip
-    values) (last segment rows only) and D = d(tip values)/d kappa (:func:`tip_sensitivity`);
-    prepares the Sherman-Morrison-Woodbury solve: ``Y = A^-1 C`` (6 block solves) and
-    ``Sinv = (I + D Y)^-1``. Returns False if ``I + D Y`` is singular."""
-    N = x.shape[0]
-    tip_sensitivity(x, R, ds, vals[2:4], colmap, D)
-    C[:, :] = 0.0
-    r0 = NV * (N - 2)
-    for r in range(NV):
-        for q in range(3):
-            if kind == 1:
-                C[r0 + r, q] = tipblock[r, 9 + q]
-                C[r0 + r, 3 + q] = tipblock[r, 6 + q] / K[q]
-            elif kind == 2:
-                C[r0 + r, q] = tipblock[r, q]
-                C[r0 + r, 3 + q] = tipblock[r, 6 + q] / K[q]
-            else:
-                C[r0 + r, q] = tipblock[r, q] if (kind == 0 or q < 2) else 0.0
-                C[r0 + r, 3 + q] = tipblock[r, 3 + q]
-    _LU_SOLVE(W, piv, T, tpiv, C, Y, Cz)
-    Smat = np.zeros((6, 6))
-    for a in range(6):
-        Smat[a, a] = 1.0
-        for b in range(6):
-            acc = 0.0
-            for i in range(D.shape[1]):
-                acc += D[a, i] * Y[i, b]
-            Smat[a, b] += acc
-    return _inv_small(Smat, Sinv)
-
-
-@njit(**JIT)
-def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, gw, colmap, root_free, tip_free,
-                  iopt, fopt, P, dP, F, Jb, tipblock, R, W, piv, T, tpiv, rhs, delta, zwork, D, C, Y, Cz, Sinv,
-                  x_base, out, rootinfo):
-    """Newton iterations of one step (GA paper, Algorithm 1, lines 10-23), all in compiled code.
-
-    Per iteration: frames (Eq. 23), boundary values (Sec. 3.4.1), residual and (when needed)
-    block Jacobian, block LU (:func:`rodlab.linalg.banded_lu.make_block_lu`), Woodbury term for
-    the tip frame, ``x <- x + mu dx`` with adaptive under-relaxation (Sec. 4.3). The LU factors
-    (W, piv, T, tpiv, and D, Y, Sinv of the Woodbury term) are reused across iterations -- and
-    across calls if ``iopt[I_NEEDF] == 0`` -- while each iterate still reduces the residual by the
-    factor ``fopt[F_REUSE]`` (chord Newton); otherwise the Jacobian is refactored.
-
-    iopt (int64): max_iter, adaptive, exact_end_loads, need_factor (in), coupled (in/out: the
-    current factors carry a Woodbury term), tip kind, cayley. fopt: tol, relaxation,
-    min_relaxation, reuse_ratio. out (float64, 6): iterations, residual, relaxation,
-    factorizations, factors valid (1/0), zero-pivot column. rootinfo: see
-    :func:`root_pin_frame` (rootinfo[0] = 1: pinned root, R0 is recomputed from omega(0) in
-    every iteration and written back; the Jacobian gets :func:`root_pin_jacobian`). Returns a
-    NEWTON_* code.
-    """
-    pinned = rootinfo[0] == 1.0
-    kind = iopt[I_KIND]
-    cay = iopt[I_CAY] != 0
-    max_iter = iopt[I_MAXIT]
-    adaptive = iopt[I_ADAPT] != 0
-    need_factor = iopt[I_NEEDF] != 0
-    coupled = iopt[I_COUPLED] != 0
-    tol = fopt[F_TOL]
-    relax = fopt[F_RELAX]
-    min_relax = fopt[F_MINRELAX]
-    reuse_ratio = fopt[F_REUSE]
-    ds = prm[0]
-    n_all = delta.shape[0]
-    xf = x.reshape(-1)
-    xb = x_base.reshape(-1)
-    Ff = F.reshape(-1)
-    nr = Ff.shape[0]
-    mu = relax
-    for i in range(n_all):
-        xb[i] = xf[i]
-    f_base = np.inf
-    fn = np.inf
-    it = 0
-    rejects = 0
-    stale = False
-    rel_step = 1.0
-    nfact = 0
-    valid = 1.0
-    code = NEWTON_MAXIT
-    dtmp = np.empty(6)
-    etmp = np.empty(6)
-    while True:
-        if pinned:
-            root_pin_frame(x, rootinfo, R0)
-        integrate_frames(x, R0, ds, cay, R)
-        apply_bc_kinds(x, R, 1 if pinned else 0, kind, vals, khat, K, gw)
-        fn = residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, need_factor, F, Jb, tipblock)
-        if pinned and need_factor:
-            root_pin_jacobian(x, rootinfo, gw, Jb)
-        if not np.isfinite(fn):
-            fn = np.inf
-        if fn < tol:
-            code = NEWTON_CONVERGED
-            break
-        if it > 0 and rel_step < 1e-13 and fn < 1e3 * tol:
-            code = NEWTON_CONVERGED_STEP
-            break
-        if it > 0 and fn > f_base:
-            if stale:  # the stale factors gave a bad direction: redo from x_base with a fresh Jacobian
-                for i in range(n_all):
-                    xf[i] = xb[i]
-                need_factor = True
-                stale = False
-                it += 1
-                if it > max_iter:
-                    break
-                continue
-            if adaptive and mu > min_relax and rejects < 8:
-                mu *= 0.5
-                rejects += 1
-                for i in range(n_all):
-                    xf[i] = xb[i]
-                _update_free(x, colmap, delta, mu)
-                continue
-        if it >= max_iter:
-            break
-        if stale and fn > reuse_ratio * f_base and not need_factor:
-            need_factor = True
-            residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, np.bool_(True), F, Jb, tipblock)
-            if pinned:
-                root_pin_jacobian(x, rootinfo, gw, Jb)
-        if adaptive and rejects == 0 and it > 0:
-            mu = min(relax, 2.0 * mu)
-        rejects = 0
-        f_base = fn
-        for i in range(n_all):
-            xb[i] = xf[i]
-        if need_factor:
-            info = _LU_FACTOR(Jb, root_free, tip_free, W, piv, T, tpiv)
-            nfact += 1
-            if info != 0:
-                valid = 0.0
-                out[5] = info - 1
-                code = NEWTON_SINGULAR
-                break
-            need_factor = False
-            stale = False
-            coupled = False
-            if iopt[I_EXACT] != 0:
-                for a in range(2, 4):
-                    for q in range(3):
-                        if vals[a, q] != 0.0:
-                            coupled = True
-            if coupled:
-                coupled = _woodbury_kernel(x, R, ds, vals, kind, colmap, K, tipblock, W, piv, T, tpiv, D, C, Y, Cz,
-                                           Sinv)
-        else:
-            stale = True
-        for i in range(nr):
-            rhs[i] = -Ff[i]
-        _LU_SOLVE1(W, piv, T, tpiv, rhs, delta, zwork)
-        if coupled:  # (A + C D)^-1 r = A^-1 r - Y S^-1 D A^-1 r
-            for a in range(6):
-                acc = 0.0
-                for i in range(n_all):
-                    acc += D[a, i] * delta[i]
-                dtmp[a] = acc
-            for a in range(6):
-                acc = 0.0
-                for b in range(6):
-                    acc += Sinv[a, b] * dtmp[b]
-                etmp[a] = acc
-            for i in range(n_all):
-                acc = 0.0
-                for a in range(6):
-                    acc += Y[i, a] * etmp[a]
-                delta[i] -= acc
-        rel_step = _update_free(x, colmap, delta, mu)
-        it += 1
-    iopt[I_COUPLED] = 1 if coupled else 0
-    out[0] = it
-    out[1] = fn
-    out[2] = mu
-    out[3] = nfact
-    out[4] = valid
-    return code
+def _time_independent(boundary: Boundary) -> bool:
+    """No value of ``boundary`` (its tip choice, the ends' velocities, loads, axial force) is a
+    function of time."""
+    tip = boundary.tip
+    if callable(tip) and not isinstance(tip, _TIPS):
+        return False
+    return not any(callable(getattr(end, f.name)) for end in (boundary.root, tip) for f in fields(end))
 
 
 _FACTOR_ATTRS = (("W", "_W"), ("piv", "_piv"), ("T", "_T"), ("tpiv", "_tpiv"), ("D", "_D"), ("Y", "_Y"),
@@ -459,55 +146,59 @@ class GAlphaSolver:
         self._root_kind = self.boundary.root_kind
         self._maps = {k: column_map(free_mask(N, k, self._root_kind)) for k in (0, 1, 2, 3)}
         self._masks = {k: free_mask(N, k, self._root_kind) for k in (0, 1, 2, 3)}
-        self._rootinfo = np.zeros(14)
         # full node-major indexing for the block LU: every nodal unknown has a column, the
         # boundary values are pinned by identity rows (rodlab.linalg.banded_lu.make_block_lu)
         self._colfull = {k: np.where(self._masks[k].ravel(), np.arange(N * NV), -1).astype(np.int64) for k in (0, 1, 2, 3)}
         n_root_fixed = int((~self._masks[1][0]).sum())
         assert n_root_fixed == 9  # the compiled block LU (_LU_FACTOR) is built for 9 fixed root unknowns
         nf = N * NV
-        nr = (N - 1) * NV
-        self._P = np.zeros((N, 12))
-        self._dP = np.zeros((N, 12, NV))
-        self._Pw = np.zeros((N, 12))
-        self._F = np.zeros((N - 1, NV))
-        self._old = np.zeros((N - 1, NV))
-        self._Jb = np.zeros((N - 1, NV, 2 * NV))
+        # model constants and scratch: views of one buffer (rodlab.galpha.stepping.float_views)
+        self._fbuf = np.zeros(float_buffer_size(N))
+        (self._khat, self._K, self._J, self._rowscale, self._gw, self._fopt, self._out, self._rootinfo, self._res,
+         self._Pw, self._old, self._P, self._dP, self._F, self._Jb, self._tipblock, self._R, self._rhs, self._delta,
+         self._zwork, self._C, self._Cz, self._xbase, self._xtrial, self._Rold) = float_views(self._fbuf, N)
+        self._khat[...] = model.kappa_hat
+        self._K[...] = model.stiffness
+        self._J[...] = model.inertia
+        self._rowscale[...] = model.row_scales()
+        self._gw[...] = model.gravity
+        self._cay = self.options.orientation == "cayley"
+        o = self.options
+        self._fopt[...] = (o.tol, o.relaxation, o.min_relaxation, o.reuse_ratio)
+        # the chord Newton's factors (bind_factors): the solver's own until a state's are bound
         self._W = np.zeros((N - 1, n_root_fixed + NV, 2 * NV))
         self._piv = np.zeros((N - 1, NV), dtype=np.int64)
         self._T = np.zeros((NV, NV))
         self._tpiv = np.zeros(NV, dtype=np.int64)
-        self._zwork = np.zeros(nr)
-        self._rhs = np.zeros(nr)
-        self._R = np.zeros((N, 3, 3))
-        self._rowscale = model.row_scales()
-        self._K = np.ascontiguousarray(model.stiffness)
-        self._J = np.ascontiguousarray(model.inertia)
-        self._khat = np.ascontiguousarray(model.kappa_hat)
-        self._cay = self.options.orientation == "cayley"
-        self._delta = np.zeros(nf)
-        self._tipblock = np.zeros((NV, NV))
         self._D = np.zeros((6, nf))
-        self._C = np.zeros((nr, 6))
         self._Y = np.zeros((nf, 6))
-        self._Cz = np.zeros((nr, 6))
         self._Sinv = np.eye(6)
-        self._xbase = np.zeros((N, NV))
-        o = self.options
-        self._iopt = np.zeros(7, dtype=np.int64)
+        self._meta = np.zeros(META_SIZE)  # which factors W, piv, T, tpiv, D, Y, Sinv hold
+        # int64 buffer (stepping.I_*): newton_kernel's iopt, the step flags, the column maps per tip kind
+        self._ibuf = np.zeros(I_COLMAPS + 4 * nf, dtype=np.int64)
+        self._iopt = self._ibuf[:7]
         self._iopt[I_MAXIT] = o.max_iter
         self._iopt[I_ADAPT] = 1 if o.adaptive else 0
         self._iopt[I_EXACT] = 1 if o.exact_end_loads else 0
         self._iopt[I_CAY] = 1 if o.orientation == "cayley" else 0
-        self._fopt = np.array([o.tol, o.relaxation, o.min_relaxation, o.reuse_ratio])
-        self._out = np.zeros(6)
-        self._meta = np.zeros(META_SIZE)  # which factors W, piv, T, tpiv, D, Y, Sinv hold (bind_factors)
+        self._ibuf[I_FIRST_EULER] = o.init == "euler"
+        self._ibuf[I_REUSE] = o.reuse_jacobian
+        self._ibuf[I_PINNED] = self._root_kind == 1
+        self._ibuf[I_CAYLEY] = self._cay
+        self._ibuf[I_COLMAPS:] = np.concatenate([self._colfull[k] for k in (0, 1, 2, 3)])
+        # advance_steps' other inputs: the end nodes' free unknowns per tip kind, the step parameters
+        # per dt, and the boundary row of a boundary that does not depend on time
+        self._end_free = np.stack([np.stack([self._masks[k][0], self._masks[k][-1]]) for k in (0, 1, 2, 3)])
+        self._prm_of_dt = {}
+        self._static_boundary = _time_independent(self.boundary)
+        self._boundary_row = None
         self.factorizations = 0
         self.substeps = 0
         self.total_iterations = 0
         self.total_steps = 0
-        self.solve_time = 0.0  # wall time inside step() [s]
-        self.cpu_time = 0.0  # CPU time of this process inside step() [s] (time.process_time)
+        self.solve_time = 0.0  # wall time inside the compiled steps [s]
+        self.cpu_time = 0.0  # CPU time of this process inside them [s], counted where cpu_clock is set
+        self.cpu_clock = False  # time.process_time is a system call, ~2 us per call: off unless asked for
 
     def factor_shapes(self) -> dict:
         """Shapes and dtypes of the chord Newton's factors (:meth:`bind_factors`): ``W`` (N-1, 24,
@@ -616,7 +307,7 @@ class GAlphaSolver:
                              self._Jb, self._tipblock, self._R, self._W, self._piv, self._T, self._tpiv, self._rhs,
                              self._delta, self._zwork, self._D, self._C, self._Y, self._Cz, self._Sinv, self._xbase,
                              out, self._rootinfo)
-        it, fn, mu, nfact = int(out[0]), float(out[1]), float(out[2]), int(out[3])
+        nfact = int(out[3])
         self.factorizations += nfact
         meta[M_COUPLED] = iopt[I_COUPLED]
         if out[4] == 0.0:
@@ -624,68 +315,71 @@ class GAlphaSolver:
         elif nfact > 0:
             meta[M_VALID], meta[M_KIND] = 1.0, kind
             meta[M_PRM:] = prm
-        if code == NEWTON_CONVERGED:
-            return StepResult(True, it, fn, "converged", mu)
-        if code == NEWTON_CONVERGED_STEP:
-            return StepResult(True, it, fn, "converged (step at rounding level)", mu)
-        if code == NEWTON_SINGULAR:
-            col = int(out[5])
-            names = ("u1", "u2", "u3", "omega1", "omega2", "omega3", "kappa1", "kappa2", "kappa3", "n1", "n2", "n3",
-                     "g1", "g2", "g3")
-            return StepResult(False, it, fn, f"singular Jacobian (zero pivot in column {col}: node {col // NV}, "
-                              f"unknown {names[col % NV]})", mu)
-        return StepResult(False, it, fn, f"Newton did not converge in {it} iterations (residual {fn:.3e} > tol {tol:.1e})", mu)
+        return _step_result(code, out, tol)
+
+    def _step_parameters(self, dt: float) -> np.ndarray:
+        """(2, 11): :meth:`_prm` of a first backward Euler step and of every other step, for ``dt`` [s]."""
+        prm = self._prm_of_dt.get(dt)
+        if prm is None:
+            if len(self._prm_of_dt) > 64:
+                self._prm_of_dt.clear()
+            prm = self._prm_of_dt[dt] = np.stack([self._prm(dt, BACKWARD_EULER, False),
+                                                  self._prm(dt, self.options.time, False)])
+        return prm
+
+    def _boundary_rows(self, t: float, dt: float, nsteps: int) -> np.ndarray:
+        """:func:`rodlab.galpha.stepping.advance_steps`' boundary rows (``stepping.B_*`` slots) for
+        ``nsteps`` steps of ``dt`` from ``t``: per step the tip kind and values at its end, the root
+        velocity at its start and angular velocity at its middle (one row, made once, when nothing
+        depends on t)."""
+        if self._static_boundary and self._boundary_row is not None:
+            return self._boundary_row
+        rows = np.empty((1 if self._static_boundary else nsteps, BC_SIZE))
+        root = self.boundary.root
+        for k in range(rows.shape[0]):
+            t_new = t + dt
+            kind, vals = self.boundary.values(t_new)
+            rows[k, B_KIND] = kind
+            rows[k, B_VALS:B_VOLD] = vals.ravel()
+            rows[k, B_VOLD:B_WMID] = root.at(t)[0]
+            rows[k, B_WMID:] = root.at(t + 0.5 * dt)[1]
+            t = t_new
+        if self._static_boundary:
+            self._boundary_row = rows
+        return rows
+
+    def _run(self, state: GAlphaState, dt: float, nsteps: int) -> tuple[int, StepResult]:
+        """Up to ``nsteps`` steps in one compiled call (:func:`rodlab.galpha.stepping.advance_steps`),
+        stopping at the first failed one (state left at the last good step): ``(steps taken, the
+        last tried step's result)``."""
+        t0 = time.perf_counter()
+        c0 = time.process_time() if self.cpu_clock else 0.0
+        o = self.options
+        prm = self._step_parameters(dt)
+        bc = self._boundary_rows(state.t, dt, nsteps)
+        done = advance_steps(nsteps, state.t, dt, state.step, state.x, state.xdot, state.R, state.r, state.r_vel, self._W,
+                             self._piv, self._T, self._tpiv, self._D, self._Y, self._Sinv, self._meta, bc, prm,
+                             self._fbuf, self._ibuf, self._end_free)
+        res = self._res.tolist()
+        self.total_iterations += int(res[R_ITERS])
+        self.factorizations += int(res[R_FACTS])
+        self.total_steps += int(res[R_TRIED])
+        state.t = res[R_TIME]
+        state.step += done
+        result = _step_result(int(res[R_CODE]), self._out, o.tol)
+        if not result.success:
+            log.warning("galpha step at t=%g failed: %s", state.t + dt, result.message)
+        self.solve_time += time.perf_counter() - t0
+        if self.cpu_clock:
+            self.cpu_time += time.process_time() - c0
+        return done, result
 
     def step(self, state: GAlphaState, dt: float) -> StepResult:
         """Advance ``state`` by ``dt`` [s] (Algorithm 1). On failure the state is left unchanged."""
         require(math.isfinite(dt) and dt > 0, f"dt must be > 0 s (got {dt})")
-        m = self.model
-        opts = self.options
-        t0 = time.perf_counter()
-        c0 = time.process_time()
-        first = state.step == 0
-        if first and opts.init == "paper":
+        if state.step == 0 and self.options.init == "paper":
             self._paper_initial_xdot(state, dt)
-        coeffs = BACKWARD_EULER if (first and opts.init == "euler") else opts.time
-        prm = self._prm(dt, coeffs, False)
-        old_terms(state.x, state.xdot, self._khat, self._K, self._J, prm, self._Pw, self._old)
-        t_new = state.t + dt
-        kind, vals = self.boundary.values(t_new)
-        v_old, _ = self.boundary.root.at(state.t)
-        _, w_mid = self.boundary.root.at(state.t + 0.5 * dt)
-        E = np.empty((3, 3))
-        _expm(w_mid[0] * dt, w_mid[1] * dt, w_mid[2] * dt, E)
-        R0 = np.ascontiguousarray(E @ state.R[0])
-        ri = self._rootinfo
-        ri[:] = 0.0
-        if self._root_kind == 1:  # pinned root: R0 follows omega(0), midpoint rule (Euler in the first step)
-            th = coeffs.gamma if coeffs is BACKWARD_EULER else 0.5
-            ri[0] = 1.0
-            ri[1] = th * dt
-            ri[2:5] = (1.0 - th) * dt * state.x[0, 3:6]
-            ri[5:14] = state.R[0].ravel()
-        x = state.x.copy()
-        res = self._newton(x, state.x, state.xdot, prm, R0, kind, vals, np.ascontiguousarray(m.gravity), opts.tol)
-        self.total_iterations += res.iterations
-        self.total_steps += 1
-        if res.success:
-            g = coeffs.gamma
-            xdot = (x - state.x) / (g * dt) - (1.0 - g) / g * state.xdot
-            R_old = state.R.copy()
-            x_old = state.x.copy()
-            integrate_frames(x, R0, m.ds, self._cay, state.R)
-            r0 = state.r[0] + 0.5 * dt * (v_old + vals[0])
-            integrate_positions(x, state.R, r0, m.ds, state.r)
-            advance_velocity_positions(state.r_vel, R_old, x_old, state.R, x, dt)
-            state.x[...] = x
-            state.xdot[...] = xdot
-            state.t = t_new
-            state.step += 1
-        else:
-            log.warning("galpha step at t=%g failed: %s", t_new, res.message)
-        self.solve_time += time.perf_counter() - t0
-        self.cpu_time += time.process_time() - c0
-        return res
+        return self._run(state, dt, 1)[1]
 
     def step_robust(self, state: GAlphaState, dt: float, max_halvings: int = 4) -> StepResult:
         """:meth:`step`, and if Newton fails, the same interval in 2, 4, ... substeps (at most
@@ -693,6 +387,11 @@ class GAlphaSolver:
         res = self.step(state, dt)
         if res.success or max_halvings <= 0:
             return res
+        return self._in_substeps(state, dt, max_halvings)
+
+    def _in_substeps(self, state: GAlphaState, dt: float, max_halvings: int) -> StepResult:
+        """The interval ``dt`` of a failed step again in two :meth:`step_robust` halves (state put
+        back if one fails)."""
         backup = state.copy()
         for half in range(2):
             r = self.step_robust(state, 0.5 * dt, max_halvings - 1)
@@ -701,6 +400,29 @@ class GAlphaSolver:
                 return r
             self.substeps += 1
         return StepResult(True, r.iterations, r.residual, "converged in substeps", r.relaxation)
+
+    def advance(self, state: GAlphaState, dt: float, nsteps: int, max_halvings: int = 4) -> tuple[int, StepResult]:
+        """``nsteps`` times :meth:`step_robust` with ``dt`` [s], the steps in compiled calls
+        (:func:`rodlab.galpha.stepping.advance_steps`; a failed step is retried in substeps from
+        Python, then the compiled run goes on): ``(steps taken, the last step's result)``; stops
+        at a step that fails even in substeps (state at the last good step). Bitwise the same as
+        the loop of :meth:`step_robust`."""
+        if not (dt > 0 and math.isfinite(dt)):
+            require(False, f"dt must be > 0 s (got {dt})")
+        done, res = 0, None
+        while done < nsteps:
+            if state.step == 0 and self.options.init == "paper":  # Algorithm 1's initial rates, in Python
+                res = self.step_robust(state, dt, max_halvings)
+                k = 1 if res.success else 0
+            else:
+                k, res = self._run(state, dt, nsteps - done)
+                if not res.success and max_halvings > 0:  # the failed step's first try is taken
+                    res = self._in_substeps(state, dt, max_halvings)
+                    k += 1 if res.success else 0
+            done += k
+            if not res.success:
+                break
+        return done, res
 
     def simulate(self, state: GAlphaState, dt: float, n_steps: int, *, record_every: int = 1, progress=None,
                  raise_on_failure: bool = True, robust: bool = False) -> dict:

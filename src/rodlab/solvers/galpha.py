@@ -553,7 +553,7 @@ class GAlphaSimulator(Simulator):
             return ok_report(0, 0.0)
         views = self._bound_views(state)
         sv = state.solver
-        # one step of one rod puts everything back itself on failure (GAlphaSolver.step_robust)
+        # one step of one rod puts everything back itself on failure (GAlphaSolver.advance)
         snapshot = None if (nsteps == 1 and len(views) == 1) else (
             state.t, state.vertex_x.copy(), {k: sv[k].copy() for k in _STATE_KEYS[:8]})
         t0 = perf_counter()
@@ -562,17 +562,16 @@ class GAlphaSimulator(Simulator):
         for r, gs in enumerate(views):
             sol = self.solvers[r]
             it0, sub0 = sol.total_iterations, sol.substeps
-            for k in range(nsteps):
-                res = sol.step_robust(gs, dt, substeps)
-                if not res.success:
-                    report = StepReport(0, False, res.message, newton + sol.total_iterations - it0, 0, res.residual,
-                                        perf_counter() - t0)
-                    if snapshot is not None:
-                        state.t = snapshot[0]
-                        state.vertex_x[...] = snapshot[1]
-                        for key, a in snapshot[2].items():
-                            sv[key][...] = a
-                    self._fail(state, None, report, f"rod {r}, step {k + 1} of this call: {res.message}")
+            done, res = sol.advance(gs, dt, nsteps, substeps)
+            if not res.success:
+                report = StepReport(0, False, res.message, newton + sol.total_iterations - it0, 0, res.residual,
+                                    perf_counter() - t0)
+                if snapshot is not None:
+                    state.t = snapshot[0]
+                    state.vertex_x[...] = snapshot[1]
+                    for key, a in snapshot[2].items():
+                        sv[key][...] = a
+                self._fail(state, None, report, f"rod {r}, step {done + 1} of this call: {res.message}")
             residual = max(residual, res.residual)
             newton += sol.total_iterations - it0
             sv["step"][r] = gs.step

@@ -1,0 +1,136 @@
+"""galpha's compiled call (issue #13 item 3, docs/galpha.md "Per-call cost"): whole steps in one
+compiled call (rodlab.galpha.stepping.advance_steps) with the boundary rows made in Python. K
+calls of one step equal one call of K steps bit for bit (time-dependent boundaries, pinned root,
+substeps, two rods), the compiled run equals the per-step Python loop, edits of the state between
+calls are honoured, and a failure reports the same step and leaves the state as it was."""
+import math
+
+import numpy as np
+import pytest
+
+from rodlab.galpha.boundary import Boundary, RootMotion, TipLoad
+from rodlab.galpha.solver import _time_independent
+from rodlab.model import SimulationError
+from rodlab.solvers import make_simulator
+from rodlab.world import WorldBuilder, shapes
+
+MAT = dict(E=1e7, G=1e7 / 3, rho=1000.0, radius=0.01)
+COMMON = ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist")
+
+
+def world(kind="clamped", n=10, copies=1):
+    b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=1.0)
+    for k in range(copies):
+        r = b.add_rod(shapes.straight(n + 2 * k, 1.0, start=(0.0, 0.2 * k, 0.0)), **MAT,
+                      rest_d1=np.tile([0.0, 1.0, 0.0], (n + 2 * k - 1, 1)))
+        if kind == "pinned":
+            b.pin(r, 0)
+        elif kind == "moving":
+            def motion(t):  # turning about z and sliding along y
+                c, s = math.cos(0.5 * t), math.sin(0.5 * t)
+                return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]), np.array([0.0, 0.1 * t, 0.0])
+            b.clamp(r, "start", motion=motion)
+            b.add_point_force(r, n + 2 * k - 1, lambda t: np.array([0.0, 0.0, 0.01 * math.sin(3.0 * t)]))
+        else:
+            b.clamp(r, "start")
+    return b.build()
+
+
+def _equal(a, b, factors=True):
+    assert a.t == b.t
+    for name in COMMON:
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert a.solver.keys() == b.solver.keys()
+    for key in a.solver:
+        if factors or not key.startswith("lu_"):
+            assert np.array_equal(a.solver[key], b.solver[key]), key
+
+
+@pytest.mark.parametrize("kind, copies, options", [("clamped", 1, {}), ("pinned", 1, {}), ("moving", 1, {}),
+                                                   ("clamped", 2, {}), ("clamped", 1, {"init": "paper"}),
+                                                   ("clamped", 1, {"max_iter": 6, "dt": 0.05})],
+                         ids=["clamped", "pinned-root", "moving-clamp-timed-force", "two-rods", "paper-init", "substeps"])
+def test_k_single_calls_equal_one_k_step_call_bitwise(kind, copies, options):
+    sim = make_simulator(world(kind, copies=copies), "galpha", **{"dt": 0.02, **options})
+    start = sim.initial_state()
+    a, b = start.copy(), start.copy()
+    for _ in range(12):
+        sim.advance(a, 1)
+    sim.advance(b, 12)
+    assert np.abs(a.vertex_x - start.vertex_x).max() > 1e-3  # it moved
+    _equal(a, b)
+    if "max_iter" in options:
+        assert a.solver["substeps"][0] > 0  # the Python substep retries ran inside both
+    assert sim.solvers[0]._boundary_row is None if kind == "moving" else sim.solvers[0]._boundary_row.shape == (1, 22)
+
+
+def test_the_compiled_run_is_the_per_step_loop():
+    """GAlphaSolver.advance (compiled steps, Python substeps) against step_robust step by step:
+    bitwise the same state, iterations, factorizations and substeps."""
+    sims = [make_simulator(world(), "galpha", dt=0.05, max_iter=6) for _ in range(2)]
+    states = [s._views(s.initial_state(), 0) for s in sims]
+    fast, slow = sims[0].solvers[0], sims[1].solvers[0]
+    done, res = fast.advance(states[0], 0.05, 10)
+    for _ in range(10):
+        last = slow.step_robust(states[1], 0.05)
+    assert done == 10 and res == last and fast.substeps == slow.substeps > 0
+    for name in ("x", "xdot", "R", "r", "r_vel"):
+        assert np.array_equal(getattr(states[0], name), getattr(states[1], name)), name
+    assert states[0].t == states[1].t and states[0].step == states[1].step
+    for name in ("total_iterations", "factorizations", "total_steps"):
+        assert getattr(fast, name) == getattr(slow, name), name
+
+
+@pytest.mark.parametrize("edit", ["in-place", "new-array", "time"])
+def test_an_edited_state_between_calls_is_honoured(edit):
+    """The simulator keeps views of the last state's arrays (``_bound_views``) and a moving
+    clamp's boundary rows are made from ``state.t``: an edit between calls -- in place, a new
+    array in ``state.solver`` or a new time -- steps exactly as a fresh simulator steps the
+    edited state. Fails if the views were reused without checking they are the state's arrays."""
+    kind = "moving" if edit == "time" else "clamped"
+    sim = make_simulator(world(kind), "galpha", dt=0.02)
+    state = sim.initial_state()
+    sim.advance(state, 5)
+    if edit == "in-place":
+        state.solver["x"][4, 6:9] += (0.5, -0.3, 0.2)  # a kink in the curvature
+    elif edit == "new-array":
+        x = state.solver["x"].copy()
+        x[4, 6:9] += (0.5, -0.3, 0.2)
+        state.solver["x"] = x
+    else:
+        state.t += 0.37
+    edited = state.copy()
+    sim.advance(state, 3)
+    fresh = make_simulator(world(kind), "galpha", dt=0.02)
+    fresh.advance(edited, 3)
+    _equal(state, edited)
+    untouched = make_simulator(world(kind), "galpha", dt=0.02)
+    plain = untouched.initial_state()
+    untouched.advance(plain, 8)
+    assert np.abs(plain.vertex_x - state.vertex_x).max() > 1e-6  # the edit mattered
+
+
+def test_a_failure_reports_the_same_step_and_keeps_the_state():
+    """Newton failing at the 18th step (max_iter 8, no substeps): one call of 24 steps reports
+    step 18 and leaves the state as it was (the chord Newton's LU factors excepted: valid for what
+    ``lu_meta`` says); calls of one step fail at the same step, the state at the 17th."""
+    sim = make_simulator(world(n=12), "galpha", dt=0.08, max_iter=8, substeps=0)
+    start = sim.initial_state()
+    long_call = start.copy()
+    with pytest.raises(SimulationError, match=r"rod 0, step 18 of this call: Newton did not converge") as err:
+        sim.advance(long_call, 24)
+    assert not err.value.report.success
+    _equal(long_call, start, factors=False)
+    split = start.copy()
+    with pytest.raises(SimulationError, match=r"rod 0, step 1 of this call: .*\(t = 1\.36 s"):
+        for _ in range(24):
+            sim.advance(split, 1)
+    assert split.solver["step"][0] == 17 and split.t == pytest.approx(17 * 0.08, rel=1e-14)
+
+
+def test_boundaries_are_static_only_without_functions_of_time():
+    assert _time_independent(Boundary())
+    assert _time_independent(Boundary(RootMotion((0.0, 0.1, 0.0)), TipLoad(force=(0.0, 0.0, -1.0))))
+    assert not _time_independent(Boundary(RootMotion(lambda t: (0.0, t, 0.0))))
+    assert not _time_independent(Boundary(tip=TipLoad(torque=lambda t: (0.0, 0.0, t))))
+    assert not _time_independent(Boundary(tip=lambda t: TipLoad()))
