@@ -67,7 +67,11 @@ def test_first_wave_numbers(key):
     res = _run(method, n, static)
     m = res.metrics
     tip = np.array([m["tip_x"], m["tip_y"], m["tip_z"]])
-    np.testing.assert_allclose(tip, gold["tip"], rtol=1e-10, atol=1e-13)
+    # compact's dynamics solve by PCG to an absolute 1e-7 each step: on another CPU than the one that
+    # recorded GOLDEN (numba compiles for the host) the tip moves at that level (1.6e-9 .. 6.5e-9 m
+    # seen on AVX-512 against the recording machine), so it is compared at 1e-7 of its size
+    tol = 1e-7 if (method, static) == ("compact", False) else 1e-10
+    np.testing.assert_allclose(tip, gold["tip"], rtol=tol, atol=max(1e-13, tol * np.abs(gold["tip"]).max()))
     assert np.allclose(tip, res.trajectory["x"][-1, -1], rtol=0, atol=0)
     assert m["method"] == method and m["success"] is True
     assert COMMON_KEYS | METHOD_KEYS[method, static] | (STATIC_KEYS if static else set()) <= set(m)
@@ -84,7 +88,7 @@ def test_first_wave_numbers(key):
         ke = m["kinetic_energy_end"] if method == "galpha" else m["kinetic_energy"]
         assert ke == pytest.approx(gold["ke"], rel=1e-10)
     if "pcg" in gold:
-        assert m["pcg_iters"] == pytest.approx(gold["pcg"], rel=1e-12)
+        assert m["pcg_iters"] == pytest.approx(gold["pcg"], abs=0.1)  # a solve may take one iteration more
     # one definition of inextensibility: max |l/lbar - 1| over every edge of the last frame
     assert m["inextensibility"] == pytest.approx(_inextensibility(res, method, n), rel=1e-12, abs=1e-300)
     # der and compact project onto the rest lengths; der-implicit stretches by about rho g L / E = 1e-4;

@@ -1,7 +1,13 @@
 """The compact scenes (Zhao et al. Fig. 6, 11, 17) on World + the compact simulator: the numbers of
 the first-wave scenes (golden values recorded before the port, with the same rod: ``n`` then
 counted segments, so n = 30 then is n = 31 vertices now), their metric keys, the root motion and
-the cylinders in the picture."""
+the cylinders in the picture.
+
+Golden values stored here were recorded on one machine; numba compiles for the host CPU, so another
+CPU (AVX-512 against AVX2, say) rounds differently, and compact's iterative solves (PCG to an
+absolute 1e-7, Newton to 1e-5) carry that into the trajectory at about the solver's tolerance.
+Stored numbers are therefore compared at tolerances of that size; bit-for-bit checks are kept for
+comparisons made within one process (docs/architecture.md, "Golden values")."""
 import math
 
 import numpy as np
@@ -34,21 +40,22 @@ def test_helix_gravity_gives_the_first_wave_numbers():
     assert ke[0] == 0.0 and np.all(ke[1:] > 0)
 
 
-def test_drag_root_gives_the_first_wave_numbers_bit_for_bit():
+def test_drag_root_gives_the_first_wave_numbers():
     r = run_scene("drag-root", n=21, t_end=2.0)
     m = r.metrics
     assert set(m) == COMMON_KEYS | {"simulated_s", "tip_x", "tip_z", "max_speed", "wall_s"}
     assert m["success"] and m["steps"] == 8 and m["simulated_s"] == 2.0
-    assert m["tip_x"] == -0.007980269929778162 and m["tip_z"] == -0.9999626151946114
+    assert m["tip_x"] == pytest.approx(-0.007980269929778162, abs=1e-9)
+    assert m["tip_z"] == pytest.approx(-0.9999626151946114, abs=1e-9)
     assert m["max_speed"] == pytest.approx(1.9999999999999991, rel=1e-14)
-    assert m["final_kinetic_energy"] == pytest.approx(0.005584161865608214, rel=1e-14)
-    assert m["newton_iters"] == 1.625 and m["pcg_iters"] == pytest.approx(18 / 13, rel=1e-14)
+    assert m["final_kinetic_energy"] == pytest.approx(0.005584161865608214, rel=1e-8)
+    assert m["newton_iters"] == 1.625 and m["pcg_iters"] == pytest.approx(18 / 13, abs=0.1)
     x, t = r.trajectory["x"], r.trajectory["t"]
     # the top two vertices move as phi sin(2 pi f t) along x, rigidly
     for j, z in ((0, 0.0), (1, -1.0 / 20)):
         assert np.abs(x[:, j, 0] - 0.5 * np.sin(2 * np.pi * t)).max() < 1e-12
         assert np.abs(x[:, j, 2] - z).max() < 1e-15
-    assert np.abs(x[-1, 10] - [-0.002703260539349453, 0.0, -0.4999905051028903]).max() == 0.0
+    assert np.abs(x[-1, 10] - [-0.002703260539349453, 0.0, -0.4999905051028903]).max() < 1e-9
 
 
 def test_drag_root_refuses_segments_below_three_vertices():
@@ -66,12 +73,12 @@ def test_drop_cylinders_gives_the_first_wave_numbers_and_draws_the_cylinders(tmp
     assert -0.01 * 0.03 <= m["min_gap"] < 1e-3  # radius 0.03 m: the issue's bound is -0.01 r
     assert m["success"] and m["steps"] == 40
     assert m["mean_contacts"] == pytest.approx(1.65, rel=1e-14) and m["max_contacts"] == 3
-    assert m["newton_iters"] == 0.75 and m["pcg_iters"] == pytest.approx(6.063953488372093, rel=1e-14)
-    assert abs(m["min_clearance"] - 1.3838930001952576e-13) < 1e-15
+    assert m["newton_iters"] == 0.75 and m["pcg_iters"] == pytest.approx(6.063953488372093, abs=0.1)
+    assert abs(m["min_clearance"]) < 1e-12  # resting on the cylinders: 1.38e-13 when recorded
     assert m["final_kinetic_energy"] == 0.0
     x = r.trajectory["x"][-1]
-    assert np.abs(x[0] - [-1.0000012512780168, 0.0, 0.1298612626894023]).max() == 0.0
-    assert np.abs(x[-1] - [0.9999986978295837, 0.0, 0.1298612657295383]).max() == 0.0
+    assert np.abs(x[0] - [-1.0000012512780168, 0.0, 0.1298612626894023]).max() < 1e-9
+    assert np.abs(x[-1] - [0.9999986978295837, 0.0, 0.1298612657295383]).max() < 1e-9
     # at rest on the three tops (z = R + r = 0.13 at x = -0.6, 0, 0.6)
     for cx in (-0.6, 0.0, 0.6):
         j = int(np.argmin(np.abs(x[:, 0] - cx)))

@@ -56,11 +56,14 @@ FIRST_WAVE_STATIC = ([0.8933708798106775, -8.469742662088825e-17, -0.41913936034
                      [0.4749850987930013, -3.0903115118432194e-17, -0.15505976758265985])
 
 
-def _assert_first_wave(x, golden):
+def _assert_first_wave(x, golden, tol=1e-10):
+    """``tol`` relative to the tip's size: 1e-10 for the static solve (a direct Newton to 1e-10),
+    1e-7 for dynamics (PCG to an absolute 1e-7 in every step; another CPU rounds differently and
+    the golden values were recorded on one machine, tests/test_compact_scenes_world.py)."""
     tip, mid = (np.array(v) for v in golden)
     scale = np.abs(tip).max()
-    assert np.abs(x[-1] - tip).max() <= 1e-10 * scale
-    assert np.abs(x[x.shape[0] // 2] - mid).max() <= 1e-10 * scale
+    assert np.abs(x[-1] - tip).max() <= tol * scale
+    assert np.abs(x[x.shape[0] // 2] - mid).max() <= tol * scale
 
 
 def test_dynamic_cantilever_matches_first_wave_driver():
@@ -70,7 +73,7 @@ def test_dynamic_cantilever_matches_first_wave_driver():
     sim.advance(state.copy(), 3)  # a warm-up on a copy changes nothing
     rep = sim.advance(state, int(round(t_end / dt)))
     assert rep.success and rep.steps == 50 and rep.newton_iters > 0
-    _assert_first_wave(state.vertex_x, FIRST_WAVE_DYNAMIC)
+    _assert_first_wave(state.vertex_x, FIRST_WAVE_DYNAMIC, tol=1e-7)
     assert state.t == pytest.approx(t_end, rel=1e-12)
     # the common fields: m1 unit and normal to the edges, velocities of the chain
     e = np.diff(state.vertex_x, axis=0)
