@@ -46,8 +46,6 @@ the edge's stretching Hessian exactly, projected to positive semi-definite
 """
 from __future__ import annotations
 
-import math
-
 from numba import njit
 
 from ._vec import JIT
