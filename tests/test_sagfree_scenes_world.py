@@ -34,8 +34,12 @@ GOLDEN_FLIP = [
     (dict(n=12, t_end=0.5, model="2d-slerp", rest_curvature=20.0, gradient="exact", line_search=False),
      dict(tip_z_slerp=-0.040712039889394876, tip_osc_slerp=0.004523352825481573)),
     (dict(n=12, t_end=0.5, model="2d-slerp", rest_curvature=20.0),
-     dict(tip_z_slerp=-0.008865479843965246, tip_osc_slerp=0.022417320059215616, line_search_failures_slerp=0)),
+     dict(tip_z_slerp=-0.008865479843965246, tip_osc_slerp=0.022417320085620113, line_search_failures_slerp=0)),
 ]
+# tip_osc_slerp of the last row re-recorded when the energies moved onto the shared DER stencil
+# (rodlab.geometry.der_joint, 2026-12-07: kb and its pullback written with unit tangents, round-off only):
+# the old steppers gave 0.022417320059215616 (1.2e-9 relative; the approximated slerp gradient's line
+# search amplifies round-off, every other metric of the table still matches the old steppers to 1e-9)
 
 
 @pytest.mark.parametrize("params,golden", GOLDEN_FLIP)

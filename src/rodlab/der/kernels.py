@@ -23,6 +23,9 @@ import numpy as np
 from numba import njit
 
 from ..geometry._vec import JIT
+from ..geometry.der_joint import (edge_stretch_energy, edge_stretch_tension, joint_angle_gradient_hessian, joint_energy,
+                                  joint_holonomy, joint_kb_gradient, joint_kb_pullback, joint_pullback_scales,
+                                  joint_stresses)
 from ..geometry.curves import (
     compute_curvature_binormals,
     compute_edges,
@@ -75,17 +78,13 @@ def elastic_energy(kb, ref_d1, ref_d2, theta, ref_twist, lengths, rest_lengths, 
         f = k + 1
         if f == ne:
             f = 0
-        d0 = omega[k, 0] - omega_bar[k, 0]
-        d1 = omega[k, 1] - omega_bar[k, 1]
-        d2 = omega[k, 2] - omega_bar[k, 2]
-        d3 = omega[k, 3] - omega_bar[k, 3]
-        bend = bend_k[e, 0] * d0 * d0 + bend_k[e, 1] * d1 * d1 + bend_k[f, 0] * d2 * d2 + bend_k[f, 1] * d3 * d3
-        mk = theta[f] - theta[e] + ref_twist[k] - twist_bar[k]
-        energy += 0.5 * bend / lbar[k] + twist_k[k] * mk * mk / lbar[k]
+        energy += joint_energy(omega[k, 0], omega[k, 1], omega[k, 2], omega[k, 3],
+                               omega_bar[k, 0], omega_bar[k, 1], omega_bar[k, 2], omega_bar[k, 3],
+                               bend_k[e, 0], bend_k[e, 1], bend_k[f, 0], bend_k[f, 1],
+                               theta[f] - theta[e] + ref_twist[k] - twist_bar[k], twist_k[k], lbar[k])
     for j in range(ne):
         if stretch_k[j] > 0.0:
-            s = lengths[j] / rest_lengths[j] - 1.0
-            energy += 0.5 * stretch_k[j] * s * s * rest_lengths[j]
+            energy += edge_stretch_energy(stretch_k[j], lengths[j], rest_lengths[j])
     return energy
 
 
@@ -112,17 +111,15 @@ def twist_gradient_hessian(kb, ref_d1, ref_d2, theta, ref_twist, lbar, omega_bar
             f = 0
         inv = 1.0 / lbar[k]
         # bending seen from edge e: components 0, 1; from edge f: components 2, 3
-        for side in range(2):
-            j = e if side == 0 else f
-            w1 = omega[k, 2 * side]
-            w2 = omega[k, 2 * side + 1]
-            r1 = w1 - omega_bar[k, 2 * side]
-            r2 = w2 - omega_bar[k, 2 * side + 1]
-            b1 = bend_k[j, 0]
-            b2 = bend_k[j, 1]
-            grad[j] += inv * (b1 * r1 * w2 - b2 * r2 * w1)
-            h_diag[j] += inv * (b1 * w2 * w2 + b2 * w1 * w1 - b1 * r1 * w1 - b2 * r2 * w2)
-        tw = 2.0 * twist_k[k] * inv
+        ge, he, gf, hf = joint_angle_gradient_hessian(omega[k, 0], omega[k, 1], omega[k, 2], omega[k, 3],
+                                                      omega_bar[k, 0], omega_bar[k, 1], omega_bar[k, 2],
+                                                      omega_bar[k, 3], bend_k[e, 0], bend_k[e, 1], bend_k[f, 0],
+                                                      bend_k[f, 1], inv)
+        grad[e] += ge
+        h_diag[e] += he
+        grad[f] += gf
+        h_diag[f] += hf
+        tw = 2.0 * twist_k[k] * inv  # d2E/dm2 of the joint's twist
         mk = theta[f] - theta[e] + ref_twist[k] - twist_bar[k]
         grad[f] += tw * mk
         grad[e] -= tw * mk
@@ -260,25 +257,12 @@ def uniform_twist_update(theta, ref_twist, lbar, twist_bar, free, closed):
 # --------------------------------------------------------------------------------------------
 @njit(**JIT)
 def scatter_bending_force(k, e, f, va, vb, vc, g0, g1, g2, kb, tangents, lengths, forces):
-    """Add ``-dE/dx`` of joint ``k`` given ``g = dE/d(kb_k)``, with the exact derivatives of
-    ``kb = 2 e x f / (|e||f| + e.f)``: ``dE/de = (2 t_f x g - (kb.g)(t_e + t_f)) / (|e| chi)``,
-    ``dE/df = (-2 t_e x g - (kb.g)(t_e + t_f)) / (|f| chi)``, ``chi = 1 + t_e.t_f``
-    (the 2008 paper's ``grad kb`` drops the parts along the edges, exact only when inextensible)."""
-    te0, te1, te2 = tangents[e, 0], tangents[e, 1], tangents[e, 2]
-    tf0, tf1, tf2 = tangents[f, 0], tangents[f, 1], tangents[f, 2]
-    chi = 1.0 + te0 * tf0 + te1 * tf1 + te2 * tf2
+    """Add ``-dE/dx`` of joint ``k`` given ``g = dE/d(kb_k)``: the joint's pullback
+    (:func:`rodlab.geometry.der_joint.joint_kb_pullback`, exact for extensible edges) scattered to its
+    three vertices."""
+    ce, cf = joint_pullback_scales(tangents, lengths, e, f)
     kbg = kb[k, 0] * g0 + kb[k, 1] * g1 + kb[k, 2] * g2
-    s0 = te0 + tf0
-    s1 = te1 + tf1
-    s2 = te2 + tf2
-    ce = 1.0 / (lengths[e] * chi)
-    de0 = ce * (2.0 * (tf1 * g2 - tf2 * g1) - kbg * s0)
-    de1 = ce * (2.0 * (tf2 * g0 - tf0 * g2) - kbg * s1)
-    de2 = ce * (2.0 * (tf0 * g1 - tf1 * g0) - kbg * s2)
-    cf = 1.0 / (lengths[f] * chi)
-    df0 = cf * (-2.0 * (te1 * g2 - te2 * g1) - kbg * s0)
-    df1 = cf * (-2.0 * (te2 * g0 - te0 * g2) - kbg * s1)
-    df2 = cf * (-2.0 * (te0 * g1 - te1 * g0) - kbg * s2)
+    de0, de1, de2, df0, df1, df2 = joint_kb_pullback(tangents, e, f, ce, cf, kbg, g0, g1, g2)
     # forces = -dE/dx with e = x_b - x_a, f = x_c - x_b
     forces[va, 0] += de0
     forces[va, 1] += de1
@@ -323,24 +307,20 @@ def elastic_forces(kb, tangents, lengths, rest_lengths, ref_d1, ref_d2, theta, r
         vc = k + 2
         if vc >= nv:
             vc -= nv
-        inv = 1.0 / lbar[k]
-        # g = dE_k / d(kb)
-        c1e = inv * bend_k[e, 0] * (omega[k, 0] - omega_bar[k, 0])
-        c2e = inv * bend_k[e, 1] * (omega[k, 1] - omega_bar[k, 1])
-        c1f = inv * bend_k[f, 0] * (omega[k, 2] - omega_bar[k, 2])
-        c2f = inv * bend_k[f, 1] * (omega[k, 3] - omega_bar[k, 3])
-        g0 = c1e * m2[e, 0] - c2e * m1[e, 0] + c1f * m2[f, 0] - c2f * m1[f, 0]
-        g1 = c1e * m2[e, 1] - c2e * m1[e, 1] + c1f * m2[f, 1] - c2f * m1[f, 1]
-        g2 = c1e * m2[e, 2] - c2e * m1[e, 2] + c1f * m2[f, 2] - c2f * m1[f, 2]
+        # dE_k/dw and dE_k/dm, then g = dE_k / d(kb)
+        c1e, c2e, c1f, c2f, tau = joint_stresses(omega[k, 0], omega[k, 1], omega[k, 2], omega[k, 3],
+                                                 omega_bar[k, 0], omega_bar[k, 1], omega_bar[k, 2], omega_bar[k, 3],
+                                                 bend_k[e, 0], bend_k[e, 1], bend_k[f, 0], bend_k[f, 1],
+                                                 theta[f] - theta[e] + ref_twist[k] - twist_bar[k], twist_k[k],
+                                                 1.0 / lbar[k])
+        g0, g1, g2 = joint_kb_gradient(c1e, c2e, c1f, c2f, m1, m2, e, f)
         scatter_bending_force(k, e, f, va, vb, vc, g0, g1, g2, kb, tangents, lengths, forces)
-        # twist through the reference twist (holonomy)
-        tau = 2.0 * twist_k[k] * inv * (theta[f] - theta[e] + ref_twist[k] - twist_bar[k])
-        ha = -0.5 * tau / lengths[e]
-        hc = 0.5 * tau / lengths[f]
+        # twist through the reference twist (holonomy): dE/de = he kb, dE/df = hf kb
+        he, hf = joint_holonomy(tau, lengths[e], lengths[f])
         for d in range(3):
-            forces[va, d] -= ha * kb[k, d]
-            forces[vb, d] += (ha + hc) * kb[k, d]
-            forces[vc, d] -= hc * kb[k, d]
+            forces[va, d] += he * kb[k, d]
+            forces[vb, d] += (hf - he) * kb[k, d]
+            forces[vc, d] -= hf * kb[k, d]
     add_stretching_forces(tangents, lengths, rest_lengths, stretch_k, forces)
 
 
@@ -354,7 +334,7 @@ def add_stretching_forces(tangents, lengths, rest_lengths, stretch_k, forces):
             b = j + 1
             if b == nv:
                 b = 0
-            s = stretch_k[j] * (lengths[j] / rest_lengths[j] - 1.0)
+            s = edge_stretch_tension(stretch_k[j], lengths[j], rest_lengths[j])
             for d in range(3):
                 forces[a, d] += s * tangents[j, d]
                 forces[b, d] -= s * tangents[j, d]

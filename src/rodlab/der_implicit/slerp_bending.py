@@ -23,7 +23,7 @@ Because the transport to ``tv`` is a rotation about ``kb`` (``kb`` is parallel t
 [-sin u, cos u]]`` applied to the 4D curvature's first half ``w^a_i = (kb.m2^a, -kb.m1^a)``. Hence
 
 * exact Jacobian: ``dw_i = Rot(phi / 2) (dw^a_i + 1/2 J w^a_i dm_i)``, ``J = [[0, 1], [-1, 0]]``
-  (``dw^a`` and ``dm`` are the verified 4D rows of :func:`.energies._vertex_rows`: ``dm`` carries the
+  (``dw^a`` and ``dm`` are the 4D rows of the joint stencil, :func:`rodlab.geometry.der_joint.joint_rows`: ``dm`` carries the
   holonomy gradient and ``dm/dtheta = -1, +1``);
 * approximated Jacobian ([41], as we read it: the slerped frame is held constant when differentiating):
   ``dw_i ~ (M2 . dkb, -M1 . dkb)`` from ``d(r.kb)/de`` with ``r`` constant, and no dependence on the
@@ -33,6 +33,11 @@ Because the transport to ``tv`` is a rotation about ``kb`` (``kb`` is parallel t
   holonomy term are dropped).
 
 Stretching and twisting are those of :func:`.energies.der_elastic` (called with zero bending stiffness).
+This is a different discretization from the stencil's 4D bending (one frame per vertex, not one per
+edge), so it keeps its own curvature; it is built on the stencil's pieces: its rows
+(``joint_rows``), the pullback of ``r . kb`` (``joint_kb_pullback``, the approximated rows), the
+joint energy with the two rows of weight ``2 kbend`` and the Gauss-Newton block
+(``joint_gn_hessian_add``).
 Hessian: Gauss-Newton ``C J^T J`` with the Jacobian actually used (approximated or exact), as the
 der-implicit stepper (Takahashi and Batty Sec. VI).
 """
@@ -44,8 +49,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
-from .energies import (BANDWIDTH, _C, _RES, _W, _WS, _add_gn_hessian_rows, _transport, _vertex_rows,
-                       der_elastic, material_frames_q, update_frames)
+from ..geometry.der_joint import (joint_energy, joint_gn_hessian_add, joint_kb_pullback, joint_pullback_scales,
+                                  joint_rows_gradient)
+from .energies import (BANDWIDTH, _C, _RES, _W, _WS, _transport, _vertex_rows, der_elastic, material_frames_q,
+                       update_frames)
 
 # the stepper's Newton loop calls slerp_elastic, so the stepper module imports this one (and holds
 # SlerpStepper); the classes of .stepper appear here only in annotations
@@ -107,33 +114,20 @@ def slerp_vertex(q, tan, elen, m1, m2, mref, i, branch, exact, R, S, M):
             S[k] = c * r0 + s * r1
             S[8 + k] = -s * r0 + c * r1
     else:
-        l0 = elen[a]
-        l1 = elen[b]
-        ex0 = tan[a, 0] * l0
-        ey0 = tan[a, 1] * l0
-        ez0 = tan[a, 2] * l0
-        ex1 = tan[b, 0] * l1
-        ey1 = tan[b, 1] * l1
-        ez1 = tan[b, 2] * l1
-        invD = 1.0 / (l0 * l1 + ex0 * ex1 + ey0 * ey1 + ez0 * ez1)
-        px = l1 * tan[a, 0] + ex1
-        py = l1 * tan[a, 1] + ey1
-        pz = l1 * tan[a, 2] + ez1
-        sx = l0 * tan[b, 0] + ex0
-        sy = l0 * tan[b, 1] + ey0
-        sz = l0 * tan[b, 2] + ez0
+        # the joint stencil's pullback of r . kb with r = M2, -M1 held constant
+        ce, cf = joint_pullback_scales(tan, elen, a, b)
         for r in range(2):
             if r == 0:
                 rx, ry, rz = M[1, 0], M[1, 1], M[1, 2]
             else:
                 rx, ry, rz = -M[0, 0], -M[0, 1], -M[0, 2]
-            wr = S[_W + r]
-            S[8 * r + 0] = (-2.0 * (ry * ez1 - rz * ey1) - wr * px) * invD
-            S[8 * r + 1] = (-2.0 * (rz * ex1 - rx * ez1) - wr * py) * invD
-            S[8 * r + 2] = (-2.0 * (rx * ey1 - ry * ex1) - wr * pz) * invD
-            S[8 * r + 4] = (2.0 * (ry * ez0 - rz * ey0) - wr * sx) * invD
-            S[8 * r + 5] = (2.0 * (rz * ex0 - rx * ez0) - wr * sy) * invD
-            S[8 * r + 6] = (2.0 * (rx * ey0 - ry * ex0) - wr * sz) * invD
+            d0, d1, d2, d3, d4, d5 = joint_kb_pullback(tan, a, b, ce, cf, S[_W + r], rx, ry, rz)
+            S[8 * r + 0] = d0
+            S[8 * r + 1] = d1
+            S[8 * r + 2] = d2
+            S[8 * r + 4] = d3
+            S[8 * r + 5] = d4
+            S[8 * r + 6] = d5
             S[8 * r + 3] = 0.0
             S[8 * r + 7] = 0.0
     return half
@@ -158,39 +152,20 @@ def slerp_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar2, ktwist, mbar, 
     R = np.empty(_WS)
     S = np.zeros(_WS)
     M = np.empty((2, 3))
-    gu = np.empty(8)
     for i in range(1, nv - 1):
         slerp_vertex(q, tan, elen, m1, m2, mref, i, branch, exact, R, S, M)
-        cw = 2.0 * kbend[i] / lvor[i]
+        kb2 = 2.0 * kbend[i]
+        li = lvor[i]
+        E += joint_energy(S[_W], S[_W + 1], 0.0, 0.0, wbar2[i, 0], wbar2[i, 1], 0.0, 0.0, kb2, kb2, 0.0, 0.0,
+                          0.0, 0.0, li)
+        cw = (1.0 / li) * kb2
         for r in range(2):
             S[_RES + r] = S[_W + r] - wbar2[i, r]
             S[_C + r] = cw
-            E += 0.5 * cw * S[_RES + r] * S[_RES + r]
         if want >= 1:
-            base = 4 * (i - 1)
-            f0 = cw * S[_RES]
-            f1 = cw * S[_RES + 1]
-            for k in range(8):
-                gu[k] = f0 * S[k] + f1 * S[8 + k]
-            grad[base] -= gu[0]
-            grad[base + 1] -= gu[1]
-            grad[base + 2] -= gu[2]
-            grad[base + 3] += gu[3]
-            grad[base + 4] += gu[0] - gu[4]
-            grad[base + 5] += gu[1] - gu[5]
-            grad[base + 6] += gu[2] - gu[6]
-            grad[base + 7] += gu[7]
-            grad[base + 8] += gu[4]
-            grad[base + 9] += gu[5]
-            grad[base + 10] += gu[6]
+            joint_rows_gradient(grad, 4 * (i - 1), S, 2)
         if want >= 2:
-            # rows 2-4 unused: zero rows and weights (the Gram routine runs over 5 rows)
-            for k in range(16, 40):
-                S[k] = 0.0
-            S[_C + 2] = 0.0
-            S[_C + 3] = 0.0
-            S[_C + 4] = 0.0
-            _add_gn_hessian_rows(band, 4 * (i - 1), S)
+            joint_gn_hessian_add(band, 4 * (i - 1), S, 2)
     return E
 
 

@@ -17,8 +17,7 @@ import numpy as np
 from numba import njit
 
 from ._vec import JIT
-
-PARALLEL_TRANSPORT_EPS = 1e-12
+from .der_joint import PARALLEL_TRANSPORT_EPS, joint_curvature_binormal, joint_material_curvature
 
 
 def edge_count(nv: int, closed: bool) -> int:
@@ -67,15 +66,8 @@ def compute_curvature_binormals(tangents, closed, out):
         f = k + 1
         if f == ne:
             f = 0
-        te0, te1, te2 = tangents[k, 0], tangents[k, 1], tangents[k, 2]
-        tf0, tf1, tf2 = tangents[f, 0], tangents[f, 1], tangents[f, 2]
-        denom = 1.0 + te0 * tf0 + te1 * tf1 + te2 * tf2
-        if not denom > PARALLEL_TRANSPORT_EPS:
-            raise ValueError("consecutive edges are anti-parallel: curvature binormal undefined")
-        s = 2.0 / denom
-        out[k, 0] = s * (te1 * tf2 - te2 * tf1)
-        out[k, 1] = s * (te2 * tf0 - te0 * tf2)
-        out[k, 2] = s * (te0 * tf1 - te1 * tf0)
+        out[k, 0], out[k, 1], out[k, 2], _ = joint_curvature_binormal(
+            tangents[k, 0], tangents[k, 1], tangents[k, 2], tangents[f, 0], tangents[f, 1], tangents[f, 2])
 
 
 @njit(**JIT)
@@ -277,10 +269,7 @@ def material_curvatures(kb, m1, m2, closed, out):
         f = k + 1
         if f == ne:
             f = 0
-        out[k, 0] = kb[k, 0] * m2[k, 0] + kb[k, 1] * m2[k, 1] + kb[k, 2] * m2[k, 2]
-        out[k, 1] = -(kb[k, 0] * m1[k, 0] + kb[k, 1] * m1[k, 1] + kb[k, 2] * m1[k, 2])
-        out[k, 2] = kb[k, 0] * m2[f, 0] + kb[k, 1] * m2[f, 1] + kb[k, 2] * m2[f, 2]
-        out[k, 3] = -(kb[k, 0] * m1[f, 0] + kb[k, 1] * m1[f, 1] + kb[k, 2] * m1[f, 2])
+        out[k, 0], out[k, 1], out[k, 2], out[k, 3] = joint_material_curvature(kb[k, 0], kb[k, 1], kb[k, 2], m1, m2, k, f)
 
 
 def any_perpendicular(t: np.ndarray) -> np.ndarray:

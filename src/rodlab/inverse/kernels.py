@@ -18,6 +18,10 @@ Net force at the groomed shape ``q*`` (free DOFs, i.e. all but ``x_0, theta_0, x
 ``f = -grad E(q*; p) + f_gravity``. Its Jacobian ``df/dp`` is exact and cheap because the
 geometry (curvatures, their Jacobians, twists, lengths) is fixed: bending and twisting forces are
 bilinear in (scale, rest value), stretching forces are ``-Ks s (l/(u l0) - 1) t`` (Sec. IV-E).
+The geometry is the DER joint stencil's (:mod:`rodlab.geometry.der_joint`, through
+:func:`rodlab.der_implicit.energies.vertex_jacobians`: the curvature and twist rows of every joint)
+and the edges' tension its ``edge_stretch_tension``; the forces are the stencil's gradient
+``sum_r C_r res_r J_r`` written with the weights ``C`` and residuals ``res`` as functions of ``p``.
 Constraint (Eq. 14, scaled): ``c_a = S_a f_a`` with ``S = lam_v^2 / Kb`` on the position rows of
 vertex ``v`` (``lam_v`` its initial Voronoi length) and ``S = l0_j / Kb`` on the angle row of edge
 ``j``: dimensionless (forces in units of the bending force scale), fixed during the optimization.
@@ -32,6 +36,7 @@ from numba import njit
 
 from ..der_implicit.energies import material_frames_q, vertex_jacobians_call
 from ..geometry._vec import JIT
+from ..geometry.der_joint import edge_stretch_tension
 from ..linalg.banded_ldlt import ldlt_factor_band, ldlt_solve_band
 from .qp import NWS, PC_ASC, PC_ASCS, PC_IC, PC_MIC, SCHUR_CAP, ipm, mprgp, mprgp_fast_solve, pgs
 
@@ -82,7 +87,7 @@ def sf_constraint(p, want_J, tan, elen, l0, Ks, Kb, Kt, lv, W0, JWv, GM, MT, dW,
         ks = Ks * ss
         lb = u * l0[j]
         ln = elen[j]
-        F = ks * (ln / lb - 1.0)
+        F = edge_stretch_tension(ks, ln, lb)
         for cc in range(3):
             f[4 * j + cc] += F * tan[j, cc]
             f[4 * j + 4 + cc] -= F * tan[j, cc]
