@@ -253,14 +253,24 @@ class WorldContactSolver:
     def _rows(self, P, ee, cand):
         """All rows at ``P``: (verts (K, 4), coef (K, 4, 3), values (K,)): the inequality rows
         (edge-edge, then obstacle), then the ``n_eq`` equality rows of the clamps at the step's end."""
-        verts_e, coef_e, val_e = edge_edge_rows(P, self.geometry, *ee)
-        verts_o, coef_o, val_o = self._obstacle_rows(P, cand)
-        parts = [(verts_e, coef_e, val_e), (verts_o, coef_o, val_o)]
-        if self.n_clamp:
-            parts.append(self.clamps.rows(P, self._t1))
-        if self._fric is not None and self._fric.n_rows:
-            parts.append(self._fric.stick_rows(P))
-        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+        pairs, nref = ee
+        n_e, n_o, n_c = pairs.shape[0], len(cand), self.n_clamp
+        stick = self._fric.stick_rows(P) if self._fric is not None and self._fric.n_rows else None
+        K = n_e + n_o + n_c + (stick[2].shape[0] if stick is not None else 0)
+        verts, coef, val = np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K)
+        if n_e:  # written in place by the compiled closest points (edge_edge_rows)
+            g = self.geometry
+            edge_edge_kernel(P, g.edge_v0, g.edge_v1, g.edge_radius, pairs, nref, verts[:n_e], coef[:n_e], val[:n_e],
+                             np.empty((n_e, 3)))
+        parts = [(n_e, self._obstacle_rows(P, cand))] if n_o else []
+        if n_c:
+            parts.append((n_e + n_o, self.clamps.rows(P, self._t1)))
+        if stick is not None:
+            parts.append((n_e + n_o + n_c, stick))
+        for at, (v, c, x) in parts:
+            k = x.shape[0]
+            verts[at:at + k], coef[at:at + k], val[at:at + k] = v, c, x
+        return verts, coef, val
 
     def _infeasibility(self, cvals):
         """``|C_A|_1`` of the merit function (Eq. 11): violated inequality rows and every equality row."""
@@ -473,8 +483,9 @@ class WorldContactSolver:
                 converged = True
                 break
             inv_mu = 1.1 * (float(np.max(np.abs(lam))) if len(lam) else 0.0) + 1e-12
-            phi0 = E + inv_mu * self._infeasibility(cvals)
-            slope = float(np.sum(b * d)) - inv_mu * self._infeasibility(cvals)
+            infeasible = self._infeasibility(cvals)
+            phi0 = E + inv_mu * infeasible
+            slope = float(np.sum(b * d)) - inv_mu * infeasible
             if n_o == 0 and (self._fric is None or not self._fric.slip.size):
                 if ls_fixed is None:  # the line search's arrays that stay fixed over the step
                     ls_fixed = self._line_search_fixed(ee, preds, QREF, t1)
