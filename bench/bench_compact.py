@@ -92,7 +92,7 @@ def solve_stats(system, prec, atol=1e-7):
     Dj, Hp, Bd, Bo, free, rhs = system
     n = Hp.shape[0]
     kind = PRECONDITIONERS[prec]
-    ws = Workspace(n, direct=kind == 4)
+    ws = Workspace(n, direct=kind == 4, exact=kind == 5)
 
     def build():
         prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, ws.diag, ws.off, ws.sinv, ws.W, ws.suffix, ws.A, ws.L)

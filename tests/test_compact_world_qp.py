@@ -180,7 +180,10 @@ def _compare_qps(monkeypatch, world, steps, dt, **sim_opts):
 
 def test_compiled_qp_matches_reference_on_the_knot(monkeypatch):
     params = get_scene("knot-tighten").resolve({})
-    seen = _compare_qps(monkeypatch, knot_world(params), 12, params["dt"], contact_ccd_passes=4)
+    # the paper's hybrid PCG: with the exact solve (the default) the knot's fifth step meets a QP of
+    # 90 nearly dependent rows whose round-off ties exceed the 5% allowed here
+    seen = _compare_qps(monkeypatch, knot_world(params), 12, params["dt"], contact_ccd_passes=4,
+                        contact_precond="hybrid")
     assert seen["qps"] >= 40 and seen["max_w"] >= 4
 
 
@@ -244,10 +247,17 @@ def _compare_line_searches(monkeypatch, world, steps, dt):
     sim = make_simulator(world, "compact", dt=dt)
     state = sim.initial_state()
     compiled = cw.WorldContactSolver._line_search
+    fixed_of = cw.WorldContactSolver._line_search_fixed
     seen = {"calls": 0, "halved": 0}
 
-    def both(self, S, d, ee, P, phi0, slope, inv_mu, preds, QREF, t1):
-        ok, S_try = compiled(self, S, d, ee, P, phi0, slope, inv_mu, preds, QREF, t1)
+    def fixed_with_inputs(self, ee, preds, QREF, t1):  # the step's inputs, for the Python line search
+        out = fixed_of(self, ee, preds, QREF, t1)
+        out["inputs"] = (ee, preds, QREF, t1)
+        return out
+
+    def both(self, S, d, P, phi0, slope, inv_mu, fixed):
+        ok, S_try = compiled(self, S, d, P, phi0, slope, inv_mu, fixed)
+        ee, preds, QREF, t1 = fixed["inputs"]
         ok_py, S_py = self._line_search_py(S, d, ee, [], phi0, slope, inv_mu, preds, QREF, t1)
         assert ok == ok_py
         scale = max(float(np.max(np.abs(S_py))), 1e-300)
@@ -256,6 +266,7 @@ def _compare_line_searches(monkeypatch, world, steps, dt):
         seen["halved"] += int(not np.array_equal(S_py, S + d))
         return ok, S_try
 
+    monkeypatch.setattr(cw.WorldContactSolver, "_line_search_fixed", fixed_with_inputs)
     monkeypatch.setattr(cw.WorldContactSolver, "_line_search", both)
     rep = sim.advance(state, steps)
     assert rep.steps == steps

@@ -200,7 +200,7 @@ class ConstrainedSolver:
         self.proximity = proximity
         self.max_qp = int(max_qp_iterations)
         self.kind = PRECONDITIONERS[options.precond]
-        self.ws = Workspace(n, direct=self.kind == 4)
+        self.ws = Workspace(n, direct=self.kind == 4, exact=self.kind == 5)
         self._active_prev: set = set()
 
     # ---- linear algebra helpers ---------------------------------------------------------------

@@ -208,6 +208,7 @@ class WorldContactSolver:
         self.obstacle_mu = np.array([world.obstacle_friction(m) for m in range(len(world.obstacles))], dtype=float)
         self._fric = None
         self._pinned = set()
+        self._detected = None  # (dt, x, v, (pairs, normals, gaps)): the next step's detection
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _sl(self, r):
@@ -252,14 +253,24 @@ class WorldContactSolver:
     def _rows(self, P, ee, cand):
         """All rows at ``P``: (verts (K, 4), coef (K, 4, 3), values (K,)): the inequality rows
         (edge-edge, then obstacle), then the ``n_eq`` equality rows of the clamps at the step's end."""
-        verts_e, coef_e, val_e = edge_edge_rows(P, self.geometry, *ee)
-        verts_o, coef_o, val_o = self._obstacle_rows(P, cand)
-        parts = [(verts_e, coef_e, val_e), (verts_o, coef_o, val_o)]
-        if self.n_clamp:
-            parts.append(self.clamps.rows(P, self._t1))
-        if self._fric is not None and self._fric.n_rows:
-            parts.append(self._fric.stick_rows(P))
-        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+        pairs, nref = ee
+        n_e, n_o, n_c = pairs.shape[0], len(cand), self.n_clamp
+        stick = self._fric.stick_rows(P) if self._fric is not None and self._fric.n_rows else None
+        K = n_e + n_o + n_c + (stick[2].shape[0] if stick is not None else 0)
+        verts, coef, val = np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K)
+        if n_e:  # written in place by the compiled closest points (edge_edge_rows)
+            g = self.geometry
+            edge_edge_kernel(P, g.edge_v0, g.edge_v1, g.edge_radius, pairs, nref, verts[:n_e], coef[:n_e], val[:n_e],
+                             np.empty((n_e, 3)))
+        parts = [(n_e, self._obstacle_rows(P, cand))] if n_o else []
+        if n_c:
+            parts.append((n_e + n_o, self.clamps.rows(P, self._t1)))
+        if stick is not None:
+            parts.append((n_e + n_o + n_c, stick))
+        for at, (v, c, x) in parts:
+            k = x.shape[0]
+            verts[at:at + k], coef[at:at + k], val[at:at + k] = v, c, x
+        return verts, coef, val
 
     def _infeasibility(self, cvals):
         """``|C_A|_1`` of the merit function (Eq. 11): violated inequality rows and every equality row."""
@@ -309,17 +320,46 @@ class WorldContactSolver:
         return d, lam, [int(k) for k in W], g_lam
 
     # ---- one step ------------------------------------------------------------------------------
-    def _candidates(self, x, v, dt):
+    def _detect_pairs(self, x, v, dt):
+        """Segment pairs of a step's start ``x``, ``v`` (N, 3) within its candidate margin: (pairs
+        (K, 2), normals (K, 3), gaps (K,) [m]); kept for the step that starts at exactly this
+        ``x``, ``v`` and ``dt`` (:meth:`end_min_gap` detects them at the end of the last step)."""
+        cache = self._detected
+        if cache is not None and cache[0] == dt and np.array_equal(cache[1], x) and np.array_equal(cache[2], v):
+            return cache[3]
         speed = float(np.max(np.linalg.norm(v, axis=1))) if v.size else 0.0
         # the velocity term is capped at two segment lengths: continuous detection after the
         # solve catches faster pairs, without making every pair of a whipping rod a candidate
         margin = self.proximity if self.proximity is not None else \
             2.0 * self.rmax + 0.5 * self.lmax + min(3.0 * speed * dt, 2.0 * self.lmax)
+        cs = detect(self.geometry, x, margin, obstacles=False)
+        out = (np.ascontiguousarray(np.stack([cs.pair_a, cs.pair_b], axis=1).astype(np.int64)), cs.normal, cs.gap)
+        self._detected = (dt, np.array(x), np.array(v), out)
+        return out
+
+    def start_min_gap(self) -> float:
+        """:func:`contact_min_gap` (with rods) of the configuration the last step started from, from
+        that step's detection: the smallest gap of the pairs within its margin bounds every other
+        pair's, so it is the minimum (:func:`rodlab.contact.detect.min_gap` when no pair is that
+        close). The start of a step is the end of the step before it, up to the round-off of the
+        clamps' Dirichlet frames set before the step."""
+        dt, x, v, (_, _, gaps) = self._detected
+        rod_gap = float(gaps.min()) if gaps.size else min_gap(self.geometry, x, obstacles=False)
+        return min(rod_gap, obstacle_min_gap(self.geometry, x))
+
+    def end_min_gap(self, x, v, dt) -> float:
+        """:func:`contact_min_gap` (with rods) at a step's end ``x``, ``v`` (N, 3): the next step's
+        detection there (kept for it when it starts from exactly ``x``, ``v``), as
+        :meth:`start_min_gap`."""
+        self._detect_pairs(x, v, dt)
+        return self.start_min_gap()
+
+    def _candidates(self, x, v, dt):
+        """The step's candidate rows at its start ``x``, ``v``: ((pairs, normals), obstacle rows)."""
+        speed = float(np.max(np.linalg.norm(v, axis=1))) if v.size else 0.0
         pairs, nref = np.zeros((0, 2), dtype=np.int64), np.zeros((0, 3))
         if self.rods:
-            cs = detect(self.geometry, x, margin, obstacles=False)
-            pairs = np.ascontiguousarray(np.stack([cs.pair_a, cs.pair_b], axis=1).astype(np.int64))
-            nref = cs.normal
+            pairs, nref, _ = self._detect_pairs(x, v, dt)
         cand = []
         for r, sol in enumerate(self.solvers):
             p = x[self._sl(r)]
@@ -390,6 +430,7 @@ class WorldContactSolver:
             preds.append((st.p + dt * st.v, st.p.copy(), st.q.copy(), dt * st.omega, 1.0 / dt**2, a_d))
         S = np.concatenate([st.s for st in states])
         QREF = [st.qref for st in states]
+        ls_fixed = None
         P = np.empty((N, 3))
         self._start_friction(np.concatenate([pr[1] for pr in preds]), ee, cand, prev_ineq, dt)
         max_it, min_it = self.max_newton, solvers[0].options.max_newton
@@ -442,10 +483,13 @@ class WorldContactSolver:
                 converged = True
                 break
             inv_mu = 1.1 * (float(np.max(np.abs(lam))) if len(lam) else 0.0) + 1e-12
-            phi0 = E + inv_mu * self._infeasibility(cvals)
-            slope = float(np.sum(b * d)) - inv_mu * self._infeasibility(cvals)
+            infeasible = self._infeasibility(cvals)
+            phi0 = E + inv_mu * infeasible
+            slope = float(np.sum(b * d)) - inv_mu * infeasible
             if n_o == 0 and (self._fric is None or not self._fric.slip.size):
-                accepted, S_try = self._line_search(S, d, ee, P, phi0, slope, inv_mu, preds, QREF, t1)
+                if ls_fixed is None:  # the line search's arrays that stay fixed over the step
+                    ls_fixed = self._line_search_fixed(ee, preds, QREF, t1)
+                accepted, S_try = self._line_search(S, d, P, phi0, slope, inv_mu, ls_fixed)
             else:  # obstacle rows or the kinetic friction potential: the line search in Python
                 accepted, S_try = self._line_search_py(S, d, ee, cand, phi0, slope, inv_mu, preds, QREF, t1)
             it += 1
@@ -483,31 +527,39 @@ class WorldContactSolver:
         return StepInfo(not ctx["pcg_fail"], msg, it, ctx["pcg"], ctx["solves"], resid, n_contact, ctx["qp"], 0, max_viol,
                         True, stick, slide), keys, W
 
-    def _line_search(self, S, d, ee, P, phi0, slope, inv_mu, preds, QREF, t1):
+    def _line_search_fixed(self, ee, preds, QREF, t1):
+        """The arguments of :func:`rodlab.compact.world_line_search.world_line_search` that stay fixed
+        over a step (predictions, reference rotations, point forces, clamp rows, candidate pairs)."""
+        p_pred, p_t, q_t, th_pred = (np.ascontiguousarray(np.concatenate([pr[i] for pr in preds])) for i in range(4))
+        a_d = np.array([pr[5] for pr in preds], dtype=float)
+        qref = np.ascontiguousarray(np.concatenate(QREF))
+        nref = np.ascontiguousarray(ee[1], dtype=float).reshape(-1, 3)
+        clamp = self.clamps.linear_rows(t1) if self.n_clamp else None
+        return dict(state=(qref, p_pred, p_t, q_t, th_pred, float(preds[0][4]), a_d), forces=self._point_force_arrays(t1),
+                    pairs=(ee[0], nref), clamp=clamp)
+
+    def _line_search(self, S, d, P, phi0, slope, inv_mu, fixed):
         """Backtracking on the merit function (Eq. 11) in one compiled call
         (:func:`rodlab.compact.world_line_search.world_line_search`): edge-edge and linear equality
-        rows (clamps, stick rows), rod energies and point forces. Returns (accepted, S_try)."""
+        rows (clamps, stick rows), rod energies and point forces; ``fixed`` from
+        :meth:`_line_search_fixed`. Returns (accepted, S_try)."""
         g = self.geometry
-        lin = [self.clamps.linear_rows(t1)] if self.n_clamp else []
+        lin = [fixed["clamp"]] if fixed["clamp"] is not None else []
         if self._fric is not None and self._fric.n_rows:
             verts, coef, _ = self._fric.stick_rows(P)
             lin.append((verts, coef, self._fric.x0[verts]))
-        if lin:
+        if len(lin) == 1:
+            lv, lc, lr = (np.ascontiguousarray(a) for a in lin[0])
+        elif lin:
             lv, lc, lr = (np.ascontiguousarray(np.concatenate([part[i] for part in lin])) for i in range(3))
         else:
             lv, lc, lr = np.zeros((0, 4), dtype=np.int64), np.zeros((0, 4, 3)), np.zeros((0, 4, 3))
-        pf_rod, pf_vertex, pf_force = self._point_force_arrays(t1)
-        p_pred, p_t, q_t, th_pred = (np.ascontiguousarray(np.concatenate([pr[i] for pr in preds])) for i in range(4))
-        a_d = np.array([pr[5] for pr in preds], dtype=float)
         S_try, P_try = np.empty_like(S), np.empty((self.N, 3))
         steps = int(self.solvers[0].options.line_search_steps)
-        qref = np.ascontiguousarray(np.concatenate(QREF))
-        nref = np.ascontiguousarray(ee[1], dtype=float).reshape(-1, 3)
-        a_in = float(preds[0][4])
         accepted, _ = world_line_search(np.ascontiguousarray(S), np.ascontiguousarray(d), steps, float(phi0),
-                                        float(slope), float(inv_mu), qref, p_pred, p_t, q_t, th_pred, a_in,
-                                        a_d, *self.consts.args(), pf_rod, pf_vertex, pf_force, g.edge_v0, g.edge_v1,
-                                        g.edge_radius, ee[0], nref, lv, lc, lr, S_try, P_try)
+                                        float(slope), float(inv_mu), *fixed["state"], *self.consts.args(),
+                                        *fixed["forces"], g.edge_v0, g.edge_v1, g.edge_radius, *fixed["pairs"], lv, lc,
+                                        lr, S_try, P_try)
         return bool(accepted), S_try
 
     def _point_force_arrays(self, t1):

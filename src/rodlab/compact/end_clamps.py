@@ -98,6 +98,12 @@ class EndClamps:
         self._row_item = np.array([i for i, it in enumerate(self.items) for _ in it.axes], dtype=np.int64)
         self._target_t = None
         self._row_target = np.zeros((self.n_rows, 3))
+        # the rows' vertices (K, 4) and coefficients (K, 4, 3): fixed, read-only
+        self._verts4 = np.repeat(self._row_vertex[:, None], 4, axis=1)
+        self._coef4 = np.zeros((self.n_rows, 4, 3))
+        self._coef4[:, 0] = self._row_axis
+        for a in (self._verts4, self._coef4):
+            a.setflags(write=False)
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -140,26 +146,22 @@ class EndClamps:
         return self._row_target
 
     def rows(self, P, t1: float):
-        """Equality rows at positions ``P`` (N, 3) [m]: vertices (K, 4), coefficients (K, 4, 3),
-        values (K,) [m], in the layout of :func:`rodlab.compact.contact_world.edge_edge_rows`."""
-        K = self.n_rows
-        target = self.targets(t1)
-        verts = np.repeat(self._row_vertex[:, None], 4, axis=1)
-        coef = np.zeros((K, 4, 3))
-        coef[:, 0] = self._row_axis
-        val = np.einsum("kc,kc->k", self._row_axis, P[self._row_vertex] - target)
-        return verts, coef, val
+        """Equality rows at positions ``P`` (N, 3) [m]: vertices (K, 4), coefficients (K, 4, 3)
+        (both read-only), values (K,) [m], in the layout of
+        :func:`rodlab.compact.contact_world.edge_edge_rows`."""
+        return self._verts4, self._coef4, self.values(P, t1)
+
+    def values(self, P, t1: float) -> np.ndarray:
+        """The rows' values (K,) [m] at positions ``P`` (N, 3) [m] (read-only vertices and
+        coefficients of :meth:`rows` are fixed)."""
+        return np.einsum("kc,kc->k", self._row_axis, P[self._row_vertex] - self.targets(t1))
 
     def linear_rows(self, t1: float):
         """The rows of :meth:`rows` as linear forms ``C = sum_v coef_v . (P[verts_v] - ref_v)``:
         vertices (K, 4), coefficients (K, 4, 3), reference points (K, 4, 3) [m] (the targets at
         ``t1``)."""
-        K = self.n_rows
-        verts = np.repeat(self._row_vertex[:, None], 4, axis=1)
-        coef = np.zeros((K, 4, 3))
-        coef[:, 0] = self._row_axis
         ref = np.repeat(self.targets(t1)[:, None, :], 4, axis=1)
-        return verts, coef, np.ascontiguousarray(ref)
+        return self._verts4, self._coef4, np.ascontiguousarray(ref)
 
 
 __all__ = ["ClampRow", "EndClamps", "needs_rows"]

@@ -16,7 +16,11 @@ Preconditioners (``PRECONDITIONERS``):
   ``J_q^T H_q J_q``; with ``S_k = sum_{j>=k} h_j`` (Eq. 28) its blocks are
   ``P_00 = S_0 I``, ``P_ii = S_{i+1} Dj_i^T Dj_i + Qj_i^T Hq_ii Qj_i``,
   ``P_i,i+1 = Qj_i^T Hq_i,i+1 Qj_{i+1}``; built and solved (block Thomas) in O(n);
-* ``direct``: the dense ``A`` (O(n^2) blocks) and its Cholesky factor, the paper's factorization baseline.
+* ``direct``: the dense ``A`` (O(n^2) blocks) and its Cholesky factor, the paper's factorization baseline;
+* ``exact``: ``A``'s exact inverse in O(n) by a block-tridiagonal saddle-point system
+  (:mod:`rodlab.compact.augmented`, our addition): PCG stops after one iteration (two or three
+  where round-off leaves the residual above the tolerance). ``L`` then holds that factor,
+  ``(augmented.factor_rows(n), 6)``.
 """
 from __future__ import annotations
 
@@ -25,9 +29,10 @@ from numba import njit
 
 from ..geometry._vec import JIT, JIT_FM
 from ..linalg.block_tridiagonal import _inv3_into, block_tridiagonal3_factor, block_tridiagonal3_solve
+from .augmented import solve_augmented
 from .chain import jac_mul, jac_t_mul
 
-PRECONDITIONERS = {"none": 0, "diagonal": 1, "block-diagonal": 2, "hybrid": 3, "direct": 4}
+PRECONDITIONERS = {"none": 0, "diagonal": 1, "block-diagonal": 2, "hybrid": 3, "direct": 4, "exact": 5}
 
 
 @njit(**JIT)
@@ -293,7 +298,8 @@ def factor_preconditioner(kind, diag, off, sinv, W, A, L):
 
 @njit(**JIT)
 def apply_preconditioner(kind, sinv, W, r, z, y, L):
-    """``z = P^{-1} r`` (``W`` from :func:`factor_preconditioner`, hybrid only)."""
+    """``z = P^{-1} r`` (``W`` from :func:`factor_preconditioner`, hybrid only; ``L`` the factor
+    of ``direct`` or ``exact``)."""
     n = r.shape[0]
     if kind == 0:
         z[:, :] = r
@@ -307,6 +313,8 @@ def apply_preconditioner(kind, sinv, W, r, z, y, L):
             z[j, 2] = sinv[j, 2, 0] * r0 + sinv[j, 2, 1] * r1 + sinv[j, 2, 2] * r2
     elif kind == 3:
         block_tridiagonal3_solve(sinv, W, r, z, y)
+    elif kind == 5:
+        solve_augmented(L, r, z, y)
     else:
         N = 3 * n
         yf = y.reshape(N)

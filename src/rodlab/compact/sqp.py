@@ -24,6 +24,7 @@ from numba import njit
 from ..model import check_damping_scheme
 from .chain import _left_jacobian_terms, chain_forward, frames_from_polyline, jac_t_mul, recenter
 from .energies import darboux, eval_energy, reduced_hessian
+from .augmented import factor_augmented, factor_rows
 from .pcg import PRECONDITIONERS, build_block_preconditioner, build_dense_a, factor_preconditioner, pcg_solve
 
 log = logging.getLogger(__name__)
@@ -122,7 +123,7 @@ class CompactState:
 
 @dataclass(frozen=True)
 class SolverOptions:
-    """precond: one of none, diagonal, block-diagonal, hybrid, direct; max_newton (Sec. 4: 5);
+    """precond: one of none, diagonal, block-diagonal, hybrid, direct, exact; max_newton (Sec. 4: 5);
     tol: stop when |b|_2 < tol (Sec. 4: 1e-5); PCG stops at |r|_2 <= max(pcg_atol, pcg_rtol |rhs|)
     (Sec. 4: absolute 1e-7; pass a relative ``pcg_rtol`` and ``pcg_atol=0`` for problems in other scales).
     tension_stiffness: add back the PSD tension part of the dropped term ``dJ/ds : dE/dx``
@@ -169,7 +170,7 @@ class StepStats:
 class Workspace:
     """Preallocated arrays for one rod size."""
 
-    def __init__(self, n: int, direct: bool = False):
+    def __init__(self, n: int, direct: bool = False, exact: bool = False):
         m = n - 1
         z = np.zeros
         self.p, self.q = z((n, 3)), z((m, 4))
@@ -181,6 +182,8 @@ class Workspace:
         self.suffix, self.work = z(n), z((3, 3))
         N = 3 * n if direct else 1
         self.A, self.L = z((N, N)), z((N, N))
+        if exact:  # the factor of the exact preconditioner (rodlab.compact.augmented)
+            self.L = z((factor_rows(n), 6))
         self.r, self.zz, self.d, self.Ad, self.tv, self.tp, self.yp, self.y = (z((n, 3)) for _ in range(8))
         self.tq, self.yq = z((m, 4)), z((m, 4))
         self.comps = z(4)
@@ -249,7 +252,10 @@ def tension_stiffness(s, lengths, q, gp, G):
 @njit(**JIT)
 def prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, diag, off, sinv, W, suffix, A, L):
     """Build and factor preconditioner ``kind`` from ``Hp`` and the reduced blocks ``Bd``/``Bo``
-    of ``B_q`` (see :func:`rodlab.compact.energies.reduced_hessian`); False if not positive definite."""
+    of ``B_q`` (see :func:`rodlab.compact.energies.reduced_hessian`); False if not positive definite
+    (``exact``: a singular block, :func:`rodlab.compact.augmented.factor_augmented`)."""
+    if kind == 5:
+        return factor_augmented(Dj, Hp, Bd, Bo, free, L)
     if kind == 4:
         build_dense_a(Dj, Hp, Bd, Bo, free, A, suffix)
     elif kind >= 1:
@@ -446,7 +452,7 @@ class CompactSolver:
         self.root_motion = root_motion
         self.frame_motion = frame_motion
         self.kind = PRECONDITIONERS[options.precond]
-        self.ws = Workspace(n, direct=self.kind == 4)
+        self.ws = Workspace(n, direct=self.kind == 4, exact=self.kind == 5)
         self._p_pred = np.zeros((n, 3))
         self._th_pred = np.zeros((model.m, 3))
 

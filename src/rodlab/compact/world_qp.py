@@ -50,9 +50,9 @@ class WorldArrays:
             n = int(self.vstart[r + 1] - self.vstart[r])
             if sol.model.n != n or sol.model.m != n - 1:
                 raise ValueError(f"rod {r}: the solver has {sol.model.n} vertices, {sol.model.m} edges; the world {n}")
-        lsize = np.array([sol.ws.L.shape[0] for sol in solvers], dtype=np.int64)
-        self.lstart = np.concatenate([[0], np.cumsum(lsize * lsize)]).astype(np.int64)
-        self.lsize = lsize
+        # each rod's preconditioner factor (L: dense Cholesky, the exact one's blocks, or 1 x 1)
+        self.lshape = np.array([sol.ws.L.shape for sol in solvers], dtype=np.int64).reshape(-1, 2)
+        self.lstart = np.concatenate([[0], np.cumsum(self.lshape[:, 0] * self.lshape[:, 1])]).astype(np.int64)
         z = np.zeros
         self.Dj, self.Qj = z((N - R, 3, 3)), z((N - R, 4, 3))
         self.Bo, self.W = z((N - R, 3, 3)), z((N - R, 3, 3))
@@ -81,7 +81,7 @@ class WorldArrays:
     def args(self):
         """The arrays every kernel of this module takes, in order."""
         return (self.vstart, self.Dj, self.Qj, self.Hp, self.Bd, self.Bo, self.free, self.sinv, self.W, self.L,
-                self.lstart, self.lsize, self.kind, self.rtol, self.atol, self.maxiter)
+                self.lstart, self.lshape, self.kind, self.rtol, self.atol, self.maxiter)
 
 
 @njit(**JIT)
@@ -94,7 +94,7 @@ def _zero_rows(a, lo, hi):
 
 
 @njit(**JIT)
-def rods_solve(rhs, out, touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, W, L, lstart, lsize, kind, rtol, atol,
+def rods_solve(rhs, out, touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, W, L, lstart, lshape, kind, rtol, atol,
                maxiter, scratch, counts):
     """``out = A^-1 rhs`` (N, 3), one PCG solve per rod with ``touched[r]`` (the others: 0).
     ``scratch`` (7, N, 3); ``counts`` gets the PCG iterations, solves and failures."""
@@ -105,9 +105,9 @@ def rods_solve(rhs, out, touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, W, L, 
             _zero_rows(out, v0, v1)
             continue
         e0, e1 = v0 - r, v1 - r - 1
-        ls = lsize[r]
         it, res, ok = pcg_solve(Dj[e0:e1], Hp[v0:v1], Bd[v0:v1], Bo[e0:e1], free[v0:v1], kind[r], sinv[v0:v1],
-                                W[e0:e1], L[lstart[r]:lstart[r + 1]].reshape(ls, ls), rhs[v0:v1], out[v0:v1],
+                                W[e0:e1], L[lstart[r]:lstart[r + 1]].reshape((lshape[r, 0], lshape[r, 1])),
+                                rhs[v0:v1], out[v0:v1],
                                 rtol[r], atol[r], maxiter[r], scratch[0, v0:v1], scratch[1, v0:v1], scratch[2, v0:v1],
                                 scratch[3, v0:v1], scratch[4, v0:v1], scratch[5, v0:v1], scratch[6, v0:v1])
         counts[C_PCG] += it
@@ -278,7 +278,7 @@ def _grown(G, Y, Gz, Scache, known, used, cap):
 
 @njit(**JIT)
 def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv,
-             Wp, L, lstart, lsize, kind, rtol, atol, maxiter, d, g_lam, counts):
+             Wp, L, lstart, lshape, kind, rtol, atol, maxiter, d, g_lam, counts):
     """One QP of the SQP (module docstring) in one call. ``b`` (N, 3) the objective's gradient;
     rows ``verts`` (K, 4), ``coef`` (K, 4, 3), ``cvals`` (K,) [m], the last ``n_eq`` equality rows;
     ``start`` (K,) bool the rows that start in the working set besides the violated or touching
@@ -295,7 +295,7 @@ def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstar
     touched = np.ones(R, dtype=np.bool_)
     z = np.empty((N, 3))
     neg_b = -b
-    rods_solve(neg_b, z, touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, Wp, L, lstart, lsize, kind, rtol, atol,
+    rods_solve(neg_b, z, touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, Wp, L, lstart, lshape, kind, rtol, atol,
                maxiter, scratch, counts)
     # working set: positions W[:nW]; columns by slot (slot[k] = -1 until row k first enters W)
     W = np.empty(K, dtype=np.int64)
@@ -331,7 +331,7 @@ def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstar
                     cap = min(K, 2 * cap)
                     G, Y, Gz, Scache, known = _grown(G, Y, Gz, Scache, known, used, cap)
                 row_gradient(verts[k], coef[k], vstart, Dj, Qj, free, yp, yq, G[used], touched)
-                rods_solve(G[used], Y[used], touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, Wp, L, lstart, lsize,
+                rods_solve(G[used], Y[used], touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, Wp, L, lstart, lshape,
                            kind, rtol, atol, maxiter, scratch, counts)
                 Gz[used] = _flat_dot(G[used], z)
                 slot[k] = used

@@ -80,6 +80,7 @@ from .base import Simulator, StaticReport, StepReport, UnsupportedFeature, step_
 FEATURES = frozenset({"pinned vertices", "anisotropic bending", "rods given by stiffness", "prescribed clamp motion",
                       "obstacles", "rod contact", "point forces", "sliding clamps", "friction"})
 PRECONDS = ("none", "diagonal", "block-diagonal", "hybrid", "direct")
+CONTACT_PRECONDS = PRECONDS + ("exact",)
 INTEGRATORS = ("backward-euler", "bdf2")
 _HISTORY = (("bdf2_x", "v", 3), ("bdf2_v", "v", 3), ("bdf2_q", "e", 4), ("bdf2_omega", "e", 3))
 _SOLVER_KEYS = ("s", "qref", "q", "omega")
@@ -204,7 +205,10 @@ class CompactSimulator(Simulator):
     Options: ``dt`` [s] (default 0.01); ``newton_iters`` (SQP iterations per step at most; 5, Zhao
     et al., Sec. 4); ``tol`` (stop when ``|b|_2`` < tol, 1e-5); ``precond`` (none, diagonal,
     block-diagonal, hybrid: the paper's block-tridiagonal hybrid, default; direct: dense Cholesky,
-    O(n^3), a baseline); ``pcg_rtol``,
+    O(n^3), a baseline) of the compiled path and of the obstacle-only path; ``contact_precond``
+    (the same and ``exact``, the default: ``A``'s exact O(n) inverse, :mod:`rodlab.compact.augmented`,
+    so PCG stops after one iteration) of the joint contact solver (rod contact, point forces,
+    clamp rows, friction: one solve per working-set row and SQP iteration); ``pcg_rtol``,
     ``pcg_atol`` (PCG stops at ``|r| <= max(atol, rtol |rhs|)``; 0 and 1e-7 as in the paper),
     ``pcg_maxiter``, ``line_search_steps``; ``tension_stiffness`` (add the PSD tension part of the
     term Eq. 12 drops; off, as in the paper); ``recenter_every_iteration``; ``warm_start`` (start
@@ -240,13 +244,15 @@ class CompactSimulator(Simulator):
                "recenter_every_iteration": False, "warm_start": True, "damping_scheme": "implicit",
                "static_newton_iters": 300, "static_rtol": 1e-9, "contact_proximity": None,
                "contact_max_qp_iterations": 100, "contact_ccd_passes": 4,
-               "contact_newton_iters": 30, "integrator": "backward-euler",
+               "contact_newton_iters": 30, "contact_precond": "exact", "integrator": "backward-euler",
                "friction_eps_v": 1e-4}
 
     def _setup(self, dt):
         w, o = self.world, self.opts
         self._dt = float(dt) if dt is not None else 0.01
         require(o["precond"] in PRECONDS, f"precond must be one of {', '.join(PRECONDS)} (got {o['precond']!r})")
+        require(o["contact_precond"] in CONTACT_PRECONDS, f"contact_precond must be one of {', '.join(CONTACT_PRECONDS)} "
+                                                         f"(got {o['contact_precond']!r})")
         require(isinstance(o["integrator"], str) and o["integrator"] in INTEGRATORS,
                 f"integrator must be one of {', '.join(INTEGRATORS)} (got {o['integrator']!r})")
         self._integ = INTEGRATORS.index(o["integrator"])
@@ -344,7 +350,9 @@ class CompactSimulator(Simulator):
             from ..compact.active_set import ConstrainedSolver
             from ..compact.sqp import SolverOptions
 
-            sopts = SolverOptions(precond=o["precond"], max_newton=int(o["newton_iters"]), tol=float(o["tol"]),
+            # the joint solver (one SQP over every rod) takes contact_precond; obstacles alone keep
+            # precond (the per-rod active-set driver of the first wave)
+            sopts = SolverOptions(precond=o["contact_precond"] if joint else o["precond"], max_newton=int(o["newton_iters"]), tol=float(o["tol"]),
                                   pcg_rtol=float(o["pcg_rtol"]), pcg_atol=float(o["pcg_atol"]),
                                   pcg_maxiter=int(o["pcg_maxiter"]), line_search_steps=int(o["line_search_steps"]),
                                   tension_stiffness=bool(o["tension_stiffness"]))
@@ -604,7 +612,7 @@ class CompactSimulator(Simulator):
         c_sum = c_max = c_last = 0
         viol, resid, why, done, gap = 0.0, 0.0, "", 0, math.inf
         t0 = time.perf_counter()
-        for _ in range(nsteps):
+        for i in range(nsteps):
             backup = [np.array(a) for a in arrays]
             if self._drives:
                 drive_R, drive_shift = self._drive_targets(state.t, 1, False)
@@ -630,7 +638,12 @@ class CompactSimulator(Simulator):
             c_sum += info.active
             c_max = max(c_max, info.active)
             c_last = info.active
-            gap = min(gap, contact_min_gap(self._cgeom, state.vertex_x, w.contact.rods))
+            if i > 0 and w.contact.rods:  # the last step's end: from this step's detection at its start
+                gap = min(gap, joint.start_min_gap())
+            if not w.contact.rods:
+                gap = min(gap, contact_min_gap(self._cgeom, state.vertex_x, False))
+        if done and w.contact.rods:  # the call's last step
+            gap = min(gap, joint.end_min_gap(state.vertex_x, state.vertex_v, dt))
         wall = time.perf_counter() - t0
         self._gap = gap
         out = [(0, k[1], k[2], 0) if k[0] == "e" else (1, k[1], k[2], k[3]) for k in sorted(active)]
