@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rodlab.bench_adapters.cpu_budget import report_progress, run_with_cpu_limit
+from rodlab.bench_adapters.cpu_budget import rearm_cpu_limit, report_progress, run_with_cpu_limit
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGXCPU"), reason="POSIX CPU limits only")
 
@@ -64,6 +64,24 @@ def test_a_sleeping_child_is_killed_at_the_wall_limit():
     assert out.wall_s < 10.0
 
 
+def _spin_then_rearm():
+    c0 = time.process_time()
+    while time.process_time() - c0 < 0.3:
+        pass
+    rearm_cpu_limit(1.0)     # from 3 s down to ~1.3 s of CPU
+    rearm_cpu_limit(100.0)   # past the current limit: kept
+    report_progress(cpu_s=time.process_time())
+    while True:
+        pass
+
+
+def test_rearm_lowers_the_limit_from_now():
+    out = run_with_cpu_limit(_spin_then_rearm, cpu_limit_s=30.0, wall_limit_s=300.0, grace_s=1.0)
+    assert out.status == "cpu_limit", (out.status, out.message)
+    assert 0.25 <= out.progress["cpu_s"] < 1.0, out.progress
+    assert 1.0 <= out.cpu_s < 4.5, out.cpu_s  # the soft limit ceil(0.3 + 1) = 2 s, not 30 s
+
+
 def test_errors_and_bad_limits():
     def boom():
         raise ValueError("no such rod")
@@ -75,7 +93,10 @@ def test_errors_and_bad_limits():
         run_with_cpu_limit(lambda: 0, cpu_limit_s=1.0, wall_limit_s=0.0)
     with pytest.raises(ValueError, match="unknown field"):
         report_progress(steps=3)
-    report_progress(t=1.0)  # in the parent: a no-op
+    with pytest.raises(ValueError, match="seconds"):
+        rearm_cpu_limit(-1.0)
+    report_progress(t=1.0)  # in the parent: no-ops
+    rearm_cpu_limit(1.0)
 
 
 @pytest.fixture(scope="module")

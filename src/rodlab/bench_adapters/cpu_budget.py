@@ -29,6 +29,7 @@ import numpy as np
 
 _FIELDS = ("t", "cpu_s", "per_step_s")  # the progress a trial can report (NaN: not reported)
 _PROGRESS: np.ndarray | None = None     # set in the child only: a view of the shared progress record
+_GRACE_S: list = []                     # set in the child only: [grace_s] of run_with_cpu_limit
 
 
 class CpuLimitExceeded(BaseException):
@@ -65,6 +66,20 @@ def report_progress(**values: float) -> None:
         return
     for name, v in values.items():
         _PROGRESS[_FIELDS.index(name)] = float(v)
+
+
+def rearm_cpu_limit(seconds: float) -> None:
+    """In a child of :func:`run_with_cpu_limit`: from now on allow ``seconds`` more CPU seconds (soft
+    limit; the hard one ``grace_s`` later), e.g. a trial whose untimed setup had a larger allowance
+    and whose timed part gets the budget. Limits only ever come down (an unprivileged process cannot
+    raise its hard limit): a re-arm past the current limits keeps them. A no-op outside a child."""
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise ValueError(f"rearm_cpu_limit: seconds must be a positive finite number, got {seconds!r}")
+    if not _GRACE_S:
+        return
+    old_soft, old_hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = min(int(math.ceil(time.process_time() + seconds)), old_soft)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, min(soft + int(math.ceil(_GRACE_S[0])), old_hard)))
 
 
 def run_with_cpu_limit(trial, cpu_limit_s: float, wall_limit_s: float, grace_s: float = 5.0) -> ChildOutcome:
@@ -123,6 +138,7 @@ def _child(trial, progress: np.ndarray, write_fd: int, cpu_limit_s: float, grace
     try:
         try:
             _PROGRESS = progress
+            _GRACE_S.append(grace_s)
             used = time.process_time()  # a forked child starts near 0 s; the kernel limit counts from its start
             soft = int(math.ceil(used + cpu_limit_s))
             resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + int(math.ceil(grace_s))))
