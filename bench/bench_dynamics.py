@@ -518,8 +518,8 @@ def measure(name: str, make, n: int, scene: str, ref: dict, budget: float, log) 
         log(f"    dt={r.dt:.3g}: {'ok' if r.ok else 'failed'} err/L={err:.2e} cpu={r.cpu_s:.3g} s {r.message}")
         if r.over_budget:
             projected = f"projected {r.cpu_s:.0f} s" if math.isfinite(r.cpu_s) else "projection unknown"
-            return dict(status="skipped: budget", why=f"the run at dt {r.dt:.3g} s passed {budget:.0f} s CPU "
-                        f"{r.message.removeprefix('stopped ')} ({projected}); " + "; ".join(f"{d:.3g} s: {w}" for d, w in tried[-2:]))
+            return dict(status="skipped: budget", why="; ".join([f"the run at dt {r.dt:.3g} s passed {budget:.0f} s CPU "
+                        f"{r.message.removeprefix('stopped ')} ({projected})"] + [f"{d:.3g} s: {w}" for d, w in tried[-2:]]))
         if r.ok and err <= TOL:
             return dict(status="ok", dt=r.dt, rate=r.cpu_s / T_END, err=err,
                         why=f"next larger dt {tried[-1][0]:.3g} s: {tried[-1][1]}" if tried else "largest dt tried")
@@ -577,7 +577,7 @@ def main(argv=None) -> int:
                 if args.json:
                     save_run(args.json, results, refs, budget, time.perf_counter() - t_all)
     total = time.perf_counter() - t_all
-    runs = [dict(command=command_line(), budget=budget, total_s=total)]
+    runs = [dict(command=command_line(), budget=budget, total_s=total, machine=machine())]
     text = report(results, refs, sizes, scenes, runs, args.note)
     print(text)
     if not (args.no_doc or args.only):
@@ -601,7 +601,7 @@ def load_runs(paths) -> tuple[dict, dict, list]:
     order = {nm: i for i, nm in enumerate(SIMULATORS)}
     for p in paths:
         d = json.loads(Path(p).read_text())
-        runs.append(dict(command=d["command"], budget=d["budget"], total_s=d["total_s"]))
+        runs.append(dict(command=d["command"], budget=d["budget"], total_s=d["total_s"], machine=d.get("machine", "")))
         for r in d["refs"]:
             refs[(r.pop("scene"), r.pop("n"))] = r
         for r in d["results"]:
@@ -621,8 +621,9 @@ def report(results, refs, sizes, scenes, runs, notes=()) -> str:
         except md.PackageNotFoundError:
             versions.append(f"{pkg} not installed")
     out = ["# Dynamics benchmark: reproducing a rod's motion to 1 % of L (`bench/bench_dynamics.py`)", "",
-           "Produced on " + machine() + " by " + "; ".join(f"`{r['command']}` ({r['total_s']:.0f} s, budget {r['budget']:.0f} "
-                                                           "CPU s per run)" for r in runs) + f"; {', '.join(versions)}.", "",
+           "Produced by " + "; ".join(f"`{r['command']}` ({r['total_s']:.0f} s, budget {r['budget']:.0f} CPU s per run"
+                                      + (f", on {r['machine']}" if r.get("machine") else "") + ")" for r in runs)
+           + f"; page written on {machine()} with {', '.join(versions)}.", "",
            "Scenes (2 s, damping 0.5 /s, the rod of the peers table: L = 1 m, r = 1 cm, E = 1e8 Pa, G = E/3, "
            "rho = 1000 kg/m^3, g = 9.81 m/s^2): **released** = the straight horizontal cantilever released under "
            f"gravity; **shaken** = the clamp driven sideways, y(t) = {SHAKE_A:g} m (1 - cos(2 pi {SHAKE_F:g} Hz t)). "
