@@ -655,7 +655,7 @@ def report(results, refs, sizes, scenes, runs, notes=()) -> str:
                 rate = r.get("rate")
                 rows.append([n, nm, r["status"], f"{r['dt']:.3g}" if "dt" in r and r["status"] == "ok" else "",
                              f"{rate:.3g}" if rate is not None else "", f"{rate / best[0]:.3g}" if rate is not None and best else "",
-                             f"{r['err']:.1e}" if "err" in r else "", r.get("why", "")])
+                             f"{r['err']:.1e}" if "err" in r else "", r.get("why", "").rstrip("; ")])
             loads = [r["load"] for (s, m, _), r in results.items() if s == scene and m == n and "load" in r]
             if loads:
                 out += [f"n = {n}: machine load (1-min average) while these rows were measured: {min(loads):.1f} to "
