@@ -29,7 +29,15 @@ each simulator's default (rodlab), DER's suggested step (PyElastica), PBD's 5 ms
 step (MuJoCo), dismech-newton's dt0 from bench_peers; implicit and position-based simulators start
 their ladder at ``LADDER_TOP`` (40 ms) whatever their default. A ladder stops at the first
 accurate step; a run whose projected CPU time (the last run's times sqrt(2)) exceeds the per-run
-budget is not run and the row says "skipped: budget". Damping of the peers: PyElastica's
+budget is not run and the row says "skipped: budget"; so does a run stopped once its CPU time passed
+the budget (with the time it reached and its projected total). Each peer's run goes to a forked child
+process whose CPU time the kernel caps at the budget (``setrlimit(RLIMIT_CPU)``, through
+rodlab.bench_adapters.cpu_budget), so a peer stops there even inside one long blocking call
+(cosseratbench's MuJoCo adapter runs a whole simulation in one call): its projected total then comes
+from the simulated time it reported reaching or, for MuJoCo, from its CPU cost per step measured on
+two short runs first (MUJOCO_PROBE_STEPS; that untimed probe has its own CPU allowance,
+MUJOCO_PROBE_ALLOWANCE, and the timed run, whose model build the adapter includes, the budget). rodlab's runs check the budget between their advance calls,
+in the benchmark's process. The reference of a (scene, n) is computed on first use only. Damping of the peers: PyElastica's
 AnalyticalLinearDamper; pypbd and dismech-newton scale the velocities by exp(-c dt) after each step
 (their drivers in rodlab.bench_adapters.peers); MuJoCo gets the cosseratbench adapter's
 mass-proportional damping force set to the same c. The shaken clamp needs prescribed clamp motion:
@@ -70,6 +78,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from rodlab.bench_adapters import peers as P  # noqa: E402
+from rodlab.bench_adapters.cpu_budget import rearm_cpu_limit, report_progress, run_with_cpu_limit  # noqa: E402
 from rodlab.bench_adapters.report import command_line, machine, md_table  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks-dynamics.md"
@@ -117,6 +126,7 @@ class Run:
     message: str = ""
     per_step: float = math.nan  # CPU seconds per step (budget projections)
     extra: dict = field(default_factory=dict)
+    over_budget: bool = False   # stopped once its CPU time passed the per-run budget (message: "stopped ...")
 
 
 # ------------------------------------------------------------------------------------ rodlab
@@ -151,7 +161,7 @@ def run_rodlab(method: str, options: dict, n: int, scene: str, dt: float, t_end:
         return Run(False, np.zeros(0), np.zeros((0, 3)), math.nan, dt, f"{type(exc).__name__}: {exc}"[:160])
     nsteps = int(math.ceil(t_end / dt - 1e-9))
     per = max(1, int(round(SAMPLE / dt)))
-    times, tips, done, ok, msg = [], [], 0, True, ""
+    times, tips, done, ok, msg, stopped = [], [], 0, True, "", False
     c0 = time.process_time()
     try:
         while done < nsteps:
@@ -169,7 +179,7 @@ def run_rodlab(method: str, options: dict, n: int, scene: str, dt: float, t_end:
             tips.append(x.copy())
             _over_budget(state.t)
     except OverBudget as exc:
-        ok, msg = False, str(exc)
+        ok, msg, stopped = False, str(exc), True
     except Exception as exc:  # noqa: BLE001 - SimulationError and the like: unstable at this dt
         ok, msg = False, f"{type(exc).__name__}: {exc}"[:160]
         if math.isfinite(state.t):  # a failed advance keeps its last good state: count the steps it did take
@@ -178,7 +188,7 @@ def run_rodlab(method: str, options: dict, n: int, scene: str, dt: float, t_end:
     # a run that failed in its first (short) call: that call's steps bound the cost per step from above
     steps_timed = done if done else min(FIRST_CALL_STEPS, nsteps)
     return Run(ok, np.array(times), np.array(tips).reshape(-1, 3), cpu * nsteps / steps_timed, dt, msg,
-               per_step=cpu / steps_timed)
+               per_step=cpu / steps_timed, over_budget=stopped)
 
 
 def _rodlab_maker(method: str, **options):
@@ -203,7 +213,11 @@ class OverBudget(Exception):
         self.t = t
 
 
-_RUN_LIMIT = {"cpu_end": math.inf}  # process CPU time [s] at which the current run stops (set by measure)
+_RUN_LIMIT = {"cpu_end": math.inf, "budget": math.inf}  # process CPU time [s] at which the current run stops, and
+                                                         # the per-run budget [s] (both set by measure)
+CHILD_GRACE_S = 5.0  # CPU seconds past the budget before the kernel kills a child that did not stop at SIGXCPU
+WALL_PER_CPU = 20.0  # a peer's child process is killed after this many times the budget in wall time, plus a
+                     # minute (a hang that uses no CPU; on 2 shared cores a CPU second can take ~5 wall seconds)
 
 
 def _over_budget(t: float) -> None:
@@ -215,6 +229,7 @@ def _collector():
     times, tips = [], []
 
     def probe(t, tip):  # (x, z) from a fixed-clamp run, (x, y, z) from a moving-clamp one
+        report_progress(t=float(t), cpu_s=time.process_time())
         _over_budget(float(t))
         times.append(float(t))
         tips.append((float(tip[0]), 0.0, float(tip[1])) if len(tip) == 2 else tuple(float(v) for v in tip))
@@ -232,11 +247,52 @@ def _peer_run(call, dt: float) -> Run:
         cpu = time.process_time() - c0
         steps = max(exc.t / dt, 1.0)
         return Run(False, np.array(times), np.array(tips).reshape(-1, 3), cpu * T_END / max(exc.t, dt), dt,
-                   str(exc), per_step=cpu / steps)
+                   str(exc), per_step=cpu / steps, over_budget=True)
     except Exception as exc:  # noqa: BLE001
         return Run(False, np.zeros(0), np.zeros((0, 3)), math.nan, dt, f"{type(exc).__name__}: {exc}"[:160])
     return Run(bool(r.ok), np.array(times), np.array(tips).reshape(-1, 3), float(r.cpu_s), dt, r.message,
                per_step=float(r.cpu_s) / max(int(r.steps), 1))
+
+
+def in_child(run, setup_s: float = 0.0):
+    """A peer's ``run(dt) -> Run``, made to run in a forked child process whose CPU time the kernel caps
+    at the per-run budget (rodlab.bench_adapters.cpu_budget): any peer stops there, even inside one long
+    call that the budget checks between samples (:func:`_over_budget`) never reach. A stopped child's
+    run is over budget, its cost projected from the progress it reported (:func:`budget_stopped_run`).
+    ``setup_s``: CPU seconds allowed on top of the budget for an untimed setup after which the run
+    re-arms the limit to the budget (rearm_cpu_limit; MuJoCo's cost probe)."""
+    def limited(dt: float) -> Run:
+        budget = _RUN_LIMIT["budget"]
+
+        def trial():
+            _RUN_LIMIT["cpu_end"] = time.process_time() + budget  # the child's own clock
+            return run(dt)
+        out = run_with_cpu_limit(trial, budget + setup_s, wall_limit_s=WALL_PER_CPU * (budget + setup_s) + 60.0,
+                                 grace_s=CHILD_GRACE_S)
+        if out.status == "done":
+            return out.value
+        if out.status in ("cpu_limit", "wall_limit"):
+            return budget_stopped_run(dt, out)
+        return Run(False, np.zeros(0), np.zeros((0, 3)), math.nan, dt, f"child process {out.status}: {out.message}"[:160])
+    return limited
+
+
+def budget_stopped_run(dt: float, out) -> Run:
+    """The Run of a child stopped at the CPU (or wall) limit: its cost of the whole run projected from
+    the simulated time it reported reaching (CPU then x T_END / t), or else from a cost per step it
+    measured (x the run's steps); NaN when it reported neither."""
+    t, cpu_t, per_step = out.progress["t"], out.progress["cpu_s"], out.progress["per_step_s"]
+    why = "CPU over the budget" if out.status == "cpu_limit" else f"wall-clock limit ({out.message})"
+    if t > 0:
+        return Run(False, np.zeros(0), np.zeros((0, 3)), cpu_t * T_END / t, dt, f"stopped at t = {t:.3g} s: {why}",
+                   per_step=cpu_t / max(t / dt, 1.0), over_budget=True)
+    steps = math.ceil(T_END / dt - 1e-9)
+    timed = out.cpu_s - cpu_t if math.isfinite(cpu_t) else out.cpu_s  # CPU since the last report (the probe's end)
+    where = f"after {timed:.0f} s CPU{' of its timed run' if math.isfinite(cpu_t) else ''}, its progress unreported"
+    if per_step > 0:
+        where += f"; projected from its measured {per_step:.3g} s CPU per step x {steps} steps"
+    return Run(False, np.zeros(0), np.zeros((0, 3)), per_step * steps if per_step > 0 else math.nan, dt,
+               f"stopped {where}: {why}", per_step=per_step, over_budget=True)
 
 
 def _clamp_motion(scene: str):
@@ -306,7 +362,9 @@ def _mujoco(n: int, scene: str):
         solver = MuJoCoSolver(time_step_scale=scale)
         real_dt = float(solver.settings(scen, n_elements=n - 1, n_frames=frames)["time_step"])
         try:
-            solver.run(replace(scen, duration=min(T_END, 20 * real_dt)), n_elements=n - 1, n_frames=2)  # warm-up
+            _mujoco_cost_probe(solver, scen, n - 1, real_dt)  # also the warm-up
+            rearm_cpu_limit(_RUN_LIMIT["budget"])  # the timed run gets the budget (its model build included)
+            _RUN_LIMIT["cpu_end"] = time.process_time() + _RUN_LIMIT["budget"]
             c0 = time.process_time()
             traj = solver.run(scen, n_elements=n - 1, n_frames=frames)
             cpu = time.process_time() - c0
@@ -318,6 +376,36 @@ def _mujoco(n: int, scene: str):
     return run, dt0, 8  # implicitfast: stable above its adapter's step; a step never exceeds the frame interval
 
 
+MUJOCO_PROBE_STEPS = (2, 8)  # the two short runs whose CPU difference gives MuJoCo's cost per step
+MUJOCO_PROBE_ALLOWANCE = 300.0  # CPU seconds [s] for that probe beyond the budget: at n = 1000 building the model
+                                # and one step take ~55 s (measured), each probe run builds it once
+
+
+def _mujoco_cost_probe(solver, scen, n_elements: int, dt: float) -> float:
+    """MuJoCo's CPU cost per step [s] at step ~``dt``: two short runs of the scenario (MUJOCO_PROBE_STEPS
+    steps, one frame each), their CPU difference over their step difference (model building cancels);
+    reported as the run's progress (the adapter's one blocking ``run`` reports nothing until it ends, so
+    a run stopped at the budget is projected from this). The runs warm the library up too."""
+    cpus, steps = [], []
+    for k in MUJOCO_PROBE_STEPS:
+        short = replace(scen, duration=min(T_END, k * dt))
+        steps.append(round(short.duration / float(solver.settings(short, n_elements=n_elements, n_frames=2)["time_step"])))
+        c0 = time.process_time()
+        solver.run(short, n_elements=n_elements, n_frames=2)
+        cpus.append(time.process_time() - c0)
+    per_step = max(cpus[1] - cpus[0], 0.0) / max(steps[1] - steps[0], 1)
+    report_progress(per_step_s=per_step, cpu_s=time.process_time())
+    return per_step
+
+
+def _isolated(make, setup_s: float = 0.0):
+    """A peer's maker whose runs go to a child process under the CPU budget (:func:`in_child`)."""
+    def make_isolated(n: int, scene: str):
+        run, dt0, top = make(n, scene)
+        return in_child(run, setup_s), dt0, top
+    return make_isolated
+
+
 SIMULATORS = {
     "rodlab der (fast projection)": _rodlab_maker("der", projection="fast"),
     "rodlab der (symplectic)": _rodlab_maker("der", projection="symplectic"),
@@ -327,10 +415,10 @@ SIMULATORS = {
     "rodlab compact, backward-euler": _rodlab_maker("compact", integrator="backward-euler"),
     "rodlab compact, bdf2": _rodlab_maker("compact", integrator="bdf2"),
     "rodlab galpha": _rodlab_maker("galpha"),
-    "PyElastica": _pyelastica,
-    "pypbd (direct stiff rods)": _pypbd,
-    "MuJoCo cable": _mujoco,
-    "dismech-newton (CPU)": _dismech,
+    "PyElastica": _isolated(_pyelastica),
+    "pypbd (direct stiff rods)": _isolated(_pypbd),
+    "MuJoCo cable": _isolated(_mujoco, setup_s=MUJOCO_PROBE_ALLOWANCE),
+    "dismech-newton (CPU)": _isolated(_dismech),
 }
 
 
@@ -380,7 +468,21 @@ def reference(n: int, scene: str, log, cache: str | None = None) -> dict:
     return out
 
 
-def tip_error(run: Run, ref: dict) -> float:
+class LazyReference:
+    """The reference of one (scene, n), computed (:func:`reference`) on its first use: a row whose every
+    run failed or stopped at the budget (MuJoCo at n = 1000) never needs it, and at n = 1000 it costs
+    minutes of CPU. ``computed``: its dict, or None while not computed."""
+
+    def __init__(self, compute):
+        self._compute, self.computed = compute, None
+
+    def __getitem__(self, key):
+        if self.computed is None:
+            self.computed = self._compute()
+        return self.computed[key]
+
+
+def tip_error(run: Run, ref) -> float:
     if not run.ok or run.times.size == 0:
         return math.inf
     if run.times[-1] < T_END - SAMPLE - run.dt or run.times[-1] > T_END + REF_EXTRA:  # a run that stopped early
@@ -407,16 +509,17 @@ def measure(name: str, make, n: int, scene: str, ref: dict, budget: float, log) 
         if math.isfinite(projected) and projected > budget:
             return dict(status="skipped: budget", why=f"next run at dt {dt:.3g} s projected {projected:.0f} s CPU > "
                         f"{budget:.0f} s; " + "; ".join(f"{d:.3g} s: {w}" for d, w in tried[-2:]))
-        _RUN_LIMIT["cpu_end"] = time.process_time() + budget
+        _RUN_LIMIT["cpu_end"], _RUN_LIMIT["budget"] = time.process_time() + budget, budget
         try:
             r = run(dt)
         finally:
-            _RUN_LIMIT["cpu_end"] = math.inf
+            _RUN_LIMIT["cpu_end"], _RUN_LIMIT["budget"] = math.inf, math.inf
         err = tip_error(r, ref) / 1.0
         log(f"    dt={r.dt:.3g}: {'ok' if r.ok else 'failed'} err/L={err:.2e} cpu={r.cpu_s:.3g} s {r.message}")
-        if r.message.startswith("stopped at t"):
-            return dict(status="skipped: budget", why=f"the run at dt {r.dt:.3g} s passed {budget:.0f} s CPU {r.message[8:]}"
-                        f" (projected {r.cpu_s:.0f} s); " + "; ".join(f"{d:.3g} s: {w}" for d, w in tried[-2:]))
+        if r.over_budget:
+            projected = f"projected {r.cpu_s:.0f} s" if math.isfinite(r.cpu_s) else "projection unknown"
+            return dict(status="skipped: budget", why="; ".join([f"the run at dt {r.dt:.3g} s passed {budget:.0f} s CPU "
+                        f"{r.message.removeprefix('stopped ')} ({projected})"] + [f"{d:.3g} s: {w}" for d, w in tried[-2:]]))
         if r.ok and err <= TOL:
             return dict(status="ok", dt=r.dt, rate=r.cpu_s / T_END, err=err,
                         why=f"next larger dt {tried[-1][0]:.3g} s: {tried[-1][1]}" if tried else "largest dt tried")
@@ -460,7 +563,7 @@ def main(argv=None) -> int:
     for scene in scenes:
         for n in sizes:
             log(f"{scene}, n = {n}")
-            refs[(scene, n)] = ref = reference(n, scene, log, args.ref_cache)
+            ref = LazyReference(lambda n=n, scene=scene: reference(n, scene, log, args.ref_cache))
             for name, make in SIMULATORS.items():
                 if args.only and name not in args.only:
                     continue
@@ -468,11 +571,13 @@ def main(argv=None) -> int:
                 res = measure(name, make, n, scene, ref, budget, log)
                 res["load"] = os.getloadavg()[0]
                 results[(scene, n, name)] = res
+                if ref.computed is not None:
+                    refs[(scene, n)] = ref.computed
                 log(f"  -> {res}")
                 if args.json:
                     save_run(args.json, results, refs, budget, time.perf_counter() - t_all)
     total = time.perf_counter() - t_all
-    runs = [dict(command=command_line(), budget=budget, total_s=total)]
+    runs = [dict(command=command_line(), budget=budget, total_s=total, machine=machine())]
     text = report(results, refs, sizes, scenes, runs, args.note)
     print(text)
     if not (args.no_doc or args.only):
@@ -496,7 +601,7 @@ def load_runs(paths) -> tuple[dict, dict, list]:
     order = {nm: i for i, nm in enumerate(SIMULATORS)}
     for p in paths:
         d = json.loads(Path(p).read_text())
-        runs.append(dict(command=d["command"], budget=d["budget"], total_s=d["total_s"]))
+        runs.append(dict(command=d["command"], budget=d["budget"], total_s=d["total_s"], machine=d.get("machine", "")))
         for r in d["refs"]:
             refs[(r.pop("scene"), r.pop("n"))] = r
         for r in d["results"]:
@@ -516,8 +621,9 @@ def report(results, refs, sizes, scenes, runs, notes=()) -> str:
         except md.PackageNotFoundError:
             versions.append(f"{pkg} not installed")
     out = ["# Dynamics benchmark: reproducing a rod's motion to 1 % of L (`bench/bench_dynamics.py`)", "",
-           "Produced on " + machine() + " by " + "; ".join(f"`{r['command']}` ({r['total_s']:.0f} s, budget {r['budget']:.0f} "
-                                                           "CPU s per run)" for r in runs) + f"; {', '.join(versions)}.", "",
+           "Produced by " + "; ".join(f"`{r['command']}` ({r['total_s']:.0f} s, budget {r['budget']:.0f} CPU s per run"
+                                      + (f", on {r['machine']}" if r.get("machine") else "") + ")" for r in runs)
+           + f"; page written on {machine()} with {', '.join(versions)}.", "",
            "Scenes (2 s, damping 0.5 /s, the rod of the peers table: L = 1 m, r = 1 cm, E = 1e8 Pa, G = E/3, "
            "rho = 1000 kg/m^3, g = 9.81 m/s^2): **released** = the straight horizontal cantilever released under "
            f"gravity; **shaken** = the clamp driven sideways, y(t) = {SHAKE_A:g} m (1 - cos(2 pi {SHAKE_F:g} Hz t)). "
@@ -549,7 +655,7 @@ def report(results, refs, sizes, scenes, runs, notes=()) -> str:
                 rate = r.get("rate")
                 rows.append([n, nm, r["status"], f"{r['dt']:.3g}" if "dt" in r and r["status"] == "ok" else "",
                              f"{rate:.3g}" if rate is not None else "", f"{rate / best[0]:.3g}" if rate is not None and best else "",
-                             f"{r['err']:.1e}" if "err" in r else "", r.get("why", "")])
+                             f"{r['err']:.1e}" if "err" in r else "", r.get("why", "").rstrip("; ")])
             loads = [r["load"] for (s, m, _), r in results.items() if s == scene and m == n and "load" in r]
             if loads:
                 out += [f"n = {n}: machine load (1-min average) while these rows were measured: {min(loads):.1f} to "
