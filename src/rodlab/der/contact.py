@@ -249,13 +249,13 @@ def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t
 @njit(**JIT)
 def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
                  edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, tol, max_iter,
-                 symplectic, x_ref):
+                 symplectic, x_ref, rod_viol):
     """Projection of each rod in ``rods`` onto inextensibility, in place on ``x``; the
     projection's displacement over ``h`` is added to ``v``. Fast projection (Goldenthal et al.
     2007), or with ``symplectic`` the SHAKE correction along the constraint gradients at
     ``x_ref`` (N, 3) (the positions before the correction's displacement, on the constraints:
-    :func:`rodlab.der.projection.shake_projection`, the simulator's RATTLE step). Returns the
-    largest relative length violation left."""
+    :func:`rodlab.der.projection.shake_projection`, the simulator's RATTLE step). ``rod_viol``
+    (len(rods),) gets each rod's relative length violation left. Returns the largest."""
     worst = 0.0
     for q in range(rods.shape[0]):
         r = rods[q]
@@ -278,6 +278,7 @@ def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_
                                       edges, a_diag, a_lower, rhs, active, dlam, slide_vertex[ss:se], slide_axis[ss:se],
                                       slide_w[ss:se], slide_edge[ss:se], slide_side[ss:se])
         worst = max(worst, viol)
+        rod_viol[q] = viol
         inv_h = 1.0 / h
         for i in range(ve - vs):
             for c in range(3):
@@ -296,7 +297,9 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
     (:func:`solve_impulses` with ``max_iter``, ``tolerance``, ``newton_after``, ``newton_rows``,
     ``newton_iter``, ``counts``; accumulated impulses kept), ``x += h dv``, projection of
     the rods whose vertices moved (``touched`` (R,) marks them; fast projection, or SHAKE along
-    the gradients at the round's start with ``symplectic``: :func:`project_rods`), repeated until every row holds
+    the gradients at the round's start with ``symplectic``: :func:`project_rods`; a rod already
+    projected to its tolerance in this call and not moved since is skipped, which is what its
+    projection would do), repeated until every row holds
     within ``gap_tol`` [m] after the projection. With ``warm`` the impulses ``lam_n``, ``lam_t`` on
     entry (a warm start: tangential ones within their Coulomb bound) are applied first, as part of
     the first alternation's velocity change; else they must be zero. ``lam_n_first`` (K,),
@@ -308,6 +311,9 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
     v_prev = np.empty_like(v)
     x_ref = np.empty_like(x) if symplectic else np.empty((0, 3))
     moved = np.zeros(nv, dtype=np.bool_)
+    # rods projected to the tolerance in this call and not moved since: their projection would return
+    # at once without moving a vertex, so it is skipped
+    settled = np.zeros(touched.shape[0], dtype=np.bool_)
     worst = 0.0
     sweeps = 0
     for outer in range(max_outer):
@@ -331,13 +337,26 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
                 if d != 0.0:
                     moved[i] = True
                     x[i, c] += h * d
-            if moved[i] and not touched[vertex_rod[i]]:
+            if moved[i]:
                 touched[vertex_rod[i]] = True
+                settled[vertex_rod[i]] = False
         if inextensible:
-            rods = np.flatnonzero(touched).astype(np.int64)
+            n_rods = 0
+            for r in range(touched.shape[0]):
+                if touched[r] and not settled[r]:
+                    n_rods += 1
+            rods = np.empty(n_rods, dtype=np.int64)
+            n_rods = 0
+            for r in range(touched.shape[0]):
+                if touched[r] and not settled[r]:
+                    rods[n_rods] = r
+                    n_rods += 1
+            rod_viol = np.empty(n_rods)
             project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
                          edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol,
-                         proj_max_iter, symplectic, x_ref)
+                         proj_max_iter, symplectic, x_ref, rod_viol)
+            for q in range(n_rods):
+                settled[rods[q]] = rod_viol[q] <= proj_tol
         # first-order row violations after the projection
         vr = np.empty(3)
         worst = 0.0
