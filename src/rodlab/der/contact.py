@@ -223,8 +223,26 @@ def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t
     if sweeps == 0:
         for k in range(K_):
             change[k] = np.inf
+    # Newton on the clusters of the live rows (a normal impulse, or still changing): rows resting at zero
+    # impulse within the margin are left out, so a long line of contact splits into its pressed parts
+    live_w = np.zeros(K_)
+    for k in range(K_):
+        if lam_n[k] > 0.0 or change[k] > tolerance:
+            live_w[k] = weff[k]
     start = np.empty(K_ + 1, dtype=np.int64)
     members = np.empty(K_, dtype=np.int64)
+    nc = contact_clusters(va, vb, live_w, inv_mass, v.shape[0], start, members)
+    for c in range(nc):
+        rows = members[start[c]:start[c + 1]]
+        moving = 0.0
+        for q in range(rows.shape[0]):
+            moving = max(moving, change[rows[q]])
+        if moving > tolerance and 2 <= rows.shape[0] <= newton_rows:
+            counts[0] += 1
+            counts[1] += newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t,
+                                        newton_iter, 0.1 * tolerance)
+    # Gauss-Seidel finishes each cluster of all rows (it is independent of the others): a sweep to
+    # confirm Newton's roots, or the sweeps from where Newton stopped
     nc = contact_clusters(va, vb, weff, inv_mass, v.shape[0], start, members)
     more = 0
     for c in range(nc):
@@ -234,12 +252,6 @@ def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t
             moving = max(moving, change[rows[q]])
         if moving <= tolerance:
             continue
-        if 2 <= rows.shape[0] <= newton_rows:
-            counts[0] += 1
-            counts[1] += newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t,
-                                        newton_iter, 0.1 * tolerance)
-        # Gauss-Seidel finishes the cluster (it is independent of the others): one sweep to confirm
-        # Newton's root, or the sweeps from where Newton stopped
         done, _ = gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff, rows,
                                max_iter - sweeps, tolerance, change)
         more = max(more, done)
@@ -471,7 +483,7 @@ class DERContact:
     """
 
     def __init__(self, sim, *, margin_factor=0.5, tolerance=1e-10, max_iter=500, max_rounds=6, warm_start=False,
-                 recheck=True, newton_after=12, newton_rows=16, newton_iter=30):
+                 recheck=True, newton_after=12, newton_rows=40, newton_iter=30):
         w = sim.world
         self.world = w
         c = w.contact
