@@ -25,8 +25,10 @@ its impulse, projection and frame kernels and :class:`DERContact`, the contact d
    ``1 / M = 0``), and Coulomb friction: the tangential impulse that stops the relative
    tangential velocity is kept while within ``mu lambda_k`` (static), else it is cut to
    ``mu lambda_k`` against the slip (kinetic). Iterated until no row changes any velocity by
-   more than ``tolerance`` [m/s]. Normal impulses are inelastic (no restitution): a resting
-   contact ends the step at gap 0 with zero normal velocity.
+   more than ``tolerance`` [m/s]; where the sweeps crawl (nearly redundant rows), the clusters of
+   rows that share vertices are solved by semismooth Newton on the same fixed point
+   (:mod:`rodlab.der.contact_newton`) and the sweeps confirm it. Normal impulses are inelastic
+   (no restitution): a resting contact ends the step at gap 0 with zero normal velocity.
 3. **Positions.** ``x1 += h dv``; every touched rod is projected back onto inextensibility with
    the simulator's projection (fast projection, Goldenthal et al. 2007, as in Bergou et al. 2008
    Sec. 8.1; or, with ``projection="symplectic"``, the SHAKE correction along the constraint
@@ -193,10 +195,11 @@ def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t
 
     Projected Gauss-Seidel (:func:`gauss_seidel`) until no row changes a velocity by more than
     ``tolerance`` [m/s] (``max_iter`` sweeps at most). When ``newton_after >= 0`` and the first
-    ``newton_after`` sweeps have not converged, every cluster of at most ``newton_rows`` rows
-    that share vertices (:func:`rodlab.der.contact_newton.contact_clusters`; more than one row:
-    a lone row is solved exactly by one sweep) and that the last sweep still changed by more
-    than ``tolerance`` is solved by semismooth Newton
+    ``newton_after`` sweeps have not converged, every cluster of 2 to ``newton_rows`` live rows
+    (a normal impulse, or changed by the last sweep) that share vertices
+    (:func:`rodlab.der.contact_newton.contact_clusters`; a lone row is solved exactly by one
+    sweep) and that the last sweep still changed by more than ``tolerance`` is solved by
+    semismooth Newton
     (:func:`rodlab.der.contact_newton.newton_cluster`, ``newton_iter`` iterations at most, to
     ``tolerance / 10``), and Gauss-Seidel goes on from there on each unconverged cluster alone
     (clusters share no vertex: sweeping one does not change another) with the same stopping test:
@@ -311,7 +314,7 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
     the rods whose vertices moved (``touched`` (R,) marks them; fast projection, or SHAKE along
     the gradients at the round's start with ``symplectic``: :func:`project_rods`; a rod already
     projected to its tolerance in this call and not moved since is skipped, which is what its
-    projection would do), repeated until every row holds
+    projection would do, bit for bit), repeated until every row holds
     within ``gap_tol`` [m] after the projection. With ``warm`` the impulses ``lam_n``, ``lam_t`` on
     entry (a warm start: tangential ones within their Coulomb bound) are applied first, as part of
     the first alternation's velocity change; else they must be zero. ``lam_n_first`` (K,),
@@ -477,7 +480,7 @@ class DERContact:
         Gauss-Seidel sweeps after which the clusters of rows that share vertices are solved by
         semismooth Newton (:func:`solve_impulses`); -1: never.
     newton_rows : int
-        The largest cluster (rows) solved by Newton; larger ones stay with Gauss-Seidel.
+        The largest cluster of live rows solved by Newton; larger ones stay with Gauss-Seidel.
     newton_iter : int
         Newton iterations per cluster solve at most.
     """
