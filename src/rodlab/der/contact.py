@@ -25,8 +25,10 @@ its impulse, projection and frame kernels and :class:`DERContact`, the contact d
    ``1 / M = 0``), and Coulomb friction: the tangential impulse that stops the relative
    tangential velocity is kept while within ``mu lambda_k`` (static), else it is cut to
    ``mu lambda_k`` against the slip (kinetic). Iterated until no row changes any velocity by
-   more than ``tolerance`` [m/s]. Normal impulses are inelastic (no restitution): a resting
-   contact ends the step at gap 0 with zero normal velocity.
+   more than ``tolerance`` [m/s]; where the sweeps crawl (nearly redundant rows), the clusters of
+   rows that share vertices are solved by semismooth Newton on the same fixed point
+   (:mod:`rodlab.der.contact_newton`) and the sweeps confirm it. Normal impulses are inelastic
+   (no restitution): a resting contact ends the step at gap 0 with zero normal velocity.
 3. **Positions.** ``x1 += h dv``; every touched rod is projected back onto inextensibility with
    the simulator's projection (fast projection, Goldenthal et al. 2007, as in Bergou et al. 2008
    Sec. 8.1; or, with ``projection="symplectic"``, the SHAKE correction along the constraint
@@ -56,7 +58,12 @@ from ..contact.narrowphase import MESH
 from ..geometry._vec import JIT
 from ..geometry.curves import compute_edges, compute_tangents
 from . import kernels as K
+from .contact_newton import contact_clusters, newton_cluster
 from .projection import _mark_active, fast_projection, shake_projection, velocity_projection
+
+
+NEWTON_ALTERNATIONS = 4
+"""Impulse/projection alternations of a step in which clusters may be solved by Newton (:func:`resolve`)."""
 
 
 # ---- compiled kernels -----------------------------------------------------------------------------
@@ -113,28 +120,26 @@ def apply_impulses(va, vb, wa, wb, normal, inv_mass, v, lam_n, lam_t):
 
 
 @njit(**JIT)
-def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance):
-    """Projected Gauss-Seidel on the contact rows (module docstring, step 2), in place on ``v``
-    (N, 3) [m/s]. Row ``k``: vertices ``va[k]`` (2,) with weights ``wa[k]``, ``vb[k]`` likewise
-    (``vb[k, 0] = -1``: a fixed obstacle), unit ``normal[k]``, the least normal relative velocity
-    ``target[k]`` [m/s], Coulomb ``mu[k]``. Accumulated impulses [N s]: ``lam_n`` (K,) normal,
-    ``lam_t`` (K, 3) tangential (start from zero). Returns the sweeps done."""
-    K_ = va.shape[0]
-    weff = np.zeros(K_)
-    for k in range(K_):
-        w = wa[k, 0] ** 2 * inv_mass[va[k, 0]] + wa[k, 1] ** 2 * inv_mass[va[k, 1]]
-        if vb[k, 0] >= 0:
-            w += wb[k, 0] ** 2 * inv_mass[vb[k, 0]] + wb[k, 1] ** 2 * inv_mass[vb[k, 1]]
-        weff[k] = w
+def gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff, order, max_iter, tolerance,
+                 change):
+    """Sweeps of projected Gauss-Seidel on the contact rows ``order`` (in that order; rows of
+    :func:`solve_impulses`, ``weff`` (K,) their effective inverse masses) (module docstring, step
+    2), in place on ``v`` (N, 3) [m/s] and the accumulated impulses ``lam_n``, ``lam_t``, until
+    a sweep changes no velocity by more than ``tolerance`` [m/s] or ``max_iter`` sweeps.
+    ``change`` (K,) gets each swept row's largest velocity change [m/s] in the last sweep.
+    Returns ``(sweeps, the last sweep's largest change [m/s])``."""
     vr = np.empty(3)
     j = np.empty(3)
     jt = np.empty(3)
     sweeps = 0
+    worst = np.inf
     for it in range(max_iter):
         sweeps = it + 1
         worst = 0.0
-        for k in range(K_):
+        for q in range(order.shape[0]):
+            k = order[q]
             w = weff[k]
+            change[k] = 0.0
             if w <= 0.0:
                 continue
             _rel_velocity(k, v, va, vb, wa, wb, vr)
@@ -146,7 +151,8 @@ def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t
                 for c in range(3):
                     j[c] = dl * normal[k, c]
                 _apply(k, v, inv_mass, va, vb, wa, wb, j)
-                worst = max(worst, abs(dl) * w)
+                change[k] = abs(dl) * w
+                worst = max(worst, change[k])
             # friction: the bound mu lambda_n is 0 on a row without normal impulse, so there (and with no
             # tangential impulse to take back) the update is a no-op and is skipped
             if (mu[k] > 0.0 and lam_n[k] > 0.0) or lam_t[k, 0] != 0.0 or lam_t[k, 1] != 0.0 or lam_t[k, 2] != 0.0:
@@ -171,22 +177,100 @@ def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t
                     dmax = max(dmax, abs(j[c]))
                 if dmax > 0.0:
                     _apply(k, v, inv_mass, va, vb, wa, wb, j)
-                    worst = max(worst, dmax * w)
+                    change[k] = max(change[k], dmax * w)
+                    worst = max(worst, change[k])
         if worst <= tolerance:
             break
-    return sweeps
+    return sweeps, worst
+
+
+@njit(**JIT)
+def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance, newton_after,
+                   newton_rows, newton_iter, counts):
+    """The impulses of the contact rows (module docstring, step 2), in place on ``v`` (N, 3)
+    [m/s]. Row ``k``: vertices ``va[k]`` (2,) with weights ``wa[k]``, ``vb[k]`` likewise
+    (``vb[k, 0] = -1``: a fixed obstacle), unit ``normal[k]``, the least normal relative velocity
+    ``target[k]`` [m/s], Coulomb ``mu[k]``. Accumulated impulses [N s]: ``lam_n`` (K,) normal,
+    ``lam_t`` (K, 3) tangential.
+
+    Projected Gauss-Seidel (:func:`gauss_seidel`) until no row changes a velocity by more than
+    ``tolerance`` [m/s] (``max_iter`` sweeps at most). When ``newton_after >= 0`` and the first
+    ``newton_after`` sweeps have not converged, every cluster of 2 to ``newton_rows`` live rows
+    (a normal impulse, or changed by the last sweep) that share vertices
+    (:func:`rodlab.der.contact_newton.contact_clusters`; a lone row is solved exactly by one
+    sweep) and that the last sweep still changed by more than ``tolerance`` is solved by
+    semismooth Newton
+    (:func:`rodlab.der.contact_newton.newton_cluster`, ``newton_iter`` iterations at most, to
+    ``tolerance / 10``), and Gauss-Seidel goes on from there on each unconverged cluster alone
+    (clusters share no vertex: sweeping one does not change another) with the same stopping test:
+    the same fixed point, reached in a few iterations where the sweeps crawl on redundant rows.
+    ``counts`` (2,) accumulates the Newton cluster solves and their iterations. Returns the sweeps
+    done (the first ones, then the most any cluster took)."""
+    K_ = va.shape[0]
+    weff = np.zeros(K_)
+    for k in range(K_):
+        w = wa[k, 0] ** 2 * inv_mass[va[k, 0]] + wa[k, 1] ** 2 * inv_mass[va[k, 1]]
+        if vb[k, 0] >= 0:
+            w += wb[k, 0] ** 2 * inv_mass[vb[k, 0]] + wb[k, 1] ** 2 * inv_mass[vb[k, 1]]
+        weff[k] = w
+    change = np.empty(K_)
+    every = np.arange(K_)
+    if newton_after < 0 or newton_after >= max_iter:
+        sweeps, _ = gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff, every, max_iter,
+                                 tolerance, change)
+        return sweeps
+    sweeps, worst = gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff, every,
+                                 newton_after, tolerance, change)
+    if worst <= tolerance:
+        return sweeps
+    if sweeps == 0:
+        for k in range(K_):
+            change[k] = np.inf
+    # Newton on the clusters of the live rows (a normal impulse, or still changing): rows resting at zero
+    # impulse within the margin are left out, so a long line of contact splits into its pressed parts
+    live_w = np.zeros(K_)
+    for k in range(K_):
+        if lam_n[k] > 0.0 or change[k] > tolerance:
+            live_w[k] = weff[k]
+    start = np.empty(K_ + 1, dtype=np.int64)
+    members = np.empty(K_, dtype=np.int64)
+    nc = contact_clusters(va, vb, live_w, inv_mass, v.shape[0], start, members)
+    for c in range(nc):
+        rows = members[start[c]:start[c + 1]]
+        moving = 0.0
+        for q in range(rows.shape[0]):
+            moving = max(moving, change[rows[q]])
+        if moving > tolerance and 2 <= rows.shape[0] <= newton_rows:
+            counts[0] += 1
+            counts[1] += newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t,
+                                        newton_iter, 0.1 * tolerance)
+    # Gauss-Seidel finishes each cluster of all rows (it is independent of the others): a sweep to
+    # confirm Newton's roots, or the sweeps from where Newton stopped
+    nc = contact_clusters(va, vb, weff, inv_mass, v.shape[0], start, members)
+    more = 0
+    for c in range(nc):
+        rows = members[start[c]:start[c + 1]]
+        moving = 0.0
+        for q in range(rows.shape[0]):
+            moving = max(moving, change[rows[q]])
+        if moving <= tolerance:
+            continue
+        done, _ = gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff, rows,
+                               max_iter - sweeps, tolerance, change)
+        more = max(more, done)
+    return sweeps + more
 
 
 @njit(**JIT)
 def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
                  edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, tol, max_iter,
-                 symplectic, x_ref):
+                 symplectic, x_ref, rod_viol):
     """Projection of each rod in ``rods`` onto inextensibility, in place on ``x``; the
     projection's displacement over ``h`` is added to ``v``. Fast projection (Goldenthal et al.
     2007), or with ``symplectic`` the SHAKE correction along the constraint gradients at
     ``x_ref`` (N, 3) (the positions before the correction's displacement, on the constraints:
-    :func:`rodlab.der.projection.shake_projection`, the simulator's RATTLE step). Returns the
-    largest relative length violation left."""
+    :func:`rodlab.der.projection.shake_projection`, the simulator's RATTLE step). ``rod_viol``
+    (len(rods),) gets each rod's relative length violation left. Returns the largest."""
     worst = 0.0
     for q in range(rods.shape[0]):
         r = rods[q]
@@ -209,6 +293,7 @@ def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_
                                       edges, a_diag, a_lower, rhs, active, dlam, slide_vertex[ss:se], slide_axis[ss:se],
                                       slide_w[ss:se], slide_edge[ss:se], slide_side[ss:se])
         worst = max(worst, viol)
+        rod_viol[q] = viol
         inv_h = 1.0 / h
         for i in range(ve - vs):
             for c in range(3):
@@ -219,14 +304,17 @@ def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_
 
 @njit(**JIT)
 def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, warm, lam_n_first, lam_t_first, h, max_iter,
-            tolerance, gap_tol,
+            tolerance, newton_after, newton_rows, newton_iter, counts, gap_tol,
             max_outer, inextensible, vertex_rod, touched, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
             edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol, proj_max_iter,
             symplectic):
-    """Impulses and inextensibility together (module docstring, steps 2-3): Gauss-Seidel on the
-    rows (:func:`solve_impulses`, accumulated impulses kept), ``x += h dv``, projection of
+    """Impulses and inextensibility together (module docstring, steps 2-3): the rows' impulses
+    (:func:`solve_impulses` with ``max_iter``, ``tolerance``, ``newton_after``, ``newton_rows``,
+    ``newton_iter``, ``counts``; accumulated impulses kept), ``x += h dv``, projection of
     the rods whose vertices moved (``touched`` (R,) marks them; fast projection, or SHAKE along
-    the gradients at the round's start with ``symplectic``: :func:`project_rods`), repeated until every row holds
+    the gradients at the round's start with ``symplectic``: :func:`project_rods`; a rod already
+    projected to its tolerance in this call and not moved since is skipped, which is what its
+    projection would do, bit for bit), repeated until every row holds
     within ``gap_tol`` [m] after the projection. With ``warm`` the impulses ``lam_n``, ``lam_t`` on
     entry (a warm start: tangential ones within their Coulomb bound) are applied first, as part of
     the first alternation's velocity change; else they must be zero. ``lam_n_first`` (K,),
@@ -238,6 +326,9 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
     v_prev = np.empty_like(v)
     x_ref = np.empty_like(x) if symplectic else np.empty((0, 3))
     moved = np.zeros(nv, dtype=np.bool_)
+    # rods projected to the tolerance in this call and not moved since: their projection would return
+    # at once without moving a vertex, so it is skipped
+    settled = np.zeros(touched.shape[0], dtype=np.bool_)
     worst = 0.0
     sweeps = 0
     for outer in range(max_outer):
@@ -246,7 +337,11 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
             copy_rows2(x_ref, x, nv)
         if warm and outer == 0:
             apply_impulses(va, vb, wa, wb, normal, inv_mass, v, lam_n, lam_t)
-        sweeps += solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance)
+        # Newton in the first alternations only: where impulses and projection keep fighting (rows that no
+        # impulse satisfies together, after a pair passed through), the plain sweeps' slow growth is kept
+        sweeps += solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance,
+                                 newton_after if outer < NEWTON_ALTERNATIONS else -1, newton_rows, newton_iter,
+                                 counts)
         if outer == 0:
             copy_rows(lam_n_first, lam_n, lam_n.shape[0])
             copy_rows2(lam_t_first, lam_t, lam_t.shape[0])
@@ -257,13 +352,26 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
                 if d != 0.0:
                     moved[i] = True
                     x[i, c] += h * d
-            if moved[i] and not touched[vertex_rod[i]]:
+            if moved[i]:
                 touched[vertex_rod[i]] = True
+                settled[vertex_rod[i]] = False
         if inextensible:
-            rods = np.flatnonzero(touched).astype(np.int64)
+            n_rods = 0
+            for r in range(touched.shape[0]):
+                if touched[r] and not settled[r]:
+                    n_rods += 1
+            rods = np.empty(n_rods, dtype=np.int64)
+            n_rods = 0
+            for r in range(touched.shape[0]):
+                if touched[r] and not settled[r]:
+                    rods[n_rods] = r
+                    n_rods += 1
+            rod_viol = np.empty(n_rods)
             project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
                          edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol,
-                         proj_max_iter, symplectic, x_ref)
+                         proj_max_iter, symplectic, x_ref, rod_viol)
+            for q in range(n_rods):
+                settled[rods[q]] = rod_viol[q] <= proj_tol
         # first-order row violations after the projection
         vr = np.empty(3)
         worst = 0.0
@@ -368,10 +476,17 @@ class DERContact:
     recheck : bool
         The check after the first round on its own pairs when no other pair can have come
         within reach (same result as a full detection; docs/contact-der.md, step 4).
+    newton_after : int
+        Gauss-Seidel sweeps after which the clusters of rows that share vertices are solved by
+        semismooth Newton (:func:`solve_impulses`); -1: never.
+    newton_rows : int
+        The largest cluster of live rows solved by Newton; larger ones stay with Gauss-Seidel.
+    newton_iter : int
+        Newton iterations per cluster solve at most.
     """
 
     def __init__(self, sim, *, margin_factor=0.5, tolerance=1e-10, max_iter=500, max_rounds=6, warm_start=False,
-                 recheck=True):
+                 recheck=True, newton_after=12, newton_rows=40, newton_iter=30):
         w = sim.world
         self.world = w
         c = w.contact
@@ -394,10 +509,11 @@ class DERContact:
         self.cfg = np.array([self.margin, self.radius_min, self.penetration_tol, float(tolerance), ccd_tol,
                              float(sim._dt)])
         self.icfg = np.array([int(max_iter), int(max_rounds), 200, int(self.rods), int(self.has_mesh), int(warm_start),
-                              int(recheck)],
+                              int(recheck), int(newton_after), int(newton_rows), int(newton_iter)],
                              dtype=np.int64)
-        # detections, impulse/projection alternations, rows, Gauss-Seidel sweeps, round-1 checks on round 0's pairs
-        self.stats = np.zeros(5)
+        # detections, impulse/projection alternations, rows, Gauss-Seidel sweeps, round-1 checks on round 0's pairs,
+        # Newton cluster solves, Newton iterations
+        self.stats = np.zeros(7)
         m = sim.model
         self.vertex_rod = np.repeat(np.arange(w.n_rods, dtype=np.int64), np.diff(w.rod_vertex_start))
         self.rod_closed = np.asarray(m.rod_flag[:, 0] != 0)

@@ -443,7 +443,8 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     (docs/contact-der.md, steps 2-5), in place on the state arrays. ``cfg`` = (margin, smallest
     radius, penetration tolerance, impulse tolerance, CCD tolerance), ``icfg`` = (Gauss-Seidel
     sweeps, rounds, impulse/projection alternations, rod contact on, has mesh, warm start on, round-1
-    check on round 0's pairs on).
+    check on round 0's pairs on, Newton after that many sweeps (-1: never), rows of the largest
+    Newton cluster, Newton iterations).
     ``clear`` (2,): the clearance bound and its key; ``warm``: the warm-start table
     (``WARM_COLUMNS``; used when its key is that of ``x0``). Returns ``(active contacts, smallest
     row gap at the end, rows table, warm-start table)``."""
@@ -529,11 +530,11 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
         lam_n_first = np.empty(K)
         lam_t_first = np.empty((K, 3))
         outer, _, sweeps = resolve(va, vb, wa, wb, normal, target, mu, m.vertex_inv_mass, x, v, lam_n, lam_t, started > 0,
-                                   lam_n_first, lam_t_first, h, max_iter,
-                           tolerance, pen_tol, max_outer, inextensible, vertex_rod, touched, m.rod_vertex_start,
-                           m.rod_edge_start, m.rod_slide_start, rod_closed, m.edge_rest_length, m.slide_vertex,
-                           m.slide_axis, m.slide_w, m.slide_edge, m.slide_side, m.option_float[0], m.option_int[0],
-                           symplectic)
+                                   lam_n_first, lam_t_first, h, max_iter, tolerance, icfg[7], icfg[8], icfg[9],
+                                   stats[5:7], pen_tol, max_outer, inextensible, vertex_rod, touched,
+                                   m.rod_vertex_start, m.rod_edge_start, m.rod_slide_start, rod_closed,
+                                   m.edge_rest_length, m.slide_vertex, m.slide_axis, m.slide_w, m.slide_edge,
+                                   m.slide_side, m.option_float[0], m.option_int[0], symplectic)
         stats[1] += outer
         stats[2] += K
         stats[3] += sweeps
@@ -584,9 +585,9 @@ def respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu,
     """:func:`respond` on the simulator's packed model (:func:`rodlab.der.batch.unpack`): the
     whole contact response of one step as one compiled call. ``cfg`` (6,) = (margin, smallest
     radius, penetration tolerance, impulse tolerance, CCD tolerance, h); ``vertex_rod`` (N,),
-    ``rod_closed``, ``rod_uniform``, ``rod_twist_free`` (R,) from the model; ``stats`` (5,)
-    accumulates detections, impulse/projection alternations, rows, Gauss-Seidel sweeps and round-1
-    checks done on round 0's pairs. Returns ``(active contacts, smallest row gap at the end,
+    ``rod_closed``, ``rod_uniform``, ``rod_twist_free`` (R,) from the model; ``stats`` (7,)
+    accumulates detections, impulse/projection alternations, rows, Gauss-Seidel sweeps, round-1
+    checks done on round 0's pairs, Newton cluster solves and Newton iterations. Returns ``(active contacts, smallest row gap at the end,
     whether the state is finite, rows table, warm-start table)`` (both tables are kept by the
     caller for the next step).
 

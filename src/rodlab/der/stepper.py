@@ -293,19 +293,36 @@ class DERStepper:
 
     def _prescribed_positions(self, state: RodState, times: np.ndarray) -> np.ndarray:
         """(len(times), n_prescribed, 3): clamped edges follow their motion, pinned vertices stay."""
-        out = np.empty((len(times), self.prescribed_vertices.size, 3))
+        return self._clamp_inputs(state, times)[0]
+
+    def _clamp_inputs(self, state: RodState, times: np.ndarray):
+        """Prescribed positions (len(times), n_prescribed, 3) (clamped edges follow their motion,
+        pinned vertices stay) and clamped material directors m1 (len(times), n_clamps, 3) at each
+        time: each moving clamp's motion is called once per time and its rigid maps are applied
+        to every time at once (stacked ``matmul``: the same numbers as one time at a time, tested;
+        ~10x less Python per step for a scene with moving clamps)."""
+        nt = len(times)
+        out = np.empty((nt, self.prescribed_vertices.size, 3))
         out[:] = state.x[self.prescribed_vertices][None]
         nv = self.rod.n_vertices
+        rotations = {}
         for j, clamp in self.clamps.items():
             if clamp.motion is None:
                 continue
+            maps = [clamp.motion(float(t)) for t in times]
+            R = np.array([np.asarray(r) for r, _ in maps], dtype=float).reshape(nt, 3, 3)
+            d = np.array([np.asarray(dd) for _, dd in maps], dtype=float).reshape(nt, 3)
+            rotations[j] = R
             rest_x, _ = self._clamp_rest[j]
             centre = rest_x.mean(axis=0)
             cols = [int(np.flatnonzero(self.prescribed_vertices == j)[0]), int(np.flatnonzero(self.prescribed_vertices == (j + 1) % nv)[0])]
-            for s, t in enumerate(times):
-                R, d = clamp.motion(float(t))
-                out[s, cols] = (rest_x - centre) @ np.asarray(R).T + centre + np.asarray(d)
-        return out
+            out[:, cols] = np.matmul(rest_x - centre, R.transpose(0, 2, 1)) + centre + d[:, None, :]
+        m1 = np.empty((nt, self.clamp_edges.size, 3))
+        for q, j in enumerate(self.clamp_edges):
+            m1_rest = self._clamp_rest[int(j)][1]
+            R = rotations.get(int(j))
+            m1[:, q] = m1_rest if R is None else np.matmul(R, m1_rest)
+        return out, m1
 
     # ---- stepping ------------------------------------------------------------------------------
     def advance(self, state: RodState, nsteps: int = 1) -> StepInfo:
@@ -322,8 +339,7 @@ class DERStepper:
         moving = any(c.motion is not None for c in self.clamps.values())
         timed_forces = any(callable(pf.force) for pf in self.loads.point_forces)
         if moving:
-            presc = self._prescribed_positions(state, times)
-            clamp_m1 = np.array([[self._clamp_m1(j, t) for j in self.clamp_edges] for t in times]).reshape(nsteps, -1, 3)
+            presc, clamp_m1 = self._clamp_inputs(state, times)
         else:  # one row stands for every step
             presc = np.ascontiguousarray(state.x[self.prescribed_vertices][None])
             clamp_m1 = np.array([self._clamp_m1(j, state.t) for j in self.clamp_edges]).reshape(1, -1, 3)

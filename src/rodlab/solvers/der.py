@@ -449,8 +449,7 @@ class DERSimulator(Simulator):
                 st = self.steppers[r]
                 ps, pe = m.rod_presc_start[r], m.rod_presc_start[r + 1]
                 cs, ce = m.rod_clamp_start[r], m.rod_clamp_start[r + 1]
-                presc[:, ps:pe] = st._prescribed_positions(self._rod_state(state, r), times)
-                m1[:, cs:ce] = np.array([[st._clamp_m1(int(j), t) for j in st.clamp_edges] for t in times]).reshape(nsteps, -1, 3)
+                presc[:, ps:pe], m1[:, cs:ce] = st._clamp_inputs(self._rod_state(state, r), times)
         timed = self._no_input
         if self._timed:
             timed = np.empty((nsteps, len(self._timed), 3))
