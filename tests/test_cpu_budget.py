@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import signal
 import sys
 import time
@@ -105,7 +106,15 @@ def bench_dynamics():
     spec = importlib.util.spec_from_file_location("bench_dynamics_under_test", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # the dataclass Run resolves its module by name
-    spec.loader.exec_module(module)
+    saved = dict(os.environ)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        # the bench pins NUMBA_NUM_THREADS=1 and the BLAS threads for its own process; left in this
+        # worker's environment, numba's next compile re-reads it and refuses a thread count that
+        # differs from the launched pool's (a later test file in the same pytest worker failed)
+        os.environ.clear()
+        os.environ.update(saved)
     yield module
     del sys.modules[spec.name]
 

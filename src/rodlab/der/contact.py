@@ -58,7 +58,7 @@ from ..contact.narrowphase import MESH
 from ..geometry._vec import JIT
 from ..geometry.curves import compute_edges, compute_tangents
 from . import kernels as K
-from .contact_newton import contact_clusters, newton_cluster
+from .contact_newton import apply_impulse, contact_clusters, newton_cluster
 from .projection import _mark_active, fast_projection, shake_projection, velocity_projection
 
 
@@ -92,20 +92,6 @@ def _rel_velocity(k, v, va, vb, wa, wb, out):
             out[c] -= wb[k, 0] * v[vb[k, 0], c] + wb[k, 1] * v[vb[k, 1], c]
 
 
-@njit(inline="always", **JIT)
-def _apply(k, v, inv_mass, va, vb, wa, wb, j):
-    for i in range(2):
-        ia = va[k, i]
-        sa = inv_mass[ia] * wa[k, i]
-        for c in range(3):
-            v[ia, c] += sa * j[c]
-        if vb[k, 0] >= 0:
-            ib = vb[k, i]
-            sb = inv_mass[ib] * wb[k, i]
-            for c in range(3):
-                v[ib, c] -= sb * j[c]
-
-
 @njit(**JIT)
 def apply_impulses(va, vb, wa, wb, normal, inv_mass, v, lam_n, lam_t):
     """Every row's impulse ``lam_n[k] normal[k] + lam_t[k]`` [N s] applied to ``v`` (N, 3) [m/s]
@@ -116,7 +102,7 @@ def apply_impulses(va, vb, wa, wb, normal, inv_mass, v, lam_n, lam_t):
             continue
         for c in range(3):
             j[c] = lam_n[k] * normal[k, c] + lam_t[k, c]
-        _apply(k, v, inv_mass, va, vb, wa, wb, j)
+        apply_impulse(k, v, inv_mass, va, vb, wa, wb, j)
 
 
 @njit(**JIT)
@@ -150,7 +136,7 @@ def gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, 
             if dl != 0.0:
                 for c in range(3):
                     j[c] = dl * normal[k, c]
-                _apply(k, v, inv_mass, va, vb, wa, wb, j)
+                apply_impulse(k, v, inv_mass, va, vb, wa, wb, j)
                 change[k] = abs(dl) * w
                 worst = max(worst, change[k])
             # friction: the bound mu lambda_n is 0 on a row without normal impulse, so there (and with no
@@ -176,7 +162,7 @@ def gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, 
                     lam_t[k, c] = jt[c]
                     dmax = max(dmax, abs(j[c]))
                 if dmax > 0.0:
-                    _apply(k, v, inv_mass, va, vb, wa, wb, j)
+                    apply_impulse(k, v, inv_mass, va, vb, wa, wb, j)
                     change[k] = max(change[k], dmax * w)
                     worst = max(worst, change[k])
         if worst <= tolerance:

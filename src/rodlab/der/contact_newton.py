@@ -365,17 +365,25 @@ def newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n,
         if dim == 3:
             for c in range(3):
                 lam_t[k, c] = E[p, c, 1] * y[i + 1] + E[p, c, 2] * y[i + 2]
-        for q in range(2):
-            ia = va[k, q]
-            sa = inv_mass[ia] * wa[k, q]
-            for c in range(3):
-                v[ia, c] += sa * j[c]
-            if vb[k, 0] >= 0:
-                ib = vb[k, q]
-                sb = inv_mass[ib] * wb[k, q]
-                for c in range(3):
-                    v[ib, c] -= sb * j[c]
+        apply_impulse(k, v, inv_mass, va, vb, wa, wb, j)
     return it
+
+
+@njit(inline="always", **JIT)
+def apply_impulse(k, v, inv_mass, va, vb, wa, wb, j):
+    """Row ``k``'s impulse ``j`` [N s] on the velocities of its two segments through the lumped
+    masses and barycentric weights: ``+j`` on side a, ``-j`` on side b (absent for an obstacle row,
+    ``vb[k, 0] < 0``)."""
+    for i in range(2):
+        ia = va[k, i]
+        sa = inv_mass[ia] * wa[k, i]
+        for c in range(3):
+            v[ia, c] += sa * j[c]
+        if vb[k, 0] >= 0:
+            ib = vb[k, i]
+            sb = inv_mass[ib] * wb[k, i]
+            for c in range(3):
+                v[ib, c] -= sb * j[c]
 
 
 __all__ = ["contact_clusters", "newton_cluster"]
