@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
-from ..geometry.der_joint import (joint_energy, joint_gn_hessian_add, joint_kb_pullback, joint_pullback_scales,
+from ..geometry.der_joint import (joint_energy, joint_gn_hessian_add, joint_pullback_scales, put_kb_row,
                                   joint_rows_gradient)
 from .energies import (BANDWIDTH, _C, _RES, _W, _WS, _transport, _vertex_rows, der_elastic, material_frames_q,
                        update_frames)
@@ -121,15 +121,7 @@ def slerp_vertex(q, tan, elen, m1, m2, mref, i, branch, exact, R, S, M):
                 rx, ry, rz = M[1, 0], M[1, 1], M[1, 2]
             else:
                 rx, ry, rz = -M[0, 0], -M[0, 1], -M[0, 2]
-            d0, d1, d2, d3, d4, d5 = joint_kb_pullback(tan, a, b, ce, cf, S[_W + r], rx, ry, rz)
-            S[8 * r + 0] = d0
-            S[8 * r + 1] = d1
-            S[8 * r + 2] = d2
-            S[8 * r + 4] = d3
-            S[8 * r + 5] = d4
-            S[8 * r + 6] = d5
-            S[8 * r + 3] = 0.0
-            S[8 * r + 7] = 0.0
+            put_kb_row(S, r, tan, a, b, ce, cf, S[_W + r], rx, ry, rz)
     return half
 
 

@@ -174,6 +174,21 @@ def joint_angle_gradient_hessian(w0, w1, w2, w3, wb0, wb1, wb2, wb3, b0, b1, b2,
 
 # ---- Jacobian rows and the Gauss-Newton Hessian block of a joint --------------------------------------
 @njit(inline="always", **JIT)
+def put_kb_row(R, r, tangents, e, f, ce, cf, w, rx, ry, rz):
+    """Row ``r`` of the compact row layout (:func:`joint_rows`): the pullback of ``r . kb``
+    (:func:`joint_kb_pullback`) over the two edges into ``R[8r : 8r + 8]``, angle columns zero."""
+    d0, d1, d2, d3, d4, d5 = joint_kb_pullback(tangents, e, f, ce, cf, w, rx, ry, rz)
+    R[8 * r + 0] = d0
+    R[8 * r + 1] = d1
+    R[8 * r + 2] = d2
+    R[8 * r + 3] = 0.0
+    R[8 * r + 4] = d3
+    R[8 * r + 5] = d4
+    R[8 * r + 6] = d5
+    R[8 * r + 7] = 0.0
+
+
+@njit(inline="always", **JIT)
 def joint_rows(tangents, lengths, m1, m2, e, f, R):
     """Jacobian rows of the joint's 4D curvature (rows 0-3) and twist (row 4) over its 11 unknowns,
     compact: ``R[8r : 8r + 8] = [u (3), t0, v (3), t1]`` stands for the row ``[-u, t0, u - v, t1, v]``
@@ -192,15 +207,7 @@ def joint_rows(tangents, lengths, m1, m2, e, f, R):
             rx, ry, rz = -m1[j, 0], -m1[j, 1], -m1[j, 2]
         wr = kb0 * rx + kb1 * ry + kb2 * rz
         R[ROW_CURVATURE + r] = wr
-        d0, d1, d2, d3, d4, d5 = joint_kb_pullback(tangents, e, f, ce, cf, wr, rx, ry, rz)
-        R[8 * r + 0] = d0
-        R[8 * r + 1] = d1
-        R[8 * r + 2] = d2
-        R[8 * r + 4] = d3
-        R[8 * r + 5] = d4
-        R[8 * r + 6] = d5
-        R[8 * r + 3] = 0.0
-        R[8 * r + 7] = 0.0
+        put_kb_row(R, r, tangents, e, f, ce, cf, wr, rx, ry, rz)
     R[3] = R[ROW_CURVATURE + 1]
     R[11] = -R[ROW_CURVATURE + 0]
     R[23] = R[ROW_CURVATURE + 3]

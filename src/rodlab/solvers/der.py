@@ -277,6 +277,7 @@ class DERSimulator(Simulator):
         self._driven = bool(self._moving or self._timed)
         # advance's fast path: no per-call inputs, no bodies
         self._plain = not (self._driven or wind is not None or w.bodies)
+        self._windy = wind is not None  # advance cuts calls at the wind's grid steps
         self._shape_x, self._shape_e = (w.n_vertices, 3), (w.n_edges,)
 
     # ---- states --------------------------------------------------------------------------------
@@ -301,7 +302,7 @@ class DERSimulator(Simulator):
         if state.vertex_x.shape != self._shape_x or state.edge_theta.shape != self._shape_e:
             self._check_layout(state)
         t0 = perf_counter()
-        if nsteps and self.world.loads.wind is not None:
+        if nsteps and self._windy:
             return self._advance_windy(state, nsteps, t0)
         if nsteps and self._contact is not None:
             return self._advance_contact(state, nsteps, t0)
