@@ -65,3 +65,19 @@ def fd_gradient(fun, x, h=1e-6):
 
 def stepper_for(rod, **opts):
     return DERStepper(rod, options=DEROptions(dt=1e-4, **opts))
+
+
+# the small worlds of the der simulator's call tests (test_der_call_cache.py, test_der_overhead.py)
+SMALL_ROD_MATERIAL = dict(E=1e7, G=1e7 / 3, rho=1000.0, radius=0.01)
+
+
+def rods_side_by_side(sizes, length, damping=0.5):
+    """Straight rods of ``sizes`` vertices and ``length`` [m] along x, 0.1 m apart in y, each clamped
+    at its start, under gravity with viscous ``damping`` [1/s]."""
+    from rodlab.world import WorldBuilder, shapes
+
+    b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=damping)
+    for k, n in enumerate(sizes):
+        r = b.add_rod(shapes.straight(n, length, start=(0.0, 0.1 * k, 0.0)), **SMALL_ROD_MATERIAL)
+        b.clamp(r, "start")
+    return b.build()

@@ -10,7 +10,7 @@ from rodlab.model import SimulationError
 from rodlab.solvers import make_simulator
 from rodlab.world import WorldBuilder, shapes
 
-MAT = dict(E=1e7, G=1e7 / 3, rho=1000.0, radius=0.01)
+from der_helpers import SMALL_ROD_MATERIAL as MAT, rods_side_by_side  # noqa: E402
 FIELDS = ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist")
 
 
@@ -31,11 +31,7 @@ def clamped_helix():
 
 
 def two_rods():
-    b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=0.5)
-    for k in range(2):
-        r = b.add_rod(shapes.straight(7 + 2 * k, 0.3, start=(0.0, 0.1 * k, 0.0)), **MAT)
-        b.clamp(r, "start")
-    return b.build()
+    return rods_side_by_side((7, 9), 0.3)
 
 
 def _equal(a, b, fields=FIELDS, same_t=True):

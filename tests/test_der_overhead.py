@@ -9,15 +9,11 @@ from rodlab.solvers import make_simulator
 from rodlab.solvers.base import StepReport
 from rodlab.world import WorldBuilder, shapes
 
-MAT = dict(E=1e7, G=1e7 / 3, rho=1000.0, radius=0.01)
+from der_helpers import SMALL_ROD_MATERIAL as MAT, rods_side_by_side  # noqa: E402
 
 
 def three_rods():
-    b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=0.5)
-    for k in range(3):
-        r = b.add_rod(shapes.straight(8 + 3 * k, 0.4, start=(0.0, 0.1 * k, 0.0)), **MAT)
-        b.clamp(r, "start")
-    return b.build()
+    return rods_side_by_side((8, 11, 14), 0.4)
 
 
 def _call(driver, sim, state, nsteps):
