@@ -9,19 +9,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..linalg.banded_lu import JIT, block_lu
-from .residual import NV, inv_one_plus_skew, residual_blocks, tip_sensitivity
-from .state import _cayley, integrate_frames
+from ..linalg.banded_lu import JIT, JIT_INNER, block_lu, python_entry
+from .residual import NV, _inv_one_plus_skew, _residual_blocks, _tip_sensitivity
+from .state import _cayley, _integrate_frames
 
 @njit(**JIT)
 def apply_bc(x, R, kind, vals, khat, K, gw):
     """Write the boundary values into x (GA paper, Sec. 3.4.1), kinematic root: see
     :func:`apply_bc_kinds` with ``root_kind = 0``."""
-    apply_bc_kinds(x, R, 0, kind, vals, khat, K, gw)
+    _apply_bc_kinds(x, R, 0, kind, vals, khat, K, gw)
 
 
-@njit(**JIT)
-def apply_bc_kinds(x, R, root_kind, kind, vals, khat, K, gw):
+@njit(**JIT_INNER)
+def _apply_bc_kinds(x, R, root_kind, kind, vals, khat, K, gw):
     """Write the boundary values into x (GA paper, Sec. 3.4.1). Root: g(0) = R0^T gw; u = R0^T
     vals[0] (world velocity); kinematic root (root_kind 0): omega = R0^T vals[1]; pinned root
     (1): kappa = khat (no end couple). Tip: natural (kind 1) n = R^T vals[2], kappa = khat +
@@ -57,8 +57,8 @@ def apply_bc_kinds(x, R, root_kind, kind, vals, khat, K, gw):
         x[L, 11] = vals[4, 0]
 
 
-@njit(**JIT)
-def root_pin_frame(x, rootinfo, R0):
+@njit(**JIT_INNER)
+def _root_pin_frame(x, rootinfo, R0):
     """Pinned root: ``R0 = R0_old cay(h)``, ``h = c_new omega(0) + h_old`` (rootinfo: [root kind,
     c_new, h_old (3), R0_old (9, row-major)])."""
     c = rootinfo[1]
@@ -70,8 +70,8 @@ def root_pin_frame(x, rootinfo, R0):
                         + rootinfo[7 + 3 * a] * E[2, b])
 
 
-@njit(**JIT)
-def root_pin_jacobian(x, rootinfo, gw, Jb):
+@njit(**JIT_INNER)
+def _root_pin_jacobian(x, rootinfo, gw, Jb):
     """Chain rule for the pinned root: ``g(0) = R0^T gw = cay(-h) p`` (p = R0_old^T gw) depends
     on omega(0) through h; ``(I + [h]/2) dg = [(p + g)/2]x dh`` (differentiating ``(I + [h]/2)
     g = (I - [h]/2) p``), ``dh = c_new d omega(0)``. Adds ``J_g dg/domega`` to the omega(0)
@@ -87,7 +87,7 @@ def root_pin_jacobian(x, rootinfo, gw, Jb):
     m1 = 0.5 * (p[1] + x[0, 13])
     m2 = 0.5 * (p[2] + x[0, 14])
     Minv = np.empty((3, 3))
-    inv_one_plus_skew(h0, h1, h2, Minv)
+    _inv_one_plus_skew(h0, h1, h2, Minv)
     G = np.empty((3, 3))
     for r in range(3):
         G[r, 0] = c * (Minv[r, 1] * m2 - Minv[r, 2] * m1)
@@ -114,7 +114,7 @@ def init_gravity_field(x, R0, gw, ds):
             x[j, 12 + q] = E[q, 0] * x[j - 1, 12] + E[q, 1] * x[j - 1, 13] + E[q, 2] * x[j - 1, 14]
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _update_free(x, colmap, delta, mu):
     """x_free += mu delta; returns max |mu delta_i| / max(|x_i|, 1e-300 + |mu delta_i|) (relative step)."""
     flat = x.reshape(-1)
@@ -131,7 +131,7 @@ def _update_free(x, colmap, delta, mu):
 
 
 # block LU for the Newton matrix: 15 unknowns per node, 9 of them (u, omega, g) fixed at the root
-_LU_FACTOR, _LU_SOLVE, _LU_SOLVE1 = block_lu(NV, 9, 6)  # 6 right-hand sides: the Woodbury term
+_LU_FACTOR, _LU_SOLVE, _LU_SOLVE1 = block_lu(NV, 9, 6, inner=True)  # 6 right-hand sides: the Woodbury term
 
 # integer / float option slots of newton_kernel
 I_MAXIT, I_ADAPT, I_EXACT, I_NEEDF, I_COUPLED, I_KIND, I_CAY = range(7)
@@ -144,7 +144,7 @@ M_VALID, M_COUPLED, M_KIND, M_PRM = range(4)
 META_SIZE = M_PRM + 11
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _inv_small(A, Ainv):
     """Gauss-Jordan inverse with partial pivoting of a small dense matrix; False if singular."""
     n = A.shape[0]
@@ -179,7 +179,7 @@ def _inv_small(A, Ainv):
     return True
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _woodbury_kernel(x, R, ds, vals, kind, colmap, K, tipblock, W, piv, T, tpiv, D, C, Y, Cz, Sinv):
     """Exact coupling of the end loads / end velocities through the tip frame R_L (which
     depends on every kappa): Newton matrix ``A + C D`` with A the block Jacobian, C = dF/d(tip
@@ -187,7 +187,7 @@ def _woodbury_kernel(x, R, ds, vals, kind, colmap, K, tipblock, W, piv, T, tpiv,
     prepares the Sherman-Morrison-Woodbury solve: ``Y = A^-1 C`` (6 block solves) and
     ``Sinv = (I + D Y)^-1``. Returns False if ``I + D Y`` is singular."""
     N = x.shape[0]
-    tip_sensitivity(x, R, ds, vals[2:4], colmap, D)
+    _tip_sensitivity(x, R, ds, vals[2:4], colmap, D)
     C[:, :] = 0.0
     r0 = NV * (N - 2)
     for r in range(NV):
@@ -213,8 +213,8 @@ def _woodbury_kernel(x, R, ds, vals, kind, colmap, K, tipblock, W, piv, T, tpiv,
     return _inv_small(Smat, Sinv)
 
 
-@njit(**JIT)
-def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, gw, colmap, root_free, tip_free,
+@njit(**JIT_INNER)
+def _newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, gw, colmap, root_free, tip_free,
                   iopt, fopt, P, dP, F, Jb, tipblock, R, W, piv, T, tpiv, rhs, delta, zwork, D, C, Y, Cz, Sinv,
                   x_base, out, rootinfo):
     """Newton iterations of one step (GA paper, Algorithm 1, lines 10-23), all in compiled code.
@@ -267,12 +267,12 @@ def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, 
     etmp = np.empty(6)
     while True:
         if pinned:
-            root_pin_frame(x, rootinfo, R0)
-        integrate_frames(x, R0, ds, cay, R)
-        apply_bc_kinds(x, R, 1 if pinned else 0, kind, vals, khat, K, gw)
-        fn = residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, need_factor, F, Jb, tipblock)
+            _root_pin_frame(x, rootinfo, R0)
+        _integrate_frames(x, R0, ds, cay, R)
+        _apply_bc_kinds(x, R, 1 if pinned else 0, kind, vals, khat, K, gw)
+        fn = _residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, need_factor, F, Jb, tipblock)
         if pinned and need_factor:
-            root_pin_jacobian(x, rootinfo, gw, Jb)
+            _root_pin_jacobian(x, rootinfo, gw, Jb)
         if not np.isfinite(fn):
             fn = np.inf
         if fn < tol:
@@ -302,9 +302,9 @@ def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, 
             break
         if stale and fn > reuse_ratio * f_base and not need_factor:
             need_factor = True
-            residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, np.bool_(True), F, Jb, tipblock)
+            _residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, np.bool_(True), F, Jb, tipblock)
             if pinned:
-                root_pin_jacobian(x, rootinfo, gw, Jb)
+                _root_pin_jacobian(x, rootinfo, gw, Jb)
         if adaptive and rejects == 0 and it > 0:
             mu = min(relax, 2.0 * mu)
         rejects = 0
@@ -360,3 +360,10 @@ def newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals, 
     out[3] = nfact
     out[4] = valid
     return code
+
+
+# Python entries of the inner kernels (the static solve, tests)
+apply_bc_kinds = python_entry(_apply_bc_kinds, "apply_bc_kinds")
+root_pin_frame = python_entry(_root_pin_frame, "root_pin_frame")
+root_pin_jacobian = python_entry(_root_pin_jacobian, "root_pin_jacobian")
+newton_kernel = python_entry(_newton_kernel, "newton_kernel")

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..linalg.banded_lu import JIT
+from ..linalg.banded_lu import JIT, JIT_INNER, python_entry
 
 NV = 15  # unknowns per node
 NP = 12  # pointwise rows (Eq. 14a-d)
@@ -65,8 +65,8 @@ def _put_skew(A, r, c, s, w0, w1, w2):
     A[r + 2, c + 1] += s * w0
 
 
-@njit(**JIT)
-def node_terms(x, khat, K, J, prm, P, dP, want_jac):
+@njit(**JIT_INNER)
+def _node_terms(x, khat, K, J, prm, P, dP, want_jac):
     """Pointwise ``Lambda`` (rows a..d, Eq. 14a-d) at every node, and ``dLambda/dx``.
 
     x (N, 15); khat (N, 3) rest Darboux vector; K (3,) stiffness [N m^2]; J (3,) rotational
@@ -170,7 +170,7 @@ def _mass(rhoA, J, r):
     return 0.0
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _node_parts(x, xprev, xdotprev, khat, K, J, rhoA, inv_gdt, cgt, with_mass, Q, Md):
     """Per node: ``Q[j] = Khat-part S x_j`` (rows a..d: -n, -m, -omega, -u) and
     ``Md[j] = M xdot_j`` with ``xdot`` from Eq. 19 (``inv_gdt = 1/(gamma dt)``,
@@ -190,8 +190,8 @@ def _node_parts(x, xprev, xdotprev, khat, K, J, rhoA, inv_gdt, cgt, with_mass, Q
                 Md[j, 9 + q] = 0.0
 
 
-@njit(**JIT)
-def old_terms(xprev, xdotprev, khat, K, J, prm, Pwork, out):
+@njit(**JIT_INNER)
+def _old_terms(xprev, xdotprev, khat, K, J, prm, Pwork, out):
     """``Old`` part of Eq. 18 (previous-step terms weighted by alpha_t, beta_t), (N-1, 15)."""
     N = xprev.shape[0]
     ds = prm[P_DS]
@@ -199,7 +199,7 @@ def old_terms(xprev, xdotprev, khat, K, J, prm, Pwork, out):
     a_s, b_s = prm[P_AS], prm[P_BS]
     rhoA = prm[P_RHOA]
     dummy = np.zeros((1, 1, 1))
-    node_terms(xprev, khat, K, J, prm, Pwork, dummy, np.bool_(False))  # np.bool_: one compilation, not one per literal
+    _node_terms(xprev, khat, K, J, prm, Pwork, dummy, np.bool_(False))  # np.bool_: one compilation, not one per literal
     Q = np.empty((N, NP))
     Md = np.empty((N, NP))
     for j in range(N):  # M xdot at the old step is M xdotprev
@@ -208,7 +208,7 @@ def old_terms(xprev, xdotprev, khat, K, J, prm, Pwork, out):
             Md[j, 3 + q] = J[q] * xdotprev[j, 3 + q]
             Md[j, 6 + q] = xdotprev[j, 6 + q]
             Md[j, 9 + q] = 0.0
-    _node_parts(xprev, xprev, xdotprev, khat, K, J, rhoA, 0.0, 0.0, False, Q, Md)
+    _node_parts(xprev, xprev, xdotprev, khat, K, J, rhoA, 0.0, 0.0, np.bool_(False), Q, Md)  # not a literal: one compilation
     inv_ds = 1.0 / ds
     for s in range(N - 1):
         j = s + 1
@@ -234,7 +234,7 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
     """
     N = x.shape[0]
     Jb = np.empty((N - 1, NV, 2 * NV))
-    fnorm = residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac, F, Jb, tipblock)
+    fnorm = _residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac, F, Jb, tipblock)
     if want_jac:
         ab[:, :] = 0.0
         d = kl + ku
@@ -252,8 +252,8 @@ def residual(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac
     return fnorm
 
 
-@njit(**JIT)
-def residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac, F, Jb, tipblock):
+@njit(**JIT_INNER)
+def _residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, want_jac, F, Jb, tipblock):
     """Segment residuals F (N-1, 15), row-scaled, and (if ``want_jac``) the block Jacobian:
     ``Jb[s]`` (15, 30) = derivative of segment s's scaled rows with respect to all 15 unknowns of
     node s (columns 0..14) and of node s+1 (columns 15..29), boundary values included (the
@@ -277,7 +277,7 @@ def residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, w
         ca = 1.0 - at
         cb = 1.0 - bt
     inv_gdt = 0.0 if static else 1.0 / (gt * dt)
-    node_terms(x, khat, K, J, prm, P, dP, want_jac)
+    _node_terms(x, khat, K, J, prm, P, dP, want_jac)
     Q = np.empty((N, NP))
     Md = np.zeros((N, NP))
     _node_parts(x, xprev, xdotprev, khat, K, J, rhoA, inv_gdt, 0.0 if static else (1.0 - gt) / gt, not static, Q, Md)
@@ -362,8 +362,8 @@ def residual_blocks(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, P, dP, w
 
 
 
-@njit(**JIT)
-def inv_one_plus_skew(h0, h1, h2, out):
+@njit(**JIT_INNER)
+def _inv_one_plus_skew(h0, h1, h2, out):
     """``(I + [h]x)^-1 = (I - [h]x + h h^T) / (1 + |h|^2)`` into ``out`` (3, 3) (Cayley map pieces)."""
     den = 1.0 + h0 * h0 + h1 * h1 + h2 * h2
     out[0, 0] = (1.0 + h0 * h0) / den
@@ -376,8 +376,8 @@ def inv_one_plus_skew(h0, h1, h2, out):
     out[1, 2] = (h0 + h1 * h2) / den
     out[2, 1] = (-h0 + h1 * h2) / den
 
-@njit(**JIT)
-def tip_sensitivity(x, R, ds, vecs, colmap, D):
+@njit(**JIT_INNER)
+def _tip_sensitivity(x, R, ds, vecs, colmap, D):
     """Derivative of the tip-frame components ``z_w = R_L^T vecs[w]`` (w = 0, 1) with respect to
     the free Darboux unknowns: D (6, n), rows 3w..3w+2, columns ``colmap[15 j + 6 + q]``.
 
@@ -407,7 +407,7 @@ def tip_sensitivity(x, R, ds, vecs, colmap, D):
             h0 = 0.25 * (x[k, 6] + x[k + 1, 6]) * ds
             h1 = 0.25 * (x[k, 7] + x[k + 1, 7]) * ds
             h2 = 0.25 * (x[k, 8] + x[k + 1, 8]) * ds
-            inv_one_plus_skew(h0, h1, h2, Minv)
+            _inv_one_plus_skew(h0, h1, h2, Minv)
             # G = Minv [m]x
             for r in range(3):
                 G[r, 0] = Minv[r, 1] * m2 - Minv[r, 2] * m1
@@ -424,3 +424,10 @@ def tip_sensitivity(x, R, ds, vecs, colmap, D):
                         continue
                     for r in range(3):
                         D[3 * w + r, col] += 0.5 * ds * (Pm[r, 0] * G[0, q] + Pm[r, 1] * G[1, q] + Pm[r, 2] * G[2, q])
+
+
+# Python entries of the inner kernels (tests, the Jacobian checks, the solver's setup)
+node_terms = python_entry(_node_terms, "node_terms")
+old_terms = python_entry(_old_terms, "old_terms")
+residual_blocks = python_entry(_residual_blocks, "residual_blocks")
+tip_sensitivity = python_entry(_tip_sensitivity, "tip_sensitivity")

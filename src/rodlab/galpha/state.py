@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 from numba import njit
 
-from ..linalg.banded_lu import JIT
+from ..linalg.banded_lu import JIT, JIT_INNER, python_entry
 
 
 @dataclass
@@ -97,15 +97,17 @@ def _cayley(w0, w1, w2, out):
     out[2, 1] = c * (h0 + h1 * h2)
 
 
-@njit(**JIT)
-def integrate_frames(x, R0, ds, cayley, R):
+@njit(**JIT_INNER)
+def _integrate_frames(x, R0, ds, cayley, R):
     """Orientations along s (GA paper, Eq. 23): ``R[j] = R[j-1] exp([kappa_mid] ds)``, with
     the segment-midpoint Darboux vector ``(kappa[j-1] + kappa[j]) / 2`` (second order; the
     paper's Eq. 23 uses the nodal one). ``cayley``: use the Cayley map instead of Rodrigues
     (then ``R^T g_world`` equals the g field exactly)."""
     N = x.shape[0]
     E = np.empty((3, 3))
-    R[0, :, :] = R0
+    for a in range(3):  # element loops: an array slice assignment compiles numba's shape-mismatch error path
+        for b in range(3):
+            R[0, a, b] = R0[a, b]
     for j in range(1, N):
         w0 = 0.5 * (x[j - 1, 6] + x[j, 6]) * ds
         w1 = 0.5 * (x[j - 1, 7] + x[j, 7]) * ds
@@ -119,14 +121,15 @@ def integrate_frames(x, R0, ds, cayley, R):
                 R[j, a, b] = R[j - 1, a, 0] * E[0, b] + R[j - 1, a, 1] * E[1, b] + R[j - 1, a, 2] * E[2, b]
 
 
-@njit(**JIT)
-def integrate_positions(x, R, r0, ds, r):
+@njit(**JIT_INNER)
+def _integrate_positions(x, R, r0, ds, r):
     """Centerline from the frames: each segment is the circular arc of constant Darboux vector
     ``kappa_mid``, ``r[j] = r[j-1] + ds R[j-1] V(kappa_mid ds) e3`` with ``V(w) = int_0^1
     exp(t [w]) dt = I + (1 - cos th)/th^2 [w] + (th - sin th)/th^3 [w]^2`` (exact for constant
     curvature; the arc has length ds, its chord is shorter by O(kappa^2 ds^3))."""
     N = x.shape[0]
-    r[0, :] = r0
+    for q in range(3):
+        r[0, q] = r0[q]
     for j in range(1, N):
         w0 = 0.5 * (x[j - 1, 6] + x[j, 6]) * ds
         w1 = 0.5 * (x[j - 1, 7] + x[j, 7]) * ds
@@ -147,8 +150,8 @@ def integrate_positions(x, R, r0, ds, r):
             r[j, q] = r[j - 1, q] + ds * (R[j - 1, q, 0] * v0 + R[j - 1, q, 1] * v1 + R[j - 1, q, 2] * v2)
 
 
-@njit(**JIT)
-def advance_velocity_positions(r_vel, R_old, x_old, R_new, x_new, dt):
+@njit(**JIT_INNER)
+def _advance_velocity_positions(r_vel, R_old, x_old, R_new, x_new, dt):
     """Positions from velocities (GA paper, Sec. 4.4): trapezoid in time of the world
     velocities ``R u``."""
     N = x_new.shape[0]
@@ -175,3 +178,8 @@ def energies(x, r, khat, K, J, rhoA, gw, ds):
             ee += w * 0.5 * K[q] * dk * dk
         eg -= w * rhoA * (gw[0] * r[j, 0] + gw[1] * r[j, 1] + gw[2] * r[j, 2])
     return ek, ee, eg
+
+
+# Python entries of the inner kernels (the solvers' setup and static solve, tests)
+integrate_frames = python_entry(_integrate_frames, "integrate_frames")
+integrate_positions = python_entry(_integrate_positions, "integrate_positions")

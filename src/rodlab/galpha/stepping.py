@@ -21,11 +21,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..linalg.banded_lu import JIT
+from ..linalg.banded_lu import JIT, JIT_INNER
 from .newton import (I_COUPLED, I_KIND, I_NEEDF, M_COUPLED, M_KIND, M_PRM, M_VALID, NEWTON_CONVERGED,
-                     NEWTON_CONVERGED_STEP, newton_kernel)
-from .residual import NV, old_terms
-from .state import _expm, advance_velocity_positions, integrate_frames, integrate_positions
+                     NEWTON_CONVERGED_STEP, _newton_kernel)
+from .residual import NV, _old_terms
+from .state import _advance_velocity_positions, _expm, _integrate_frames, _integrate_positions
 
 # slots of the ``res`` view (float64): steps taken, the last Newton code, the time reached [s], and
 # summed over the call: Newton iterations, factorizations, steps tried (failed one included)
@@ -38,8 +38,8 @@ BC_SIZE = 22
 I_FIRST_EULER, I_REUSE, I_PINNED, I_CAYLEY, I_COLMAPS = 7, 8, 9, 10, 11
 
 
-@njit(**JIT)
-def float_views(fb, N):
+@njit(**JIT_INNER)
+def _float_views(fb, N):
     """A rod's float64 model constants and scratch, every one a view of the one buffer ``fb``
     (:func:`float_buffer_size` long) for a rod of ``N`` nodes, so a compiled call takes one
     argument for all of them (numba checks each array argument on every call, ~0.15 us each):
@@ -98,6 +98,9 @@ def float_views(fb, N):
             C, Cz, xbase, xtrial, Rold)
 
 
+float_views = _float_views.py_func  # the same views for Python callers (numpy slicing and reshape)
+
+
 def float_buffer_size(N: int) -> int:
     """Length of :func:`float_views`' buffer for a rod of ``N`` nodes."""
     nf, nr = N * NV, (N - 1) * NV
@@ -105,7 +108,7 @@ def float_buffer_size(N: int) -> int:
         + nr + nf + nr + 12 * nr + 2 * nf + 9 * N
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _reuse_factors(meta, kind, prm):
     """The chord Newton may start from the kept LU factors: they are valid and were made for this
     tip kind and these step parameters (exact comparison)."""
@@ -132,7 +135,7 @@ def advance_steps(nsteps, t, dt, step_count, x, xdot, R, r, r_vel, W, piv, T, tp
     slots) and returns the number of steps taken."""
     N = x.shape[0]
     (khat, K, J, rowscale, gw, fopt, out, rootinfo, res, Pw, old, P, dP, F, Jb, tipblock, Rw, rhs, delta, zwork, C, Cz,
-     xbase, xtrial, Rold) = float_views(fb, N)
+     xbase, xtrial, Rold) = _float_views(fb, N)
     iopt = ib[:7]
     colfull = ib[I_COLMAPS:I_COLMAPS + 4 * N * NV].reshape((4, N * NV))
     first_euler = ib[I_FIRST_EULER] != 0
@@ -160,7 +163,7 @@ def advance_steps(nsteps, t, dt, step_count, x, xdot, R, r, r_vel, W, piv, T, tp
         first = step_count == 0 and first_euler
         prm = prm_first if first else prm_rest
         g = prm[6]
-        old_terms(x, xdot, khat, K, J, prm, Pw, old)
+        _old_terms(x, xdot, khat, K, J, prm, Pw, old)
         t_new = t + dt
         _expm(row[B_WMID] * dt, row[B_WMID + 1] * dt, row[B_WMID + 2] * dt, E)
         R0 = E @ R[0]
@@ -174,13 +177,15 @@ def advance_steps(nsteps, t, dt, step_count, x, xdot, R, r, r_vel, W, piv, T, tp
             for a in range(3):
                 for c in range(3):
                     rootinfo[5 + 3 * a + c] = R[0, a, c]
-        xtrial[:, :] = x
+        for j in range(N):  # element loops, not slice assignments (numba's shape-error path compiles for each)
+            for q in range(NV):
+                xtrial[j, q] = x[j, q]
         # Newton (Algorithm 1, lines 10-23), the chord Newton's factors reused where they fit
         iopt[I_NEEDF] = 0 if (reuse_jacobian and _reuse_factors(meta, kind, prm)) else 1
         iopt[I_COUPLED] = 1 if meta[M_COUPLED] != 0.0 else 0
         iopt[I_KIND] = kind
         out[5] = -1.0
-        code = newton_kernel(xtrial, x, xdot, old, khat, K, J, prm, rowscale, R0, bv, gw, colfull[kind],
+        code = _newton_kernel(xtrial, x, xdot, old, khat, K, J, prm, rowscale, R0, bv, gw, colfull[kind],
                              end_free[kind, 0], end_free[kind, 1], iopt, fopt, P, dP, F, Jb, tipblock, Rw, W, piv, T,
                              tpiv, rhs, delta, zwork, D, C, Y, Cz, Sinv, xbase, out, rootinfo)
         nfact = out[3]
@@ -193,20 +198,24 @@ def advance_steps(nsteps, t, dt, step_count, x, xdot, R, r, r_vel, W, piv, T, tp
         elif nfact > 0:
             meta[M_VALID] = 1.0
             meta[M_KIND] = kind
-            meta[M_PRM:] = prm
+            for i in range(prm.shape[0]):
+                meta[M_PRM + i] = prm[i]
         res[R_CODE] = code
         if code != NEWTON_CONVERGED and code != NEWTON_CONVERGED_STEP:
             break
         # rates (Eq. 19), frames, positions along s and in time (line 24)
         c1 = g * dt
         c2 = (1.0 - g) / g
-        Rold[:, :, :] = R
-        integrate_frames(xtrial, R0, ds, cay, R)
+        for j in range(N):
+            for a in range(3):
+                for q in range(3):
+                    Rold[j, a, q] = R[j, a, q]
+        _integrate_frames(xtrial, R0, ds, cay, R)
         h = 0.5 * dt
         for q in range(3):
             r0[q] = r[0, q] + h * (row[B_VOLD + q] + bv[0, q])
-        integrate_positions(xtrial, R, r0, ds, r)
-        advance_velocity_positions(r_vel, Rold, x, R, xtrial, dt)
+        _integrate_positions(xtrial, R, r0, ds, r)
+        _advance_velocity_positions(r_vel, Rold, x, R, xtrial, dt)
         for j in range(x.shape[0]):
             for q in range(x.shape[1]):
                 xdot[j, q] = (xtrial[j, q] - x[j, q]) / c1 - c2 * xdot[j, q]

@@ -18,7 +18,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..geometry._vec import JIT  # noqa: F401  (re-exported: galpha imports it from here)
+from ..geometry._vec import JIT, njit_as
+
+# Kernels called only from other compiled code: no CPython and no C wrapper. Each wrapper is
+# generated, optimized and compiled to machine code with its kernel (the CPython one unboxes every
+# argument: 38 arrays for galpha's Newton kernel), and nothing in a compiled call tree uses them.
+# A Python call of such a kernel crashes the interpreter: Python callers get :func:`python_entry`.
+JIT_INNER = dict(JIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
+
+def python_entry(kernel, name: str):
+    """The Python-callable compilation of ``kernel`` (a :data:`JIT_INNER` dispatcher), named
+    ``name``: the same function with its CPython wrapper (``njit(**JIT)`` of a copy, so that both
+    have their own cache entries; :func:`rodlab.geometry._vec.njit_as`). It calls the same inner
+    kernels, so a Python call compiles only the wrapper's level again, and nothing until then."""
+    return njit_as(name, kernel.py_func, **JIT)
 
 
 @njit(inline="always", **JIT)
@@ -202,9 +216,10 @@ def solve_banded_lu(a_or_ab: np.ndarray, b: np.ndarray, kl: int, ku: int, *, pac
 # ---------------------------------------------------------------------------------------------
 
 
-def make_block_lu(nb: int, c: int, nrhs: int = 6):
+def make_block_lu(nb: int, c: int, nrhs: int = 6, inner: bool = False):
     """Compiled (factor, solve, solve1) kernels for block size ``nb`` and ``c`` fixed root unknowns
-    (compile-time constants):
+    (compile-time constants); ``inner``: compiled with :data:`JIT_INNER` (callable from compiled
+    code only, see there), else Python-callable:
 
     ``factor(J, root_free, tip_free, W, piv, T, tpiv) -> info``: J (S, nb, 2 nb) segment blocks
     (not modified); root_free, tip_free (nb,) bool (``nb - c`` and ``c`` of them True); W (S,
@@ -457,21 +472,21 @@ def make_block_lu(nb: int, c: int, nrhs: int = 6):
                     acc -= Ws[k, q] * y[o + q]
                 y[o + k] = acc / Ws[k, k]
 
-    # one name per (nb, c): compiled symbols and cache files of different instances must not collide
+    # one name per (nb, c, nrhs, inner): compiled symbols and cache files of different instances must not collide
     out = []
     for f in (factor, solve, solve1):
         f.__name__ = f"{f.__name__}_{NB}_{C}_{MR}"
-        f.__qualname__ = f"block_lu_{f.__name__}"
-        out.append(njit(**JIT)(f))
+        f.__qualname__ = f"block_lu{'_inner' if inner else ''}_{f.__name__}"
+        out.append(njit(**(JIT_INNER if inner else JIT))(f))
     return tuple(out)
 
 
 _BLOCK_LU = {}
 
 
-def block_lu(nb: int, c: int, nrhs: int = 6):
-    """Cached :func:`make_block_lu` (one compiled set per (nb, c, nrhs))."""
-    key = (int(nb), int(c), int(nrhs))
+def block_lu(nb: int, c: int, nrhs: int = 6, inner: bool = False):
+    """Cached :func:`make_block_lu` (one compiled set per (nb, c, nrhs, inner))."""
+    key = (int(nb), int(c), int(nrhs), bool(inner))
     if key not in _BLOCK_LU:
         _BLOCK_LU[key] = make_block_lu(*key)
     return _BLOCK_LU[key]

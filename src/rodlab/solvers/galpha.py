@@ -77,6 +77,7 @@ from ..world import State
 from .base import Simulator, StaticReport, StepReport, UnsupportedFeature, ok_report, step_report
 
 from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
+from ..linalg.banded_lu import JIT_INNER, python_entry  # noqa: E402
 FEATURES = frozenset({"pinned vertices", "point forces", "point torques", "prescribed clamp motion"})
 _NV = 15
 _DIAGNOSTICS = {"last_residual": np.float64, "last_newton_iters": np.int64, "substeps": np.int64}
@@ -250,8 +251,8 @@ def _unit_quat(R):
     return w / n, x / n, y / n, z / n
 
 
-@njit(**JIT)
-def edge_d1_from_nodes(R, x, out):
+@njit(**JIT_INNER)
+def _edge_d1_from_nodes(R, x, out):
     """Edge directors (n-1, 3): d1 of the node frame ``R[j]`` turned by half of ``R[j]^T R[j+1]``,
     made orthogonal to the chord ``x[j+1] - x[j]`` and normalized."""
     Q = np.empty((3, 3))
@@ -298,7 +299,7 @@ def write_common(vstart, estart, jstart, R, x, vertex_x, ref_d1, theta, ref_twis
     value), ``vertex_v = R u``."""
     for r in range(vstart.shape[0] - 1):
         v0, v1, e0, e1, h = vstart[r], vstart[r + 1], estart[r], estart[r + 1], jstart[r]
-        edge_d1_from_nodes(R[v0:v1], vertex_x[v0:v1], ref_d1[e0:e1])
+        _edge_d1_from_nodes(R[v0:v1], vertex_x[v0:v1], ref_d1[e0:e1])
         ux = uy = uz = tx = ty = tz = 0.0  # previous edge's d1 and tangent
         for e in range(e0, e1):
             theta[e] = 0.0
@@ -316,6 +317,9 @@ def write_common(vstart, estart, jstart, R, x, vertex_x, ref_d1, theta, ref_twis
         for j in range(v0, v1):
             for a in range(3):
                 vertex_v[j, a] = R[j, a, 0] * x[j, 0] + R[j, a, 1] * x[j, 1] + R[j, a, 2] * x[j, 2]
+
+
+edge_d1_from_nodes = python_entry(_edge_d1_from_nodes, "edge_d1_from_nodes")
 
 
 def galpha_rod_of(world, r: int, orientation: str = "cayley", dt: float = 0.01) -> tuple[GAlphaRod, Boundary]:
