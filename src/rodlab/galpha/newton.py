@@ -11,7 +11,7 @@ from numba import njit
 
 from ..linalg.banded_lu import JIT, JIT_INNER, block_lu, python_entry
 from .residual import NV, _inv_one_plus_skew, _residual_blocks, _tip_sensitivity
-from .state import _cayley, _integrate_frames
+from .state import _cayley, _integrate_frames, _integrate_positions
 
 @njit(**JIT)
 def apply_bc(x, R, kind, vals, khat, K, gw):
@@ -99,8 +99,8 @@ def _root_pin_jacobian(x, rootinfo, gw, Jb):
             blk[r, 3 + q] += blk[r, 12] * G[0, q] + blk[r, 13] * G[1, q] + blk[r, 14] * G[2, q]
 
 
-@njit(**JIT)
-def init_gravity_field(x, R0, gw, ds):
+@njit(**JIT_INNER)
+def _init_gravity_field(x, R0, gw, ds):
     """g field consistent with the discrete kinematics: g[0] = R0^T gw, then the Cayley step
     ``g[j] = cay(-kappa_mid ds) g[j-1]`` that solves the g rows of the residual exactly."""
     N = x.shape[0]
@@ -112,6 +112,18 @@ def init_gravity_field(x, R0, gw, ds):
                 -0.5 * (x[j - 1, 8] + x[j, 8]) * ds, E)
         for q in range(3):
             x[j, 12 + q] = E[q, 0] * x[j - 1, 12] + E[q, 1] * x[j - 1, 13] + E[q, 2] * x[j - 1, 14]
+
+
+@njit(**JIT)
+def initial_fields(x, R0, gw, ds, cayley, R, r0, r):
+    """A rod's first state from its Darboux vectors ``x[:, 6:9]`` and root pose ``R0`` (3, 3),
+    ``r0`` (3,) [m], in one compiled call (one compilation at setup instead of three): the g field
+    (:func:`init_gravity_field`), the frames ``R`` (N, 3, 3)
+    (:func:`rodlab.galpha.state.integrate_frames`) and the positions ``r`` (N, 3) [m]
+    (:func:`rodlab.galpha.state.integrate_positions`)."""
+    _init_gravity_field(x, R0, gw, ds)
+    _integrate_frames(x, R0, ds, cayley, R)
+    _integrate_positions(x, R, r0, ds, r)
 
 
 @njit(**JIT_INNER)
@@ -366,4 +378,5 @@ def _newton_kernel(x, xprev, xdotprev, old, khat, K, J, prm, rowscale, R0, vals,
 apply_bc_kinds = python_entry(_apply_bc_kinds, "apply_bc_kinds")
 root_pin_frame = python_entry(_root_pin_frame, "root_pin_frame")
 root_pin_jacobian = python_entry(_root_pin_jacobian, "root_pin_jacobian")
+init_gravity_field = python_entry(_init_gravity_field, "init_gravity_field")
 newton_kernel = python_entry(_newton_kernel, "newton_kernel")

@@ -26,7 +26,7 @@ from .model import BACKWARD_EULER, Coefficients, GAlphaRod
 from .newton import (  # noqa: F401  (apply_bc, the pinned root's kernels, _LU_*: imported from here by others)
     _LU_FACTOR, _LU_SOLVE, _LU_SOLVE1, F_TOL, I_ADAPT, I_CAY, I_COUPLED, I_EXACT, I_KIND, I_MAXIT, I_NEEDF, M_COUPLED,
     M_KIND, M_PRM, M_VALID, META_SIZE, NEWTON_CONVERGED, NEWTON_CONVERGED_STEP, NEWTON_SINGULAR, apply_bc,
-    apply_bc_kinds, init_gravity_field, newton_kernel, root_pin_frame, root_pin_jacobian)
+    apply_bc_kinds, init_gravity_field, initial_fields, newton_kernel, root_pin_frame, root_pin_jacobian)
 from .residual import NV, node_terms
 from .state import GAlphaState, energies, integrate_frames, integrate_positions
 from .stepping import (B_KIND, B_VALS, B_VOLD, B_WMID, BC_SIZE, I_CAYLEY, I_COLMAPS, I_FIRST_EULER, I_PINNED,
@@ -238,12 +238,10 @@ class GAlphaSolver:
             x[:, 9:12] = n
         # writable copies: the model's frozen arrays are another numba type (read-only), and the
         # kernels called with them would compile once more beside the stepping path's
-        R0 = np.array(m.root_R, dtype=float)
-        init_gravity_field(x, R0, np.array(m.gravity, dtype=float), m.ds)
         R = np.zeros((N, 3, 3))
-        integrate_frames(x, R0, m.ds, self._cay, R)
         r = np.zeros((N, 3))
-        integrate_positions(x, R, np.array(m.root_r, dtype=float), m.ds, r)
+        initial_fields(x, np.array(m.root_R, dtype=float), np.array(m.gravity, dtype=float), m.ds, self._cay, R,
+                       np.array(m.root_r, dtype=float), r)
         return GAlphaState(0.0, x, np.zeros((N, NV)), R, r, r.copy(), 0)
 
     def energy(self, state: GAlphaState) -> tuple[float, float, float]:
