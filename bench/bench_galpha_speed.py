@@ -59,7 +59,9 @@ def time_lu(s, reps=40):
     """Factor+solve the Newton matrix (a fresh Jacobian after one step): the block LU the solver
     uses, the general banded LU of rodlab.linalg.banded_lu, and scipy's LAPACK gbsv."""
     from rodlab.galpha.residual import residual, residual_blocks
-    from rodlab.galpha.solver import _LU_FACTOR, _LU_SOLVE1
+    from rodlab.galpha.residual import NV
+    from rodlab.linalg.banded_lu import block_lu
+    lu_factor, _, lu_solve1 = block_lu(NV, 9, 6)  # the solver's kernels, Python-callable (its own are inner)
     colmap, n, kl, ku = s._maps[1]
     st = s.initial_state()
     s.step(st, 1 / 30)
@@ -73,8 +75,8 @@ def time_lu(s, reps=40):
     y = np.zeros(s._delta.size)
 
     def own_block():
-        _LU_FACTOR(s._Jb, m[0], m[-1], s._W, s._piv, s._T, s._tpiv)
-        _LU_SOLVE1(s._W, s._piv, s._T, s._tpiv, b0, y, s._zwork)
+        lu_factor(s._Jb, m[0], m[-1], s._W, s._piv, s._T, s._tpiv)
+        lu_solve1(s._W, s._piv, s._T, s._tpiv, b0, y, s._zwork)
 
     ab = ab0.copy(); b = b0.copy(); ipiv = np.zeros(n, np.int64)
 

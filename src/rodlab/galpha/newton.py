@@ -142,7 +142,8 @@ def _update_free(x, colmap, delta, mu):
     return rel
 
 
-# block LU for the Newton matrix: 15 unknowns per node, 9 of them (u, omega, g) fixed at the root
+# block LU for the Newton matrix: 15 unknowns per node, 9 of them (u, omega, g) fixed at the root; inner
+# kernels (compiled callers only: Python gets the same code from block_lu(NV, 9, 6))
 _LU_FACTOR, _LU_SOLVE, _LU_SOLVE1 = block_lu(NV, 9, 6, inner=True)  # 6 right-hand sides: the Woodbury term
 
 # integer / float option slots of newton_kernel
