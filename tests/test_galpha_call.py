@@ -134,3 +134,30 @@ def test_boundaries_are_static_only_without_functions_of_time():
     assert not _time_independent(Boundary(RootMotion(lambda t: (0.0, t, 0.0))))
     assert not _time_independent(Boundary(tip=TipLoad(torque=lambda t: (0.0, 0.0, t))))
     assert not _time_independent(Boundary(tip=lambda t: TipLoad()))
+
+
+def test_public_kernels_are_python_callable():
+    """galpha's inner kernels are compiled without the CPython wrapper (JIT_INNER; a Python call of
+    one crashes the interpreter), so none may sit under a public name: every public numba dispatcher
+    of the galpha modules has its wrapper, and each inner kernel with a Python entry shares its code."""
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    from rodlab.linalg.banded_lu import block_lu
+    inner_seen = 0
+    for name in ("rodlab.galpha.residual", "rodlab.galpha.newton", "rodlab.galpha.state", "rodlab.galpha.stepping",
+                 "rodlab.solvers.galpha", "rodlab.linalg.banded_lu"):
+        mod = importlib.import_module(name)
+        for attr, value in vars(mod).items():
+            if not isinstance(value, CPUDispatcher):
+                continue
+            inner = bool(value.targetoptions.get("no_cpython_wrapper"))
+            assert not (inner and not attr.startswith("_")), f"{name}.{attr} is an inner kernel under a public name"
+            entry = getattr(mod, attr.lstrip("_"), None) if inner else None
+            if isinstance(entry, CPUDispatcher) and entry is not value:
+                assert entry.py_func.__code__ is value.py_func.__code__, f"{name}.{attr.lstrip('_')}"
+                inner_seen += 1
+    assert inner_seen >= 10  # e.g. residual_blocks, newton_kernel, integrate_frames, edge_d1_from_nodes
+    for kernel in block_lu(15, 9, 6):
+        assert not kernel.targetoptions.get("no_cpython_wrapper")
