@@ -253,16 +253,28 @@ def sq_distance(X, c0, G, na, u0, u1, want, grad, hess):
             for a in range(na):
                 for i in range(4):
                     W[a] += G[a, i] * X[i]
-            A = np.empty((na, na))
-            for a in range(na):
-                for b in range(na):
-                    A[a, b] = 2.0 * (W[a] @ W[b])
             J = np.zeros((na, 12))
             for a in range(na):
                 for i in range(4):
                     for k in range(3):
                         J[a, 3 * i + k] = 2.0 * G[a, i] * w[k] + 2.0 * c[i] * W[a, k]
-            hess -= J.T @ np.linalg.solve(A, J)
+            # hess -= J^T A^{-1} J with A_ab = 2 W_a . W_b (1 x 1 or 2 x 2, inverted in closed form)
+            a00 = 2.0 * (W[0] @ W[0])
+            if na == 1:
+                for p in range(12):
+                    jp = J[0, p] / a00
+                    for r in range(12):
+                        hess[p, r] -= jp * J[0, r]
+            else:
+                a01 = 2.0 * (W[0] @ W[1])
+                a11 = 2.0 * (W[1] @ W[1])
+                det = a00 * a11 - a01 * a01
+                i00, i01, i11 = a11 / det, -a01 / det, a00 / det
+                for p in range(12):
+                    y0 = i00 * J[0, p] + i01 * J[1, p]
+                    y1 = i01 * J[0, p] + i11 * J[1, p]
+                    for r in range(12):
+                        hess[p, r] -= y0 * J[0, r] + y1 * J[1, r]
     return D, c
 
 
@@ -303,11 +315,17 @@ def gap_derivatives(ptype, X, rsum, want, dg, d2g):
 
 @njit(**JIT)
 def _project_psd(H):
+    """``H`` (symmetric) with its negative eigenvalues set to zero: ``V max(lam, 0) V^T``."""
     lam, V = np.linalg.eigh(H)
-    for k in range(lam.shape[0]):
-        if lam[k] < 0.0:
-            lam[k] = 0.0
-    return (V * lam) @ V.T
+    m = H.shape[0]
+    out = np.zeros((m, m))
+    for k in range(m):
+        if lam[k] > 0.0:
+            for i in range(m):
+                vi = lam[k] * V[i, k]
+                for j in range(m):
+                    out[i, j] += vi * V[j, k]
+    return out
 
 
 @njit(**JIT)
@@ -346,9 +364,16 @@ def barrier_eval(ptype, pv, pfix, prsum, x, dhat, kappa, want, loc_grad, loc_hes
                 loc_grad[k, :m] = kappa * b1 * dg[:m]
             if want >= 2:
                 loc_hess[k, :, :] = 0.0
-                if b1 != 0.0 or b2 != 0.0:
-                    H = kappa * (b2 * np.outer(dg[:m], dg[:m]) + b1 * d2g[:m, :m])
-                    loc_hess[k, :m, :m] = _project_psd(0.5 * (H + H.T))
+                if ptype[k] == VERT_PLANE:  # kappa b'' n n^T: positive semi-definite as it stands (b'' > 0)
+                    for i in range(3):
+                        for j in range(3):
+                            loc_hess[k, i, j] = kappa * (b2 * dg[i] * dg[j])
+                elif b1 != 0.0 or b2 != 0.0:
+                    H = np.empty((m, m))
+                    for i in range(m):
+                        for j in range(m):
+                            H[i, j] = kappa * (b2 * dg[i] * dg[j] + b1 * 0.5 * (d2g[i, j] + d2g[j, i]))
+                    loc_hess[k, :m, :m] = _project_psd(H)
     return E
 
 
@@ -425,24 +450,34 @@ def friction_eval(ptype, pv, fc, fbasis, fweight, x, x0, eps, want, loc_grad, lo
         for i in range(nm):
             d += fc[k, i] * (x[pv[k, i]] - x0[pv[k, i]])
         T = fbasis[k]
-        u = T.T @ d
-        y = math.sqrt(u @ u)
+        u0 = T[0, 0] * d[0] + T[1, 0] * d[1] + T[2, 0] * d[2]
+        u1 = T[0, 1] * d[0] + T[1, 1] * d[1] + T[2, 1] * d[2]
+        y = math.sqrt(u0 * u0 + u1 * u1)
         f0, f1, f1p = mollifier(y, eps)
         E += wgt * f0
         if want >= 1:
             ratio = f1 / y if y > 0.0 else 2.0 / eps
-            tu = T @ u
             for i in range(nm):
                 for j in range(3):
-                    loc_grad[k, 3 * i + j] = wgt * ratio * fc[k, i] * tu[j]
+                    loc_grad[k, 3 * i + j] = wgt * ratio * fc[k, i] * (T[j, 0] * u0 + T[j, 1] * u1)
             if want >= 2:
-                M = ratio * np.eye(2)
-                if y > 0.0:
-                    M += ((f1p * y - f1) / (y * y * y)) * np.outer(u, u)
-                B = wgt * (T @ M @ T.T)
+                # B = mu lambda T M T^T, M = ratio I + (f1' y - f1) / y^3 u u^T
+                cu = (f1p * y - f1) / (y * y * y) if y > 0.0 else 0.0
+                m00 = ratio + cu * u0 * u0
+                m01 = cu * u0 * u1
+                m11 = ratio + cu * u1 * u1
+                B = np.empty((3, 3))
+                for a in range(3):
+                    ta0 = T[a, 0] * m00 + T[a, 1] * m01
+                    ta1 = T[a, 0] * m01 + T[a, 1] * m11
+                    for b in range(3):
+                        B[a, b] = wgt * (ta0 * T[b, 0] + ta1 * T[b, 1])
                 for i in range(nm):
                     for l in range(nm):
-                        loc_hess[k, 3 * i:3 * i + 3, 3 * l:3 * l + 3] = fc[k, i] * fc[k, l] * B
+                        cil = fc[k, i] * fc[k, l]
+                        for a in range(3):
+                            for b in range(3):
+                                loc_hess[k, 3 * i + a, 3 * l + b] = cil * B[a, b]
     return E
 
 
