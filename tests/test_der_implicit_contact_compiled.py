@@ -142,3 +142,29 @@ def test_local_band_substitution_equals_the_full_one():
         first, end = band_solve_local(band, piv, y, s, min(s + 4, D - 1))
         assert np.array_equal(y, full)
         assert np.all(full[:first] == 0.0) and np.all(full[end:] == 0.0)
+
+
+@pytest.mark.parametrize("case", ["edge-edge", "point-edge", "point-point", "parallel"])
+def test_segment_pair_projection_in_its_span_equals_the_full_one(case):
+    """barrier_eval projects a segment pair's 12 x 12 Hessian in the rank <= 5 span of its terms: the
+    same as clamping the eigenvalues of the whole matrix."""
+    from rodlab.der_implicit.contact import barrier, barrier_eval, gap_derivatives
+    base = {"edge-edge": [[0, 0, 0], [1, 0, 0], [0.5, -0.5, 0.012], [0.4, 0.5, 0.013]],
+            "point-edge": [[0, 0, 0], [1, 0, 0], [1.008, -0.5, 0.01], [1.01, 0.5, 0.011]],
+            "point-point": [[0, 0, 0], [1, 0, 0], [1.006, 0.005, 0.005], [2.4, 0.5, 0.35]],
+            "parallel": [[0, 0, 0], [1, 0, 0], [0.2, 0.004, 0.009], [0.9, 0.004, 0.009]]}[case]
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        X = np.array(base, float) + rng.normal(0.0, 1e-4, (4, 3)) * (case != "parallel")
+        rsum, dhat, kappa = 0.002, 0.02, 3.0
+        dg, d2g = np.zeros(12), np.zeros((12, 12))
+        gap = gap_derivatives(SEG_SEG, X, rsum, 2, dg, d2g)[0]
+        _, b1, b2 = barrier(gap, dhat)
+        assert 0 < gap < dhat
+        H = kappa * (b2 * np.outer(dg, dg) + b1 * 0.5 * (d2g + d2g.T))
+        lam, V = np.linalg.eigh(H)
+        want = (V * np.maximum(lam, 0.0)) @ V.T
+        lh, lg, gaps = np.zeros((1, 12, 12)), np.zeros((1, 12)), np.zeros(1)
+        barrier_eval(np.array([SEG_SEG]), np.arange(4)[None], np.zeros((1, 4, 3)), np.array([rsum]), X, dhat, kappa, 2,
+                     lg, lh, gaps)
+        np.testing.assert_allclose(lh[0], want, rtol=0, atol=1e-9 * np.abs(want).max())
