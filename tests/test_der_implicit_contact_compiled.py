@@ -13,7 +13,7 @@ from rodlab.der_implicit.contact_solve import band_solve_local, solve_banded_plu
 from rodlab.der_implicit.contact_table import contact_table, earliest_impact, sweep_pairs
 from rodlab.linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band
 from rodlab.solvers import make_simulator
-from rodlab.world import WorldBuilder, shapes
+from rodlab.world import WorldBuilder
 from rodlab.world.obstacles import Capsule, Cylinder, Plane, Sphere, TriangleMesh
 
 
