@@ -33,7 +33,11 @@ Barrier (IPC Eq. 6, here on the gap ``g`` [m] rather than the squared distance):
 ``g = sqrt(D) - r_sum``; ``dg = dD / (2 sqrt D)``,
 ``d2g = d2D / (2 sqrt D) - dD dD^T / (4 D^{3/2})``; the contact's Hessian
 ``kappa (b'' dg dg^T + b' d2g)`` is projected to positive semi-definite by clamping its eigenvalues
-at zero (IPC Sec. 5, per-stencil projection), on the rows of the moving points only.
+at zero (IPC Sec. 5, per-stencil projection), on the rows of the moving points only. For two
+segments the Hessian's range is spanned by ``c (x) e_j`` (``j < 3``) and ``G_a (x) n`` (``n`` the
+unit normal; ``J_a`` and ``dg`` are combinations of these): rank at most 5 of 12, so its
+eigenproblem is solved in an orthonormal basis of that span (5 x 5 instead of 12 x 12, the same
+projection up to round-off).
 
 Friction (IPC Sec. 5.1-5.3, lagged once per time step): at the step's start each active contact fixes
 its normal force ``lambda = kappa |b'(g)|`` [N], its closest-point coefficients ``c`` and a tangent
@@ -253,16 +257,28 @@ def sq_distance(X, c0, G, na, u0, u1, want, grad, hess):
             for a in range(na):
                 for i in range(4):
                     W[a] += G[a, i] * X[i]
-            A = np.empty((na, na))
-            for a in range(na):
-                for b in range(na):
-                    A[a, b] = 2.0 * (W[a] @ W[b])
             J = np.zeros((na, 12))
             for a in range(na):
                 for i in range(4):
                     for k in range(3):
                         J[a, 3 * i + k] = 2.0 * G[a, i] * w[k] + 2.0 * c[i] * W[a, k]
-            hess -= J.T @ np.linalg.solve(A, J)
+            # hess -= J^T A^{-1} J with A_ab = 2 W_a . W_b (1 x 1 or 2 x 2, inverted in closed form)
+            a00 = 2.0 * (W[0] @ W[0])
+            if na == 1:
+                for p in range(12):
+                    jp = J[0, p] / a00
+                    for r in range(12):
+                        hess[p, r] -= jp * J[0, r]
+            else:
+                a01 = 2.0 * (W[0] @ W[1])
+                a11 = 2.0 * (W[1] @ W[1])
+                det = a00 * a11 - a01 * a01
+                i00, i01, i11 = a11 / det, -a01 / det, a00 / det
+                for p in range(12):
+                    y0 = i00 * J[0, p] + i01 * J[1, p]
+                    y1 = i01 * J[0, p] + i11 * J[1, p]
+                    for r in range(12):
+                        hess[p, r] -= y0 * J[0, r] + y1 * J[1, r]
     return D, c
 
 
@@ -303,11 +319,63 @@ def gap_derivatives(ptype, X, rsum, want, dg, d2g):
 
 @njit(**JIT)
 def _project_psd(H):
+    """``H`` (symmetric) with its negative eigenvalues set to zero: ``V max(lam, 0) V^T``."""
     lam, V = np.linalg.eigh(H)
-    for k in range(lam.shape[0]):
-        if lam[k] < 0.0:
-            lam[k] = 0.0
-    return (V * lam) @ V.T
+    m = H.shape[0]
+    out = np.zeros((m, m))
+    for k in range(m):
+        if lam[k] > 0.0:
+            for i in range(m):
+                vi = lam[k] * V[i, k]
+                for j in range(m):
+                    out[i, j] += vi * V[j, k]
+    return out
+
+
+@njit(**JIT)
+def _project_psd_span(H, B, r):
+    """:func:`_project_psd` of an ``H`` (m, m) whose range lies in the span of the first ``r`` rows of
+    ``B`` (r, m): with ``Q`` an orthonormal basis of that span (modified Gram-Schmidt, twice),
+    ``H = Q^T (Q H Q^T) Q`` and the projection is ``Q^T proj(Q H Q^T) Q``: an ``r x r`` eigenproblem
+    instead of ``m x m``. Vectors already in the span of the previous ones (relative norm left below
+    1e-8) are dropped."""
+    m = H.shape[0]
+    Q = np.empty((r, m))
+    nq = 0
+    for a in range(r):
+        v = B[a].copy()
+        n0 = math.sqrt(v @ v)
+        if n0 == 0.0:
+            continue
+        for _ in range(2):
+            for b in range(nq):
+                v -= (Q[b] @ v) * Q[b]
+        nv = math.sqrt(v @ v)
+        if nv <= 1e-8 * n0:
+            continue
+        Q[nq] = v / nv
+        nq += 1
+    Q = Q[:nq]
+    QH = np.empty((nq, m))  # (H Q^T)^T
+    for b in range(nq):
+        for i in range(m):
+            QH[b, i] = H[i] @ Q[b]
+    M = np.empty((nq, nq))
+    for a in range(nq):
+        for b in range(nq):
+            M[a, b] = 0.5 * (Q[a] @ QH[b] + Q[b] @ QH[a])
+    P = _project_psd(M)
+    PQ = np.zeros((nq, m))
+    for a in range(nq):
+        for b in range(nq):
+            PQ[a] += P[a, b] * Q[b]
+    out = np.zeros((m, m))
+    for a in range(nq):
+        for i in range(m):
+            qa = Q[a, i]
+            for j in range(m):
+                out[i, j] += qa * PQ[a, j]
+    return out
 
 
 @njit(**JIT)
@@ -331,6 +399,9 @@ def barrier_eval(ptype, pv, pfix, prsum, x, dhat, kappa, want, loc_grad, loc_hes
     X = np.empty((4, 3))
     dg = np.zeros(12)
     d2g = np.zeros((12, 12))
+    c0 = np.zeros(4)
+    G = np.zeros((2, 4))
+    span = np.zeros((5, 12))
     for k in range(K):
         _points(k, ptype, pv, pfix, x, X)
         g, c, n = gap_derivatives(ptype[k], X, prsum[k], want, dg, d2g)
@@ -346,9 +417,29 @@ def barrier_eval(ptype, pv, pfix, prsum, x, dhat, kappa, want, loc_grad, loc_hes
                 loc_grad[k, :m] = kappa * b1 * dg[:m]
             if want >= 2:
                 loc_hess[k, :, :] = 0.0
-                if b1 != 0.0 or b2 != 0.0:
-                    H = kappa * (b2 * np.outer(dg[:m], dg[:m]) + b1 * d2g[:m, :m])
-                    loc_hess[k, :m, :m] = _project_psd(0.5 * (H + H.T))
+                if ptype[k] == VERT_PLANE:  # kappa b'' n n^T: positive semi-definite as it stands (b'' > 0)
+                    for i in range(3):
+                        for j in range(3):
+                            loc_hess[k, i, j] = kappa * (b2 * dg[i] * dg[j])
+                elif b1 != 0.0 or b2 != 0.0:
+                    H = np.empty((m, m))
+                    for i in range(m):
+                        for j in range(m):
+                            H[i, j] = kappa * (b2 * dg[i] * dg[j] + b1 * 0.5 * (d2g[i, j] + d2g[j, i]))
+                    if ptype[k] == SEG_SEG:
+                        # H's range: c (x) e_j (j < 3) and G_a (x) n (a < na) (module docstring), rank <= 5 of 12
+                        na = distance_type(SEG_SEG, X, c0, G)[0]
+                        for a in range(3):
+                            span[a, :] = 0.0
+                            for i in range(4):
+                                span[a, 3 * i + a] = c[i]
+                        for a in range(na):
+                            for i in range(4):
+                                for j in range(3):
+                                    span[3 + a, 3 * i + j] = G[a, i] * n[j]
+                        loc_hess[k, :, :] = _project_psd_span(H, span, 3 + na)
+                    else:
+                        loc_hess[k, :m, :m] = _project_psd(H)
     return E
 
 
@@ -425,24 +516,34 @@ def friction_eval(ptype, pv, fc, fbasis, fweight, x, x0, eps, want, loc_grad, lo
         for i in range(nm):
             d += fc[k, i] * (x[pv[k, i]] - x0[pv[k, i]])
         T = fbasis[k]
-        u = T.T @ d
-        y = math.sqrt(u @ u)
+        u0 = T[0, 0] * d[0] + T[1, 0] * d[1] + T[2, 0] * d[2]
+        u1 = T[0, 1] * d[0] + T[1, 1] * d[1] + T[2, 1] * d[2]
+        y = math.sqrt(u0 * u0 + u1 * u1)
         f0, f1, f1p = mollifier(y, eps)
         E += wgt * f0
         if want >= 1:
             ratio = f1 / y if y > 0.0 else 2.0 / eps
-            tu = T @ u
             for i in range(nm):
                 for j in range(3):
-                    loc_grad[k, 3 * i + j] = wgt * ratio * fc[k, i] * tu[j]
+                    loc_grad[k, 3 * i + j] = wgt * ratio * fc[k, i] * (T[j, 0] * u0 + T[j, 1] * u1)
             if want >= 2:
-                M = ratio * np.eye(2)
-                if y > 0.0:
-                    M += ((f1p * y - f1) / (y * y * y)) * np.outer(u, u)
-                B = wgt * (T @ M @ T.T)
+                # B = mu lambda T M T^T, M = ratio I + (f1' y - f1) / y^3 u u^T
+                cu = (f1p * y - f1) / (y * y * y) if y > 0.0 else 0.0
+                m00 = ratio + cu * u0 * u0
+                m01 = cu * u0 * u1
+                m11 = ratio + cu * u1 * u1
+                B = np.empty((3, 3))
+                for a in range(3):
+                    ta0 = T[a, 0] * m00 + T[a, 1] * m01
+                    ta1 = T[a, 0] * m01 + T[a, 1] * m11
+                    for b in range(3):
+                        B[a, b] = wgt * (ta0 * T[b, 0] + ta1 * T[b, 1])
                 for i in range(nm):
                     for l in range(nm):
-                        loc_hess[k, 3 * i:3 * i + 3, 3 * l:3 * l + 3] = fc[k, i] * fc[k, l] * B
+                        cil = fc[k, i] * fc[k, l]
+                        for a in range(3):
+                            for b in range(3):
+                                loc_hess[k, 3 * i + a, 3 * l + b] = cil * B[a, b]
     return E
 
 
