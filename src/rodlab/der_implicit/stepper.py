@@ -7,7 +7,8 @@ One step of size ``h`` minimizes the incremental potential
 (inertia, mass-proportional viscous damping ``-c M v`` taken implicitly, elastic energy, constant
 external force) by Newton's method on the banded SPD Hessian (exact stretching Hessian projected
 to SPD, Gauss-Newton bending and twisting; see :mod:`.energies`), a banded LDL^T solve
-(:mod:`rodlab.linalg.banded_ldlt`) and a backtracking (Armijo) line search on ``Phi``. The
+(:mod:`.hessian_ldlt`, the band-10 factor of :mod:`rodlab.linalg.banded_ldlt` cut to the stencil's
+profile) and a backtracking (Armijo) line search on ``Phi``. The
 reference frames are time-parallel: at every Newton iterate they are the parallel transport of
 the step's initial frames to the current tangents. ``v_{t+h} = (q - q_t) / h``.
 
@@ -25,7 +26,8 @@ import numpy as np
 from numba import njit
 
 from ..model import check_damping_scheme, check_steps
-from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
+from ..linalg.banded_ldlt import ldlt_solve_band10
+from .hessian_ldlt import der_hessian_ldlt_factor
 from .energies import _E0, _WS_E, BANDWIDTH, der_elastic, der_elastic_ws, edge_geometry, update_frames
 from .slerp_bending import BRANCHES, GRADIENTS, _frames_at, slerp_elastic
 
@@ -244,7 +246,7 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
         stats[2] = gmax
         if gmax <= gtol:
             break
-        ldlt_factor_band10(band, D, 1e-13)
+        der_hessian_ldlt_factor(band, D, 1e-13)
         for r in range(n):
             dq[r] = -g[r]
         ldlt_solve_band10(band, D, dq)
