@@ -46,7 +46,8 @@ from numba import get_parallel_chunksize, njit, prange, set_parallel_chunksize
 
 from .energies import _WS_E, BANDWIDTH, _transport, der_elastic, edge_geometry, update_frames
 from .slerp_bending import slerp_elastic
-from .stepper import BENDING_2D_AVERAGE, BENDING_2D_SLERP, BENDING_4D, DERImplicitModel, newton_minimize
+from .stepper import (BENDING_2D_AVERAGE, BENDING_2D_SLERP, BENDING_4D, FRAMES_BASE, FRAMES_TRANSPORT, FRAMES_WORK,
+                      DERImplicitModel, copy_rows, copy_vec, newton_minimize)
 
 from ..geometry._vec import JIT, njit_as  # noqa: E402  (the one numba options dict)
 PARALLEL_CHUNK = 4
@@ -277,8 +278,8 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
         if own:
             held = int(kept[2])
         else:
-            gs[0, :] = _fsec(fb, S_DOF_GHELD, ds, n)
-            bands[0, :, :] = _fsec(fb, S_DOF_BANDHELD, nb * ds, n * nb).reshape((n, nb))
+            copy_vec(gs[0], _fsec(fb, S_DOF_GHELD, ds, n))
+            copy_rows(bands[0], _fsec2(fb, S_DOF_BANDHELD, ds, n, nb))
             held = 0
         R[_WS_E] = kept[1]
     kept[0] = 0.0
@@ -334,15 +335,18 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
         # the base frames belong to q (see newton_minimize) unless a clamp moved or the state's frames
         # were not written by a step at these positions (then one full transport re-orthonormalises
         # them): so the result depends on the state alone, not on how the steps are split into calls
-        fresh = (s > 0 or not stale) and not has_drive
-        if not fresh:
+        # (from the second step on, the work frames are q's too: the step before ended computing them)
+        frames = FRAMES_TRANSPORT
+        if not has_drive:
+            frames = FRAMES_WORK if s > 0 else (FRAMES_TRANSPORT if stale else FRAMES_BASE)
+        if frames == FRAMES_TRANSPORT:
             held = -1
         # the 4D and averaged 2D bending reuse the accepted line-search trial's assembly; the last
         # step's, too, is kept for the next call (below), which then need not assemble its first iteration
         its, held = newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref, ks, lbar, kbend,
                                     wbar, ktwist, mbar, lvor, bending, wbar2, ib[I_BRANCH], ib[I_EXACT], newton_iters,
                                     fb[F_GTOL], ls_max, False, tan, elen, a1w, mrefw, gs, bands, D, dq, qt, m1, m2, R,
-                                    stats, fresh, not slerp, held)
+                                    stats, frames, not slerp, held)
         if stats[1] > lsf and its == 1 and stats[2] > fail_gtol:
             return step
         if ls_max == 0 or stats[1] > lsf:
@@ -366,8 +370,8 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
         if own:
             kept[2] = held
         else:
-            _fsec(fb, S_DOF_GHELD, ds, n)[:] = gs[held]
-            _fsec(fb, S_DOF_BANDHELD, nb * ds, n * nb).reshape((n, nb))[:, :] = bands[held]
+            copy_vec(_fsec(fb, S_DOF_GHELD, ds, n), gs[held])
+            copy_rows(_fsec2(fb, S_DOF_BANDHELD, ds, n, nb), bands[held])
             kept[2] = 0
         kept[1] = R[_WS_E]
         kept[0] = 1.0
