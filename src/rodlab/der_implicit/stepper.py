@@ -159,7 +159,12 @@ NO_SLERP = np.zeros((0, 2))  # ``wbar2`` when the bending is not slerped
 @njit(**JIT)
 def _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch, exact,
              want, g, band):
-    """Elastic energy (and gradient / Gauss-Newton Hessian for ``want`` 1 / 2) of the chosen bending model."""
+    """Elastic energy (and gradient / Gauss-Newton Hessian for ``want`` 1 / 2) of the chosen bending model.
+    ``wbar2`` None: a caller without the slerped bending; numba then prunes the branch below on the None
+    argument, and the slerped model (:func:`.slerp_bending.slerp_elastic`) is not compiled into it."""
+    if wbar2 is None:
+        return der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor,
+                           bending == BENDING_2D_AVERAGE, want, g, band)
     if bending == BENDING_2D_SLERP:
         return slerp_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar2, ktwist, mbar, lvor, branch, exact,
                              want, g, band)
@@ -214,7 +219,8 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
     are always transported from the step's start (``tan_b``, ``a1_b``, ``mref_b``). ``stats`` (3,)
     accumulates iterations, line-search failures, and receives the last free-gradient max-norm.
     ``bending``: ``BENDING_*`` (``wbar2``, ``branch``, ``exact``: the slerped model's rest curvature
-    and options, see slerp_bending.py). ``ls_max = 0`` takes full Newton steps (no line search).
+    and options, see slerp_bending.py; ``wbar2`` None: not the slerped model, which is then not compiled
+    in, see :func:`_elastic`). ``ls_max = 0`` takes full Newton steps (no line search).
     ``frames``: ``FRAMES_BASE`` when the base frames belong to ``q`` itself (``tan_b`` are ``q``'s
     tangents: a time step that starts where the last one ended, no clamp moved in between), so the
     first iteration's frames are the base frames and only the edge lengths are computed (saves one
