@@ -10,7 +10,8 @@ thread's CPU time (``time.thread_time``: on a shared machine, the work itself). 
 * ``update_frames``: tangents, lengths, transported reference directors and reference twists;
 * ``assemble (want=2)``: elastic energy, gradient and banded Hessian (zeroing included);
 * ``energy (want=0)``: elastic energy alone (a line-search halving);
-* ``factor`` / ``solve``: the banded LDL^T of the 127 x 127 Hessian (half bandwidth 10);
+* ``factor`` / ``solve``: the banded LDL^T of the 127 x 127 Hessian (half bandwidth 10; the factor
+  cut to the stencil's profile, :mod:`rodlab.der_implicit.hessian_ldlt`, as the step runs it);
 * ``inertia + hold + gmax``: the O(n) loops of a Newton iteration around them;
 * the transcendental calls alone (31 ``sin`` / ``cos`` pairs, 30 ``atan2``), a floor the bit-for-bit
   results keep;
@@ -36,7 +37,8 @@ from numba import njit
 from rodlab.der_implicit.batch import RodBatch, advance_serial
 from rodlab.der_implicit.energies import BANDWIDTH, _WS_E, der_elastic_ws, update_frames
 from rodlab.der_implicit.stepper import _hold_fixed, add_inertia, build_rod, implicit_euler_steps
-from rodlab.linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
+from rodlab.der_implicit.hessian_ldlt import der_hessian_ldlt_factor
+from rodlab.linalg.banded_ldlt import ldlt_solve_band10
 
 HAIR = dict(E=3.9e9, G=1.3e9, rho=1300.0, radius=5e-5)
 H = 1.0 / 240.0
@@ -78,7 +80,7 @@ def _loop_trig(k, q, mref):
 def _loop_factor(k, band0, band, D):
     for _ in range(k):
         band[:, :] = band0
-        ldlt_factor_band10(band, D, 1e-13)
+        der_hessian_ldlt_factor(band, D, 1e-13)
 
 
 @njit(cache=True)
@@ -146,7 +148,7 @@ def _batch_step_us(model, state, count, nsteps, reps):
 
     def run(k):
         c0 = time.thread_time()
-        failed = advance_serial(batch.ibuf, batch.fbuf, *arrs, fx, batch.no_prev, k)
+        failed = advance_serial(batch.ibuf, batch.fbuf, *arrs, fx, batch.no_prev, k, batch.slerp_rest)
         assert failed == 0
         return time.thread_time() - c0
 

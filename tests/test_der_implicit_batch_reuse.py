@@ -110,3 +110,19 @@ def test_per_rod_outputs_of_a_parallel_batch_are_those_of_each_rod_alone():
     assert batch.advance(*arrays, 3, True) == 1
     np.testing.assert_array_equal(batch.rod_failed_step, [0.0, 1.0, 0.0])
     np.testing.assert_array_equal(arrays[1], before[1])  # nothing written back
+
+
+def test_driver_without_slerped_bending_compiles_the_newton_loop_without_it():
+    """A batch of 4D rods passes None for the slerped rest curvature (RodBatch.slerp_rest), so numba
+    prunes that model's branches out of the driver it compiles (stepper._elastic): the Newton loop the
+    serial driver calls is typed with ``wbar2`` None."""
+    from numba import types
+
+    from rodlab.der_implicit.stepper import newton_minimize
+
+    m, s = _rod(False)
+    batch = RodBatch([m], h=1.0 / 240.0, newton_iters=1, gtol=0.0, line_search=0)
+    assert batch.slerp_rest is None
+    assert batch.advance(*_flat([s]), 2, False) == 0
+    wbar2_arg = list(newton_minimize.py_func.__code__.co_varnames).index("wbar2")
+    assert any(sig[wbar2_arg] == types.none for sig in newton_minimize.signatures)

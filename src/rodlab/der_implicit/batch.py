@@ -46,7 +46,8 @@ from numba import get_parallel_chunksize, njit, prange, set_parallel_chunksize
 
 from .energies import _WS_E, BANDWIDTH, _transport, der_elastic, edge_geometry, update_frames
 from .slerp_bending import slerp_elastic
-from .stepper import BENDING_2D_AVERAGE, BENDING_2D_SLERP, BENDING_4D, DERImplicitModel, newton_minimize
+from .stepper import (BENDING_2D_AVERAGE, BENDING_2D_SLERP, BENDING_4D, FRAMES_BASE, FRAMES_TRANSPORT, FRAMES_WORK,
+                      DERImplicitModel, copy_rows, copy_vec, newton_minimize)
 
 from ..geometry._vec import JIT, njit_as  # noqa: E402  (the one numba options dict)
 PARALLEL_CHUNK = 4
@@ -154,7 +155,7 @@ def _impose_drives(r, ib, fb, q, tan_base, a1_base):
 
 @njit(**JIT)
 def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, vertex_x_frames,
-               dof_prev, nsteps, wk):
+               dof_prev, nsteps, wk, slerp_rest):
     """``nsteps`` implicit steps of rod ``r`` on its own slices of the work buffers (the step
     of :func:`.stepper.implicit_euler_steps`, with preallocated work arrays). Reads the rod's state
     from the flat state arrays; leaves the result in its work buffers (``dof_q``, ``dof_v``,
@@ -169,7 +170,9 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     unknowns, or a line search that found no descent while the free force exceeded
     ``rod_fail_gtol``; a degenerate geometry the kernels refuse also counts). ``wk``: the rod's work
     array (:func:`_rod_work_size`; its head holds the step being taken and the Newton counters, which
-    :func:`_rod_steps_guarded` copies to the arena)."""
+    :func:`_rod_steps_guarded` copies to the arena). ``slerp_rest``: the batch's ``vertex_wbar2`` (N, 2)
+    for the slerped bending, else None (then that model's kernels are not compiled into the driver:
+    numba prunes the branches on a None argument, about a tenth of a cold start's compile time)."""
     nrod = ib[I_NROD]
     rod = ib[ib[I_ROD]:ib[I_ROD] + ROD_COLS * (nrod + 1)].reshape((nrod + 1, ROD_COLS))
     vs, es, js, ds, fs = rod[r, 0], rod[r, 1], rod[r, 2], rod[r, 3], rod[r, 4]
@@ -226,7 +229,7 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     mbar = _fsec(fb, S_VERTEX_MBAR, vs, nv)
     lvor = _fsec(fb, S_VERTEX_LVOR, vs, nv)
     wbar = _fsec2(fb, S_VERTEX_WBAR, vs, nv, 4)
-    wbar2 = _fsec2(fb, S_VERTEX_WBAR2, vs, nv, 2)
+    wbar2 = None if slerp_rest is None else slerp_rest[vs:vs + nv]
     mref = _fsec(fb, S_JOINT_MREF_BASE, js, nj)
     h = fb[F_H]
     damping = _fsec(fb, S_ROD_DAMPING, r, 1)[0]
@@ -277,8 +280,8 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
         if own:
             held = int(kept[2])
         else:
-            gs[0, :] = _fsec(fb, S_DOF_GHELD, ds, n)
-            bands[0, :, :] = _fsec(fb, S_DOF_BANDHELD, nb * ds, n * nb).reshape((n, nb))
+            copy_vec(gs[0], _fsec(fb, S_DOF_GHELD, ds, n))
+            copy_rows(bands[0], _fsec2(fb, S_DOF_BANDHELD, ds, n, nb))
             held = 0
         R[_WS_E] = kept[1]
     kept[0] = 0.0
@@ -334,15 +337,18 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
         # the base frames belong to q (see newton_minimize) unless a clamp moved or the state's frames
         # were not written by a step at these positions (then one full transport re-orthonormalises
         # them): so the result depends on the state alone, not on how the steps are split into calls
-        fresh = (s > 0 or not stale) and not has_drive
-        if not fresh:
+        # (from the second step on, the work frames are q's too: the step before ended computing them)
+        frames = FRAMES_TRANSPORT
+        if not has_drive:
+            frames = FRAMES_WORK if s > 0 else (FRAMES_TRANSPORT if stale else FRAMES_BASE)
+        if frames == FRAMES_TRANSPORT:
             held = -1
         # the 4D and averaged 2D bending reuse the accepted line-search trial's assembly; the last
         # step's, too, is kept for the next call (below), which then need not assemble its first iteration
         its, held = newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref, ks, lbar, kbend,
                                     wbar, ktwist, mbar, lvor, bending, wbar2, ib[I_BRANCH], ib[I_EXACT], newton_iters,
                                     fb[F_GTOL], ls_max, False, tan, elen, a1w, mrefw, gs, bands, D, dq, qt, m1, m2, R,
-                                    stats, fresh, not slerp, held)
+                                    stats, frames, not slerp, held)
         if stats[1] > lsf and its == 1 and stats[2] > fail_gtol:
             return step
         if ls_max == 0 or stats[1] > lsf:
@@ -366,8 +372,8 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
         if own:
             kept[2] = held
         else:
-            _fsec(fb, S_DOF_GHELD, ds, n)[:] = gs[held]
-            _fsec(fb, S_DOF_BANDHELD, nb * ds, n * nb).reshape((n, nb))[:, :] = bands[held]
+            copy_vec(_fsec(fb, S_DOF_GHELD, ds, n), gs[held])
+            copy_rows(_fsec2(fb, S_DOF_BANDHELD, ds, n, nb), bands[held])
             kept[2] = 0
         kept[1] = R[_WS_E]
         kept[0] = 1.0
@@ -391,7 +397,7 @@ def _rod_work_size(r, ib):
 
 @njit(**JIT)
 def _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
-                       vertex_x_frames, dof_prev, nsteps):
+                       vertex_x_frames, dof_prev, nsteps, slerp_rest):
     """:func:`_rod_steps` on a fresh work array, with an exception of the kernels (a degenerate
     geometry: zero-length or reversed edges, or NaN coordinates) turned into a failure of the step it
     happened in (an exception must not leave a parallel region). Writes the rod's ``rod_failed_step``
@@ -403,7 +409,7 @@ def _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, 
     wk[WK_STATS + 2] = 0.0
     try:
         failed = _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
-                            vertex_x_frames, dof_prev, nsteps, wk)
+                            vertex_x_frames, dof_prev, nsteps, wk, slerp_rest)
     except Exception:
         failed = max(1, int(wk[WK_STEP]))
     _fsec(fb, S_ROD_FAILED_STEP, r, 1)[0] = failed
@@ -471,17 +477,18 @@ def _collect(ib, fb, failed):
 
 
 def _advance(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, vertex_x_frames,
-             dof_prev, nsteps):
+             dof_prev, nsteps, slerp_rest):
     """``nsteps`` steps of every rod, ``prange`` over rods (numba's threads, ``numba.set_num_threads``),
     then, if all succeeded, the write-back. ``vertex_x_frames`` (N, 3): the state's record of the
     positions its frames belong to (:func:`_rod_steps`; written on success). ``dof_prev`` (D, 2): BDF2's previous step (read when
-    ``ib[I_HAVE_PREV]``, written on success; any (0, 2) array for backward Euler). Returns 0, or the
-    first step (1-based) at which some rod failed; the state arrays are then unchanged."""
+    ``ib[I_HAVE_PREV]``, written on success; any (0, 2) array for backward Euler). ``slerp_rest``:
+    :attr:`RodBatch.slerp_rest` (the slerped bending's rest curvature, or None: :func:`_rod_steps`).
+    Returns 0, or the first step (1-based) at which some rod failed; the state arrays are then unchanged."""
     nrod = ib[I_NROD]
     failed = ib[ib[I_FAILED]:ib[I_FAILED] + nrod]
     for r in prange(nrod):
         failed[r] = _rod_steps_guarded(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                       joint_ref_twist, vertex_x_frames, dof_prev, nsteps)
+                                       joint_ref_twist, vertex_x_frames, dof_prev, nsteps, slerp_rest)
     first = _collect(ib, fb, failed)
     if first > 0:
         return first
@@ -559,6 +566,8 @@ class RodBatch:
     and director ``m1`` for the next step; per-rod outputs ``rod_newton_iters``,
     ``rod_line_search_failures``, ``rod_residual`` [N] (last free-force max-norm), ``rod_failed_step``.
     ``integrator``: ``INTEGRATOR_BACKWARD_EULER`` or ``INTEGRATOR_BDF2`` (:func:`_rod_steps`).
+    ``slerp_rest``: the view ``vertex_wbar2`` for a slerped batch, else None: the drivers' last
+    argument (:func:`_rod_steps`).
     """
 
     def __init__(self, models: list[DERImplicitModel], *, h: float, newton_iters: int, gtol: float, line_search: int,
@@ -633,6 +642,8 @@ class RodBatch:
         self.rod_decay[:] = 1.0
         self.dof_q[:] = np.nan  # no positions stepped yet (see _rod_steps)
         self.vertex_x_frames = np.full((totals["vertex"], 3), np.nan)  # advance(vertex_x_frames=None)'s record
+        # the driver's last argument: the slerped bending's rest curvature, or None (_rod_steps)
+        self.slerp_rest = self.vertex_wbar2 if slerp is not None else None
 
     def advance(self, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps: int,
                 parallel: bool, dof_prev: np.ndarray | None = None, have_prev: bool = False,
@@ -654,12 +665,12 @@ class RodBatch:
         self.ibuf[I_HAVE_PREV] = 1 if have_prev else 0
         if not parallel:
             return advance_serial(self.ibuf, self.fbuf, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                  joint_ref_twist, vertex_x_frames, dof_prev, nsteps)
+                                  joint_ref_twist, vertex_x_frames, dof_prev, nsteps, self.slerp_rest)
         chunk = get_parallel_chunksize()
         set_parallel_chunksize(PARALLEL_CHUNK)
         try:
             return advance_parallel(self.ibuf, self.fbuf, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                                    joint_ref_twist, vertex_x_frames, dof_prev, nsteps)
+                                    joint_ref_twist, vertex_x_frames, dof_prev, nsteps, self.slerp_rest)
         finally:
             set_parallel_chunksize(chunk)
 

@@ -7,7 +7,8 @@ One step of size ``h`` minimizes the incremental potential
 (inertia, mass-proportional viscous damping ``-c M v`` taken implicitly, elastic energy, constant
 external force) by Newton's method on the banded SPD Hessian (exact stretching Hessian projected
 to SPD, Gauss-Newton bending and twisting; see :mod:`.energies`), a banded LDL^T solve
-(:mod:`rodlab.linalg.banded_ldlt`) and a backtracking (Armijo) line search on ``Phi``. The
+(:mod:`.hessian_ldlt`, the band-10 factor of :mod:`rodlab.linalg.banded_ldlt` cut to the stencil's
+profile) and a backtracking (Armijo) line search on ``Phi``. The
 reference frames are time-parallel: at every Newton iterate they are the parallel transport of
 the step's initial frames to the current tangents. ``v_{t+h} = (q - q_t) / h``.
 
@@ -25,7 +26,8 @@ import numpy as np
 from numba import njit
 
 from ..model import check_damping_scheme, check_steps
-from ..linalg.banded_ldlt import ldlt_factor_band10, ldlt_solve_band10
+from ..linalg.banded_ldlt import ldlt_solve_band10
+from .hessian_ldlt import der_hessian_ldlt_factor
 from .energies import _E0, _WS_E, BANDWIDTH, der_elastic, der_elastic_ws, edge_geometry, update_frames
 from .slerp_bending import BRANCHES, GRADIENTS, _frames_at, slerp_elastic
 
@@ -157,7 +159,12 @@ NO_SLERP = np.zeros((0, 2))  # ``wbar2`` when the bending is not slerped
 @njit(**JIT)
 def _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch, exact,
              want, g, band):
-    """Elastic energy (and gradient / Gauss-Newton Hessian for ``want`` 1 / 2) of the chosen bending model."""
+    """Elastic energy (and gradient / Gauss-Newton Hessian for ``want`` 1 / 2) of the chosen bending model.
+    ``wbar2`` None: a caller without the slerped bending; numba then prunes the branch below on the None
+    argument, and the slerped model (:func:`.slerp_bending.slerp_elastic`) is not compiled into it."""
+    if wbar2 is None:
+        return der_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor,
+                           bending == BENDING_2D_AVERAGE, want, g, band)
     if bending == BENDING_2D_SLERP:
         return slerp_elastic(q, tan, elen, a1, mref, ks, lbar, kbend, wbar2, ktwist, mbar, lvor, branch, exact,
                              want, g, band)
@@ -178,10 +185,33 @@ def _phi(q, qhat, q0, mass, a_in, a_dmp, fext, tan_b, a1_b, mref_b, tan, elen, a
     return E
 
 
+@njit(inline="always", **JIT)
+def copy_vec(dst, src):
+    """``dst[:] = src`` as a loop: a slice assignment between two arrays compiles numba's broadcasting
+    checks and their error path (``ol_raise_with_shape_context``, about 1.5 s of compile time per pair
+    of array types, measured on the der call tree, 2026-11-25). Same length assumed."""
+    for i in range(src.shape[0]):
+        dst[i] = src[i]
+
+
+@njit(inline="always", **JIT)
+def copy_rows(dst, src):
+    """``dst[:, :] = src`` as a loop (:func:`copy_vec`), for 2D arrays of one shape."""
+    for i in range(src.shape[0]):
+        for c in range(src.shape[1]):
+            dst[i, c] = src[i, c]
+
+
+# what newton_minimize's first iteration knows of the frames at ``q`` (its ``frames`` argument)
+FRAMES_TRANSPORT = 0  # nothing: transport the base frames to q's tangents
+FRAMES_BASE = 1  # the base frames are q's (tangents included): compute the edge lengths, copy the frames
+FRAMES_WORK = 2  # the work frames (tan, elen, a1, mref) are q's and equal to the base: nothing to compute
+
+
 @njit(**JIT)
 def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b, mref_b,
                     ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, branch, exact, max_iters, gtol, ls_max,
-                    rebase, tan, elen, a1, mref, gs, bands, D, dq, qt, m1, m2, R, stats, fresh, reuse, held):
+                    rebase, tan, elen, a1, mref, gs, bands, D, dq, qt, m1, m2, R, stats, frames, reuse, held):
     """Minimize ``Phi`` (module docstring) from ``q`` in place; returns ``(iterations, held)``.
 
     ``a_in = 1/h^2``, ``a_dmp = c/h`` (both 0 for statics). ``rebase``: after each accepted
@@ -189,10 +219,14 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
     are always transported from the step's start (``tan_b``, ``a1_b``, ``mref_b``). ``stats`` (3,)
     accumulates iterations, line-search failures, and receives the last free-gradient max-norm.
     ``bending``: ``BENDING_*`` (``wbar2``, ``branch``, ``exact``: the slerped model's rest curvature
-    and options, see slerp_bending.py). ``ls_max = 0`` takes full Newton steps (no line search).
-    ``fresh``: the base frames belong to ``q`` itself (``tan_b`` are ``q``'s tangents: a time step
-    that starts where the last one ended, no clamp moved in between), so the first iteration's
-    frames are the base frames and only the edge lengths are computed (saves one transport).
+    and options, see slerp_bending.py; ``wbar2`` None: not the slerped model, which is then not compiled
+    in, see :func:`_elastic`). ``ls_max = 0`` takes full Newton steps (no line search).
+    ``frames``: ``FRAMES_BASE`` when the base frames belong to ``q`` itself (``tan_b`` are ``q``'s
+    tangents: a time step that starts where the last one ended, no clamp moved in between), so the
+    first iteration's frames are the base frames and only the edge lengths are computed (saves one
+    transport); ``FRAMES_WORK`` when moreover the work frames ``tan``, ``elen``, ``a1``, ``mref`` hold
+    them already (the step before ended by computing them at ``q``: nothing to compute);
+    ``FRAMES_TRANSPORT`` otherwise. ``ls_max = 0``: no line search, the full step is taken in place.
 
     ``gs`` (2, n), ``bands`` (2, n, 11): gradient / Hessian buffers (only the first is used unless
     ``reuse``); ``m1``, ``m2`` (E, 3), ``R`` (``_WS_E + 1``): :func:`.energies.der_elastic_ws`'s
@@ -220,10 +254,12 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
             cur = 0
             g = gs[0]
             band = bands[0]
-            if it == 0 and fresh:
+            if it == 0 and frames == FRAMES_WORK:
+                pass
+            elif it == 0 and frames == FRAMES_BASE:
                 edge_geometry(q, tan, elen)
-                a1[:, :] = a1_b
-                mref[:] = mref_b
+                copy_rows(a1, a1_b)
+                copy_vec(mref, mref_b)
             else:
                 update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
             g[:] = 0.0
@@ -244,18 +280,19 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
         stats[2] = gmax
         if gmax <= gtol:
             break
-        ldlt_factor_band10(band, D, 1e-13)
+        der_hessian_ldlt_factor(band, D, 1e-13)
         for r in range(n):
             dq[r] = -g[r]
         ldlt_solve_band10(band, D, dq)
-        slope = 0.0
-        for r in range(n):
-            slope += g[r] * dq[r]
-        alpha = 1.0
         ok = ls_max == 0
-        if ok:
+        if ok:  # the full Newton step, in place
             for r in range(n):
-                qt[r] = q[r] + dq[r]
+                q[r] = q[r] + dq[r]
+        slope = 0.0
+        if not ok:
+            for r in range(n):
+                slope += g[r] * dq[r]
+        alpha = 1.0
         for ls in range(ls_max):
             for r in range(n):
                 qt[r] = q[r] + alpha * dq[r]
@@ -294,13 +331,14 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
         if not ok:
             stats[1] += 1
             break
-        for r in range(n):
-            q[r] = qt[r]
+        if ls_max > 0:
+            for r in range(n):
+                q[r] = qt[r]
         if rebase:
             update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
-            tan_b[:, :] = tan
-            a1_b[:, :] = a1
-            mref_b[:] = mref
+            copy_rows(tan_b, tan)
+            copy_rows(a1_b, a1)
+            copy_vec(mref_b, mref)
     return its, held
 
 
@@ -339,15 +377,15 @@ def implicit_euler_steps(q, v, a1, tanr, mref, mass, fext, fixed_idx, ks, lbar, 
             qhat[r] = q[r] + h * v[r]
         for t in range(fixed_idx.shape[0]):
             qhat[fixed_idx[t]] = q[fixed_idx[t]]
-        fresh = s > 0
+        frames = FRAMES_WORK if s > 0 else FRAMES_TRANSPORT  # (the frames at q, below)
         newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tanr, a1, mref,
                         ks, lbar, kbend, wbar, ktwist, mbar, lvor, bending, wbar2, branch, exact, newton_iters, gtol,
-                        ls_max, False, tan, elen, a1w, mrefw, gs, bands, D, dq, qt, m1, m2, R, stats, fresh, False,
+                        ls_max, False, tan, elen, a1w, mrefw, gs, bands, D, dq, qt, m1, m2, R, stats, frames, False,
                         np.int64(-1))
         update_frames(q, tanr, a1, mref, tan, elen, a1w, mrefw)
-        tanr[:, :] = tan
-        a1[:, :] = a1w
-        mref[:] = mrefw
+        copy_rows(tanr, tan)
+        copy_rows(a1, a1w)
+        copy_vec(mref, mrefw)
         for r in range(n):
             v[r] = decay * (q[r] - q0[r]) / h
 
@@ -491,7 +529,7 @@ def solve_static(model: DERImplicitModel, state: DERImplicitState, *, load_steps
         newton_minimize(state.q, zeros, zeros, zeros, 0.0, 0.0, f, fixed, state.tan, state.a1, state.mref, model.ks,
                         model.lbar, model.kbend, model.wbar, model.ktwist, model.mbar, model.lvor, _bending(model),
                         NO_SLERP, 0, 0, int(max_iters), tol, 30, True, tan, elen, a1w, mrefw, gs, bands, D, dq, qt,
-                        m1, m2, R, stats, False, False, -1)
+                        m1, m2, R, stats, FRAMES_TRANSPORT, False, -1)
     ok = stats[2] <= gtol
     msg = "converged" if ok else f"not converged after {int(stats[0])} Newton iterations (gradient {stats[2]:.3e} N > {gtol:.3e} N)"
     state.v[:] = 0.0

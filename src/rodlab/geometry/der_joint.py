@@ -53,9 +53,10 @@ from ._vec import JIT
 PARALLEL_TRANSPORT_EPS = 1e-12
 
 # ---- workspace of the Jacobian rows and the Gauss-Newton block (one flat buffer) ------------------
-# compact rows R (5 x 8) at 0, weights C at ROW_WEIGHT, residuals at ROW_RESIDUAL, Gram matrix S (8 x 8)
-# at ROW_GRAM, curvature w (4) at ROW_CURVATURE, weighted rows C R (5 x 8) at ROW_WEIGHTED; ROWS_LEN in
-# all. With constant offsets into one buffer the compiler can tell the pieces apart (arrays may alias).
+# compact rows R (5 x 8) at 0, weights C at ROW_WEIGHT, residuals at ROW_RESIDUAL, Gram matrix S (8 x 8,
+# lower triangle only) at ROW_GRAM, curvature w (4) at ROW_CURVATURE, weighted rows C R (5 x 8) at
+# ROW_WEIGHTED; ROWS_LEN in all. With constant offsets into one buffer the compiler can tell the pieces
+# apart (arrays may alias).
 ROW_WEIGHT = 40
 ROW_RESIDUAL = 45
 ROW_GRAM = 50
@@ -277,7 +278,6 @@ def joint_gn_hessian_add(band, base, R, nrows):
             for r in range(nrows):
                 acc += R[ROW_WEIGHTED + 8 * r + p] * R[8 * r + c]
             R[ROW_GRAM + 8 * p + c] = acc
-            R[ROW_GRAM + 8 * c + p] = acc
     _scatter_gram(band, base, R)
 
 
@@ -311,15 +311,10 @@ def joint_gn_hessian_add4d(band, base, R):
             for r in range(5):
                 acc += R[ROW_WEIGHTED + 8 * r + p] * R[8 * r + c]
             R[ROW_GRAM + 8 * p + c] = acc
-            R[ROW_GRAM + 8 * c + p] = acc
     for c in range(3):  # p = 3 > c
-        acc = _gram3(R, 3, c, 0, 1, 4)
-        R[ROW_GRAM + 8 * 3 + c] = acc
-        R[ROW_GRAM + 8 * c + 3] = acc
+        R[ROW_GRAM + 8 * 3 + c] = _gram3(R, 3, c, 0, 1, 4)
     for p in range(3, 7):  # c = 3 <= p
-        acc = _gram3(R, p, 3, 0, 1, 4)
-        R[ROW_GRAM + 8 * p + 3] = acc
-        R[ROW_GRAM + 8 * 3 + p] = acc
+        R[ROW_GRAM + 8 * p + 3] = _gram3(R, p, 3, 0, 1, 4)
     for c in range(8):  # p = 7 >= c
         if c == 3:
             acc = 0.0
@@ -327,21 +322,25 @@ def joint_gn_hessian_add4d(band, base, R):
         else:
             acc = _gram3(R, 7, c, 2, 3, 4)
         R[ROW_GRAM + 8 * 7 + c] = acc
-        R[ROW_GRAM + 8 * c + 7] = acc
     _scatter_gram(band, base, R)
 
 
 @njit(inline="always", **JIT)
 def _scatter_gram(band, base, R):
-    """Add the 11 x 11 block ``J^T S J`` of the Gram matrix ``S`` (``R[ROW_GRAM:]``, 8 x 8) into the
-    lower band."""
+    """Add the 11 x 11 block ``J^T S J`` of the symmetric Gram matrix ``S`` (``R[ROW_GRAM:]``, 8 x 8, of
+    which only the lower triangle ``S[p, c]``, ``c <= p``, is read: the producers store that half alone,
+    one store per entry instead of two) into the lower band."""
     G = ROW_GRAM
     for a in range(3):
         for b in range(3):
-            Suu = R[G + 8 * a + b]
-            Suv = R[G + 8 * a + 4 + b]
+            if a >= b:
+                Suu = R[G + 8 * a + b]
+                Svv = R[G + 8 * (4 + a) + 4 + b]
+            else:
+                Suu = R[G + 8 * b + a]
+                Svv = R[G + 8 * (4 + b) + 4 + a]
+            Suv = R[G + 8 * (4 + b) + a]  # S[a, 4 + b]
             Svu = R[G + 8 * (4 + a) + b]
-            Svv = R[G + 8 * (4 + a) + 4 + b]
             if a >= b:
                 band[base + a, a - b] += Suu
                 band[base + 4 + a, a - b] += Suu - Suv - Svu + Svv
@@ -351,11 +350,11 @@ def _scatter_gram(band, base, R):
             band[base + 8 + a, 4 + a - b] += Svu - Svv
     for b in range(3):
         band[base + 3, 3 - b] -= R[G + 8 * 3 + b]
-        band[base + 4 + b, 1 + b] += R[G + 8 * b + 3] - R[G + 8 * (4 + b) + 3]
+        band[base + 4 + b, 1 + b] += R[G + 8 * 3 + b] - R[G + 8 * (4 + b) + 3]
         band[base + 8 + b, 5 + b] += R[G + 8 * (4 + b) + 3]
         band[base + 7, 7 - b] -= R[G + 8 * 7 + b]
         band[base + 7, 3 - b] += R[G + 8 * 7 + b] - R[G + 8 * 7 + 4 + b]
-        band[base + 8 + b, 1 + b] += R[G + 8 * (4 + b) + 7]
+        band[base + 8 + b, 1 + b] += R[G + 8 * 7 + 4 + b]
     band[base + 3, 0] += R[G + 8 * 3 + 3]
     band[base + 7, 4] += R[G + 8 * 7 + 3]
     band[base + 7, 0] += R[G + 8 * 7 + 7]

@@ -507,7 +507,7 @@ class DERImplicitSimulator(Simulator):
             else:  # one rod: the compiled call directly (the fewest microseconds per call)
                 b.ibuf[I_HAVE_PREV] = have
                 failed = advance_serial(b.ibuf, b.fbuf, x, state.vertex_v, theta, tv, state.edge_ref_d1,
-                                        state.joint_ref_twist, fx, prev, nsteps)
+                                        state.joint_ref_twist, fx, prev, nsteps, b.slerp_rest)
             if failed:
                 self._replay_and_fail(state, tv, nsteps, failed, t0, prev=prev, have=have, fx=fx)
             state.t += nsteps * self._dt
