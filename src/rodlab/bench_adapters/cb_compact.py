@@ -128,6 +128,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit
 
+from ..geometry._vec import JIT
 from ..compact.sqp import PcgWork, SqpOptions, SqpRod, SqpStep, SqpWork, finish_step, predict_start, sqp_solve
 from .cb_common import Diverged, End, EndCondition, Trajectory, _damping, _RodlabSolver
 from .cb_contact import COMPACT_CONTACT, needs_contact, run_world
@@ -189,7 +190,7 @@ def _point_target(motion, node0: np.ndarray):
     return target
 
 
-@njit(cache=True, error_model="numpy")
+@njit(**JIT)
 def _advance(n_steps, dt, t0, s, qref, p, q, v, omega, accel, free, lengths, masses, Jr, lbar, Kh, ubar, gravity,
              damping, kind, max_newton, tol, stall_ok, pcg_rtol, pcg_atol, pcg_maxiter, ls_steps, use_g,
              p_t, q_t, s_bak, qref_bak, p_pred, th_pred,
