@@ -128,7 +128,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numba import njit
 
-from ..compact.sqp import finish_step, predict_start, sqp_solve
+from ..geometry._vec import JIT
+from ..compact.sqp import PcgWork, SqpOptions, SqpRod, SqpStep, SqpWork, finish_step, predict_start, sqp_solve
 from .cb_common import Diverged, End, EndCondition, Trajectory, _damping, _RodlabSolver
 from .cb_contact import COMPACT_CONTACT, needs_contact, run_world
 from .cb_contact import settings as contact_settings
@@ -189,7 +190,7 @@ def _point_target(motion, node0: np.ndarray):
     return target
 
 
-@njit(cache=True, error_model="numpy")
+@njit(**JIT)
 def _advance(n_steps, dt, t0, s, qref, p, q, v, omega, accel, free, lengths, masses, Jr, lbar, Kh, ubar, gravity,
              damping, kind, max_newton, tol, stall_ok, pcg_rtol, pcg_atol, pcg_maxiter, ls_steps, use_g,
              p_t, q_t, s_bak, qref_bak, p_pred, th_pred,
@@ -221,10 +222,11 @@ def _advance(n_steps, dt, t0, s, qref, p, q, v, omega, accel, free, lengths, mas
             for c in range(3):
                 th_pred[i, c] = dt * omega[i, c]
         predict_start(s, q, v, omega, dt, free)
-        sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
-                  a_in, a_dd, kind, max_newton, tol, pcg_rtol, pcg_atol, pcg_maxiter, ls_steps, G, use_g, False,
-                  wp, wq, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, W, suffix, Bd, Bo, A, L,
-                  r, zz, d, Ad, tv, tp, y, comps, stats)
+        sqp_solve(s, qref, free, SqpRod(lengths, masses, Jr, lbar, Kh, ubar),
+                  SqpStep(p_pred, p_t, q_t, th_pred, gravity, a_in, a_dd),
+                  SqpOptions(kind, max_newton, tol, pcg_rtol, pcg_atol, pcg_maxiter, ls_steps, use_g, False),
+                  SqpWork(G, wp, wq, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, comps, stats),
+                  PcgWork(diag, off, sinv, W, suffix, Bd, Bo, r, zz, d, Ad, tv, tp, y), (A, L))
         out[1] += stats[0]
         out[2] += stats[1]
         out[3] += stats[2]

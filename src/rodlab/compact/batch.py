@@ -6,6 +6,7 @@ fields of the state.
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 from numba import njit, prange
@@ -14,7 +15,7 @@ from ..geometry.curves import reference_twist3
 from ..geometry.rotations import matrix_to_quat, quat_mul
 from .bdf2 import BETA, bdf2_start
 from .chain import recenter
-from .sqp import finish_step, predict_start, sqp_solve
+from .sqp import PcgWork, SqpOptions, SqpRod, SqpStep, SqpWork, finish_step, predict_start, sqp_solve
 
 from ..geometry._vec import JIT, njit_as  # noqa: E402  (the one numba options dict)
 
@@ -118,8 +119,44 @@ def _drive_root(sr, qrefr, R, shift, x0, c0, q0):
         qrefr[0, c] = sign * target[c]
 
 
-def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta, ref_twist, drive_R, drive_shift,
-                  integ, p_prev, v_prev, q_prev, omega_prev, prev_dt):
+@njit(**JIT)
+def _arena_views(ib, fb):
+    """The float sections of the arenas (:func:`arenas`) as views, in three groups: the
+    constants (Newton tolerances, model rows, Dirichlet mask, gravity, rest poses of the moving
+    clamps), the step's starts and backups, and the workspaces. One compiled function of its own:
+    inlined into the driver, its ~50 small inlines made the driver's compile ~quadratic (numba's
+    inliner rescans the caller after every inline; cold start, issue #16)."""
+    nr, N, E, J, D = ib[I_NROD], ib[I_NV], ib[I_NE], ib[I_NJ], ib[I_ND]
+    tol, static_tol = _f1(ib, fb, S_TOL, nr), _f1(ib, fb, S_STATIC_TOL, nr)
+    lengths, masses, Jr = _f1(ib, fb, S_LENGTHS, E), _f1(ib, fb, S_MASSES, N), _f2(ib, fb, S_JR, E, 3)
+    lbar, Kh, ubar = _f1(ib, fb, S_LBAR, J), _f2(ib, fb, S_KH, J, 3), _f2(ib, fb, S_UBAR, J, 3)
+    free, gravity = _f2(ib, fb, S_FREE, N, 3), _f1(ib, fb, S_GRAVITY, 3)
+    drive_x0, drive_c0, drive_q0 = _f2(ib, fb, S_DRIVE_X0, D, 3), _f2(ib, fb, S_DRIVE_C0, D, 3), \
+        _f2(ib, fb, S_DRIVE_Q0, D, 4)
+    p_t, q_t, p_pred, th_pred = _f2(ib, fb, S_P_T, N, 3), _f2(ib, fb, S_Q_T, E, 4), _f2(ib, fb, S_P_PRED, N, 3), \
+        _f2(ib, fb, S_TH_PRED, E, 3)
+    s_bk, qref_bk, q_bk = _f2(ib, fb, S_S_BK, N, 3), _f2(ib, fb, S_QREF_BK, E, 4), _f2(ib, fb, S_Q_BK, E, 4)
+    p_bk, v_bk, om_bk = _f2(ib, fb, S_P_BK, N, 3), _f2(ib, fb, S_V_BK, N, 3), _f2(ib, fb, S_OM_BK, E, 3)
+    wp, wq, Dj, Qj = _f2(ib, fb, S_WP, N, 3), _f2(ib, fb, S_WQ, E, 4), _f3(ib, fb, S_DJ, E, 3, 3), \
+        _f3(ib, fb, S_QJ, E, 4, 3)
+    gp, gq, Hp = _f2(ib, fb, S_GP, N, 3), _f2(ib, fb, S_GQ, E, 4), _f1(ib, fb, S_HP, N)
+    Hqd, Hqo = _f3(ib, fb, S_HQD, E, 4, 4), _f3(ib, fb, S_HQO, J, 4, 4)
+    b, ds, s_try = _f2(ib, fb, S_B, N, 3), _f2(ib, fb, S_DS, N, 3), _f2(ib, fb, S_S_TRY, N, 3)
+    diag, off, sinv = _f3(ib, fb, S_DIAG, N, 3, 3), _f3(ib, fb, S_OFF, E, 3, 3), _f3(ib, fb, S_SINV, N, 3, 3)
+    W, suffix = _f3(ib, fb, S_W, E, 3, 3), _f1(ib, fb, S_SUFFIX, N)
+    Bd, Bo = _f3(ib, fb, S_BD, N, 3, 3), _f3(ib, fb, S_BO, E, 3, 3)
+    r, zz, d, Ad = _f2(ib, fb, S_R, N, 3), _f2(ib, fb, S_ZZ, N, 3), _f2(ib, fb, S_D, N, 3), _f2(ib, fb, S_AD, N, 3)
+    tv, tp, y, G = _f2(ib, fb, S_TV, N, 3), _f2(ib, fb, S_TP, N, 3), _f2(ib, fb, S_Y, N, 3), \
+        _f3(ib, fb, S_G, N, 3, 3)
+    comps, stats, totals = _f2(ib, fb, S_COMPS, nr, 4), _f2(ib, fb, S_STATS, nr, 8), _f2(ib, fb, S_TOTALS, nr, 4)
+    consts = (tol, static_tol, lengths, masses, Jr, lbar, Kh, ubar, free, gravity, drive_x0, drive_c0, drive_q0)
+    starts = (p_t, q_t, p_pred, th_pred, s_bk, qref_bk, q_bk, p_bk, v_bk, om_bk)
+    work = (wp, wq, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, W, suffix, Bd, Bo, r, zz, d, Ad, tv, tp,
+            y, G, comps, stats, totals)
+    return consts, starts, work
+
+
+def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta, ref_twist, drive, history, dense):
     """``nsteps`` implicit-Euler steps (``static``: one static solve, inertia dropped) of every rod
     (``advance_rods``: in parallel over rods; ``advance_rods_serial``, for one-rod worlds: without
     the parallel region's cost), then the common frame fields of the state (:func:`write_frames`).
@@ -138,20 +175,28 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
     (R,) marks the rods that failed. ``totals`` (R, 4) accumulates Newton iterations, PCG
     iterations, linear solves and steps that stopped on a PCG or line-search failure, summed over
     rods into ``fb[F_NEWTON:F_RESIDUAL]``; ``stats`` (R, 8) holds the last step's, its worst
-    residual in ``fb[F_RESIDUAL]``. Moving root clamps: ``ib[I_DRIVE]`` (R,) is -1 or the rod's row
+    residual in ``fb[F_RESIDUAL]``. Moving root clamps (``drive`` None: none): ``drive`` =
+    ``(drive_R, drive_shift)``; ``ib[I_DRIVE]`` (R,) is -1 or the rod's row
     ``d`` of ``drive_R`` (nsteps, D, 3, 3) and ``drive_shift`` (nsteps, D, 3), the clamp motion at
     the end of step ``k``, applied to the rest root ``drive_x0`` (D, 3), edge midpoint
     ``drive_c0`` (D, 3) and segment-0 quaternion ``drive_q0`` (D, 4) (:func:`_drive_root`). ``A``,
-    ``L`` (R, n, n): per-rod dense blocks of the ``direct`` preconditioner (n = 1 for the others).
 
-    ``integ``: 0 backward Euler (``p_prev`` ... ``prev_dt`` are not touched); 1 BDF2: a step whose
+    ``history``: None, backward Euler; else BDF2 with ``history`` = ``(p_prev, v_prev, q_prev,
+    omega_prev, prev_dt)``: a step whose
     history is valid (``prev_dt[0] == dt``) is the backward-Euler step of size ``2/3 dt`` from the
     start built by :func:`rodlab.compact.bdf2.bdf2_start` out of the state and the previous step's
     ``p_prev`` (N, 3), ``v_prev`` (N, 3), ``q_prev`` (E, 4), ``omega_prev`` (E, 3); otherwise a
     backward-Euler step. After every step (all rods finite) the step's start is copied into the
     history and ``prev_dt[0] = dt``; a static solve sets ``prev_dt[0] = 0``.
+
+    ``dense``: None, or for the ``direct`` preconditioner its storage ``(A, L)`` (R, n, n), the
+    per-rod dense blocks (n = 3 x the most vertices of a rod).
+
+    ``drive``, ``history`` and ``dense`` are None or not in the compiled signature, and numba
+    prunes the branches ``if drive is not None`` (...) of a None: a plain rod's driver never
+    compiles the moving clamps, BDF2 or the dense preconditioners (cold start, issue #16).
     """
-    nr, N, E, J, D, nd_max = ib[I_NROD], ib[I_NV], ib[I_NE], ib[I_NJ], ib[I_ND], ib[I_NDENSE]
+    nr, N, E, J, D = ib[I_NROD], ib[I_NV], ib[I_NE], ib[I_NJ], ib[I_ND]
     vstart, estart, jstart = ib[ib[I_VSTART]:ib[I_VSTART] + nr + 1], ib[ib[I_ESTART]:ib[I_ESTART] + nr + 1], \
         ib[ib[I_JSTART]:ib[I_JSTART] + nr + 1]
     rod_drive, failed = ib[ib[I_DRIVE]:ib[I_DRIVE] + nr], ib[ib[I_FAILED]:ib[I_FAILED] + nr]
@@ -169,37 +214,23 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
     decay = 1.0 if static else fb[F_DECAY]
     pcg_rtol = fb[F_SRTOL] if static else fb[F_RTOL]
     pcg_atol = fb[F_SATOL] if static else fb[F_ATOL]
-    tol = _f1(ib, fb, S_STATIC_TOL if static else S_TOL, nr)
-    lengths, masses, Jr = _f1(ib, fb, S_LENGTHS, E), _f1(ib, fb, S_MASSES, N), _f2(ib, fb, S_JR, E, 3)
-    lbar, Kh, ubar = _f1(ib, fb, S_LBAR, J), _f2(ib, fb, S_KH, J, 3), _f2(ib, fb, S_UBAR, J, 3)
-    free, gravity = _f2(ib, fb, S_FREE, N, 3), _f1(ib, fb, S_GRAVITY, 3)
-    drive_x0, drive_c0, drive_q0 = _f2(ib, fb, S_DRIVE_X0, D, 3), _f2(ib, fb, S_DRIVE_C0, D, 3), \
-        _f2(ib, fb, S_DRIVE_Q0, D, 4)
-    p_t, q_t, p_pred, th_pred = _f2(ib, fb, S_P_T, N, 3), _f2(ib, fb, S_Q_T, E, 4), _f2(ib, fb, S_P_PRED, N, 3), \
-        _f2(ib, fb, S_TH_PRED, E, 3)
-    s_bk, qref_bk, q_bk = _f2(ib, fb, S_S_BK, N, 3), _f2(ib, fb, S_QREF_BK, E, 4), _f2(ib, fb, S_Q_BK, E, 4)
-    p_bk, v_bk, om_bk = _f2(ib, fb, S_P_BK, N, 3), _f2(ib, fb, S_V_BK, N, 3), _f2(ib, fb, S_OM_BK, E, 3)
-    wp, wq, Dj, Qj = _f2(ib, fb, S_WP, N, 3), _f2(ib, fb, S_WQ, E, 4), _f3(ib, fb, S_DJ, E, 3, 3), \
-        _f3(ib, fb, S_QJ, E, 4, 3)
-    gp, gq, Hp = _f2(ib, fb, S_GP, N, 3), _f2(ib, fb, S_GQ, E, 4), _f1(ib, fb, S_HP, N)
-    Hqd, Hqo = _f3(ib, fb, S_HQD, E, 4, 4), _f3(ib, fb, S_HQO, J, 4, 4)
-    b, ds, s_try = _f2(ib, fb, S_B, N, 3), _f2(ib, fb, S_DS, N, 3), _f2(ib, fb, S_S_TRY, N, 3)
-    diag, off, sinv = _f3(ib, fb, S_DIAG, N, 3, 3), _f3(ib, fb, S_OFF, E, 3, 3), _f3(ib, fb, S_SINV, N, 3, 3)
-    W, suffix = _f3(ib, fb, S_W, E, 3, 3), _f1(ib, fb, S_SUFFIX, N)
-    Bd, Bo = _f3(ib, fb, S_BD, N, 3, 3), _f3(ib, fb, S_BO, E, 3, 3)
-    A, L = _f3(ib, fb, S_A, nr, nd_max, nd_max), _f3(ib, fb, S_L, nr, nd_max, nd_max)
-    r, zz, d, Ad = _f2(ib, fb, S_R, N, 3), _f2(ib, fb, S_ZZ, N, 3), _f2(ib, fb, S_D, N, 3), _f2(ib, fb, S_AD, N, 3)
-    tv, tp, y, G = _f2(ib, fb, S_TV, N, 3), _f2(ib, fb, S_TP, N, 3), _f2(ib, fb, S_Y, N, 3), \
-        _f3(ib, fb, S_G, N, 3, 3)
-    comps, stats, totals = _f2(ib, fb, S_COMPS, nr, 4), _f2(ib, fb, S_STATS, nr, 8), _f2(ib, fb, S_TOTALS, nr, 4)
+    consts, starts, work = _arena_views(ib, fb)
+    tol, static_tol, lengths, masses, Jr, lbar, Kh, ubar, free, gravity, drive_x0, drive_c0, drive_q0 = consts
+    if static:
+        tol = static_tol
+    p_t, q_t, p_pred, th_pred, s_bk, qref_bk, q_bk, p_bk, v_bk, om_bk = starts
+    (wp, wq, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, W, suffix, Bd, Bo, r, zz, d, Ad, tv, tp, y,
+     G, comps, stats, totals) = work
     totals[:, :] = 0.0
     done = nsteps
-    bdf = integ == 1 and not static
-    if integ == 1 and static:
-        prev_dt[0] = 0.0
+    if history is not None:
+        if static:
+            history[4][0] = 0.0
     h = BETA * dt
     for k in range(nsteps):
-        two = bdf and prev_dt[0] == dt  # this step is a BDF2 step
+        two = False  # this step is a BDF2 step
+        if history is not None:
+            two = not static and history[4][0] == dt
         a_in_k = 1.0 / (h * h) if two else a_in
         a_d_k = a_d * dt / h if two else a_d
         for ri in prange(nr):
@@ -215,10 +246,14 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
             _copy_rows(vr, v_bk[v0:v1])
             _copy_rows(omr, om_bk[e0:e1])
             ptr, qtr, ppr, thr = p_t[v0:v1], q_t[e0:e1], p_pred[v0:v1], th_pred[e0:e1]
-            if two:
-                bdf2_start(pr, vr, qr, omr, p_prev[v0:v1], v_prev[v0:v1], q_prev[e0:e1], omega_prev[e0:e1],
-                           Jr[e0:e1], dt, h, ptr, qtr, ppr, thr)
-            else:
+            bdf_start = False
+            if history is not None:
+                if two:
+                    p_prev, v_prev, q_prev, omega_prev, _ = history
+                    bdf2_start(pr, vr, qr, omr, p_prev[v0:v1], v_prev[v0:v1], q_prev[e0:e1], omega_prev[e0:e1],
+                               Jr[e0:e1], dt, h, ptr, qtr, ppr, thr)
+                    bdf_start = True
+            if not bdf_start:
                 _copy_rows(pr, ptr)
                 _copy_rows(qr, qtr)
                 for j in range(v1 - v0):
@@ -230,18 +265,27 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
             fr = free[v0:v1]
             if warm and not static:
                 predict_start(sr, qr, vr, omr, dt, fr)
-            dr = rod_drive[ri]
-            if dr >= 0:
-                _drive_root(sr, qrefr, drive_R[k, dr], drive_shift[k, dr], drive_x0[dr], drive_c0[dr], drive_q0[dr])
-            nd = 3 * (v1 - v0) if kind == 4 else 1
+            if drive is not None:
+                dr = rod_drive[ri]
+                if dr >= 0:
+                    drive_R, drive_shift = drive
+                    _drive_root(sr, qrefr, drive_R[k, dr], drive_shift[k, dr], drive_x0[dr], drive_c0[dr],
+                                drive_q0[dr])
             wpr, wqr = wp[v0:v1], wq[e0:e1]
-            sqp_solve(sr, lengths[e0:e1], qrefr, fr, ppr, ptr, qtr, thr, masses[v0:v1], Jr[e0:e1], lbar[h0:h1],
-                      Kh[h0:h1], ubar[h0:h1], gravity, a_in_k, a_d_k, kind, max_newton, tol[ri], pcg_rtol, pcg_atol,
-                      pcg_maxiter, ls_steps, G[v0:v1], use_g, recenter_each,
-                      wpr, wqr, Dj[e0:e1], Qj[e0:e1], gp[v0:v1], gq[e0:e1], Hp[v0:v1], Hqd[e0:e1], Hqo[h0:h1],
-                      b[v0:v1], ds[v0:v1], s_try[v0:v1], diag[v0:v1], off[e0:e1], sinv[v0:v1], W[e0:e1],
-                      suffix[v0:v1], Bd[v0:v1], Bo[e0:e1], A[ri, :nd, :nd], L[ri, :nd, :nd], r[v0:v1], zz[v0:v1],
-                      d[v0:v1], Ad[v0:v1], tv[v0:v1], tp[v0:v1], y[v0:v1], comps[ri], stats[ri])
+            rod = SqpRod(lengths[e0:e1], masses[v0:v1], Jr[e0:e1], lbar[h0:h1], Kh[h0:h1], ubar[h0:h1])
+            step = SqpStep(ppr, ptr, qtr, thr, gravity, a_in_k, a_d_k)
+            opts = SqpOptions(kind, max_newton, tol[ri], pcg_rtol, pcg_atol, pcg_maxiter, ls_steps, use_g,
+                              recenter_each)
+            ws = SqpWork(G[v0:v1], wpr, wqr, Dj[e0:e1], Qj[e0:e1], gp[v0:v1], gq[e0:e1], Hp[v0:v1], Hqd[e0:e1],
+                         Hqo[h0:h1], b[v0:v1], ds[v0:v1], s_try[v0:v1], comps[ri], stats[ri])
+            pw = PcgWork(diag[v0:v1], off[e0:e1], sinv[v0:v1], W[e0:e1], suffix[v0:v1], Bd[v0:v1], Bo[e0:e1],
+                         r[v0:v1], zz[v0:v1], d[v0:v1], Ad[v0:v1], tv[v0:v1], tp[v0:v1], y[v0:v1])
+            if dense is None:  # the constant None: sqp_solve's dense branches are pruned
+                sqp_solve(sr, qrefr, fr, rod, step, opts, ws, pw, None)
+            else:
+                nd = 3 * (v1 - v0)
+                A, L = dense
+                sqp_solve(sr, qrefr, fr, rod, step, opts, ws, pw, (A[ri, :nd, :nd], L[ri, :nd, :nd]))
             finite = True
             for j in range(v1 - v0):
                 for c in range(3):
@@ -278,12 +322,14 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
             _copy_rows(om_bk, omega)
             done = k
             break
-        if bdf:
-            _copy_rows(p_bk, p_prev)
-            _copy_rows(v_bk, v_prev)
-            _copy_rows(q_bk, q_prev)
-            _copy_rows(om_bk, omega_prev)
-            prev_dt[0] = dt
+        if history is not None:
+            if not static:
+                p_prev, v_prev, q_prev, omega_prev, prev_dt = history
+                _copy_rows(p_bk, p_prev)
+                _copy_rows(v_bk, v_prev)
+                _copy_rows(q_bk, q_prev)
+                _copy_rows(om_bk, omega_prev)
+                prev_dt[0] = dt
         for ri in range(nr):
             totals[ri, 0] += stats[ri, 0]
             totals[ri, 1] += stats[ri, 1]
@@ -303,10 +349,6 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
     return done
 
 
-# each compilation under its own name, so each has its own cache entry (see geometry._vec.njit_as)
-advance_rods = njit_as("advance_rods", _advance_rods, parallel=True, **JIT)
-advance_rods_serial = njit_as("advance_rods_serial", _advance_rods, **JIT)
-advance_rods.__doc__ = advance_rods_serial.__doc__ = _advance_rods.__doc__
 
 
 @njit(**JIT)
@@ -343,6 +385,25 @@ def write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist):
     director of ``q`` (m1), ``theta = 0``, ``ref_twist`` the reference twist of those frames
     (Bergou et al. 2008, Sec. 6), unwrapped against its previous value."""
     _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist)
+
+
+# The parallel driver calls the SQP as a function of its own (``sqp_solve_call``): inlined into a
+# prange body, the named tuples of array views made numba's parfor array analysis fail
+# (IndexError in ``_gen_shape_call``, numba 0.68.1); the serial driver inlines it (one code
+# generation of the SQP's call tree, cold start, issue #16).
+sqp_solve_call = njit_as("sqp_solve_call", sqp_solve.py_func, **JIT)
+
+
+def _calling_sqp_solve_call(fn):
+    """``fn`` (a copy) whose global ``sqp_solve`` is :data:`sqp_solve_call`."""
+    scope = dict(fn.__globals__, sqp_solve=sqp_solve_call)
+    return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+# each compilation under its own name, so each has its own cache entry (see geometry._vec.njit_as)
+advance_rods = njit_as("advance_rods", _calling_sqp_solve_call(_advance_rods), parallel=True, **JIT)
+advance_rods_serial = njit_as("advance_rods_serial", _advance_rods, **JIT)
+advance_rods.__doc__ = advance_rods_serial.__doc__ = _advance_rods.__doc__
 
 
 __all__ = ["I_NROD", "I_NV", "I_NE", "I_NJ", "I_ND", "I_NDENSE", "I_VSTART", "I_ESTART", "I_JSTART", "I_DRIVE", "I_FAILED", "I_IOPT", "I_SIOPT", "I_SECTIONS", "F_DT", "F_A_IN", "F_A_D", "F_DECAY", "F_RTOL", "F_ATOL", "F_SRTOL", "F_SATOL", "F_NEWTON", "F_PCG", "F_SOLVES", "F_STALLED", "F_RESIDUAL", "F_HEADER", "FSECTIONS", "arenas", "advance_rods", "advance_rods_serial", "write_frames"]

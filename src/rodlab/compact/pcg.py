@@ -250,7 +250,7 @@ def build_dense_a(Dj, Hp, Bd, Bo, free, A, suffix):
                 A[r, r] = 1.0
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def _factor_once(kind, diag, off, sinv, W):
     n = diag.shape[0]
     if kind == 3:
@@ -263,6 +263,15 @@ def _factor_once(kind, diag, off, sinv, W):
 
 
 @njit(**JIT)
+def _copy_square(src, dst):
+    """``dst[:, :] = src`` for two (N, N) arrays, as a loop: an array-to-array slice assignment
+    compiles numba's shape-mismatch error path (string formatting, ~1.5 s of cold start)."""
+    for i in range(src.shape[0]):
+        for k in range(src.shape[1]):
+            dst[i, k] = src[i, k]
+
+
+@njit(inline="always", **JIT)
 def factor_preconditioner(kind, diag, off, sinv, W, A, L):
     """Factor the preconditioner (3x3 inverses, block Thomas with ``W_i = S_i^-1 off_i``, or
     dense Cholesky); returns False if it is not positive definite.
@@ -275,7 +284,9 @@ def factor_preconditioner(kind, diag, off, sinv, W, A, L):
     if kind == 0:
         return True
     if kind == 4:
-        L[:, :] = np.linalg.cholesky(A)
+        if L is None:  # no dense storage (see rodlab.compact.sqp.prepare_preconditioner)
+            return False
+        _copy_square(np.linalg.cholesky(A), L)
         return True
     if _factor_once(kind, diag, off, sinv, W):
         return True
@@ -296,13 +307,16 @@ def factor_preconditioner(kind, diag, off, sinv, W, A, L):
     return False
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def apply_preconditioner(kind, sinv, W, r, z, y, L):
     """``z = P^{-1} r`` (``W`` from :func:`factor_preconditioner`, hybrid only; ``L`` the factor
     of ``direct`` or ``exact``)."""
     n = r.shape[0]
     if kind == 0:
-        z[:, :] = r
+        for j in range(n):
+            z[j, 0] = r[j, 0]
+            z[j, 1] = r[j, 1]
+            z[j, 2] = r[j, 2]
     elif kind == 1 or kind == 2:
         for j in range(n):
             r0 = r[j, 0]
@@ -313,23 +327,24 @@ def apply_preconditioner(kind, sinv, W, r, z, y, L):
             z[j, 2] = sinv[j, 2, 0] * r0 + sinv[j, 2, 1] * r1 + sinv[j, 2, 2] * r2
     elif kind == 3:
         block_tridiagonal3_solve(sinv, W, r, z, y)
-    elif kind == 5:
-        solve_augmented(L, r, z, y)
-    else:
-        N = 3 * n
-        yf = y.reshape(N)
-        rf = r.reshape(N)
-        zf = z.reshape(N)
-        for i in range(N):
-            acc = rf[i]
-            for k in range(i):
-                acc -= L[i, k] * yf[k]
-            yf[i] = acc / L[i, i]
-        for i in range(N - 1, -1, -1):
-            acc = yf[i]
-            for k in range(i + 1, N):
-                acc -= L[k, i] * zf[k]
-            zf[i] = acc / L[i, i]
+    elif L is not None:  # direct or exact (L None: neither is compiled, see pcg_solve)
+        if kind == 5:
+            solve_augmented(L, r, z, y)
+        else:
+            N = 3 * n
+            yf = y.reshape(N)
+            rf = r.reshape(N)
+            zf = z.reshape(N)
+            for i in range(N):
+                acc = rf[i]
+                for k in range(i):
+                    acc -= L[i, k] * yf[k]
+                yf[i] = acc / L[i, i]
+            for i in range(N - 1, -1, -1):
+                acc = yf[i]
+                for k in range(i + 1, N):
+                    acc -= L[k, i] * zf[k]
+                zf[i] = acc / L[i, i]
 
 
 @njit(**JIT_FM)
@@ -356,7 +371,8 @@ def _update_xr(alpha, d, Ad, x, r):
 @njit(**JIT)
 def pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, W, L, rhs, x, rtol, atol, maxiter, r, z, d, Ad, tv, tp, y):
     """PCG on ``A_F x = rhs`` from ``x = 0`` (Zhao et al., Sec. 3.1/4: stop when |r|_2 <= max(atol, rtol |rhs|)).
-    Returns (iterations, final residual norm, success)."""
+    Returns (iterations, final residual norm, success). ``L``: the factor of ``direct`` or ``exact``,
+    or None for the other kinds (a compilation for None holds neither dense solve)."""
     n = rhs.shape[0]
     N = 3 * n
     xf = x.reshape(N)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -249,28 +250,138 @@ def tension_stiffness(s, lengths, q, gp, G):
                 G[i + 1, a, b] += c * (P[0, a] * P[0, b] + P[1, a] * P[1, b] + P[2, a] * P[2, b])
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, diag, off, sinv, W, suffix, A, L):
     """Build and factor preconditioner ``kind`` from ``Hp`` and the reduced blocks ``Bd``/``Bo``
     of ``B_q`` (see :func:`rodlab.compact.energies.reduced_hessian`); False if not positive definite
-    (``exact``: a singular block, :func:`rodlab.compact.augmented.factor_augmented`)."""
-    if kind == 5:
-        return factor_augmented(Dj, Hp, Bd, Bo, free, L)
-    if kind == 4:
+    (``exact``: a singular block, :func:`rodlab.compact.augmented.factor_augmented`) or if ``kind``
+    is ``direct`` or ``exact`` and the dense storage ``A``, ``L`` is None (a compiled caller
+    passing None never compiles those two kinds: numba prunes the branch)."""
+    if kind >= 4:
+        if L is None:
+            return False
+        if kind == 5:
+            return factor_augmented(Dj, Hp, Bd, Bo, free, L)
         build_dense_a(Dj, Hp, Bd, Bo, free, A, suffix)
     elif kind >= 1:
         build_block_preconditioner(Dj, Hp, Bd, Bo, free, kind, diag, off, suffix)
     return factor_preconditioner(kind, diag, off, sinv, W, A, L)
 
 
-@njit(**JIT)
-def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lbar, Kh, ubar, gravity,
-              a_in, a_d, kind, max_newton, tol, pcg_rtol, pcg_atol, pcg_maxiter, ls_steps, G, use_g, recenter_each,
-              p, q, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, W, suffix, Bd, Bo, A, L,
-              r, zz, d, Ad, tv, tp, y, comps, stats):
-    """Alg. 1 for Dirichlet-only constraints, entirely compiled. Updates ``s`` in place and leaves
-    ``p, q = T(s)``. ``stats`` = (newton iterations, PCG iterations, linear solves, |b| at the last
-    evaluation, converged flag, energy, line-search failure flag, PCG failure flag)."""
+class SqpRod(NamedTuple):
+    """One rod's constants for :func:`sqp_solve` (rows of a :class:`CompactModel`): ``lengths``
+    (m,) [m], ``masses`` (n,) [kg], ``Jr`` (m, 3) [kg m^2], ``lbar`` (m-1,) [m], ``Kh`` (m-1, 3)
+    [N m^2], ``ubar`` (m-1, 3) [1/m]."""
+
+    lengths: np.ndarray
+    masses: np.ndarray
+    Jr: np.ndarray
+    lbar: np.ndarray
+    Kh: np.ndarray
+    ubar: np.ndarray
+
+
+class SqpStep(NamedTuple):
+    """What one time step minimises towards (Eq. 8a): the inertial predictions ``p_pred`` (n, 3)
+    [m] and ``th_pred`` (m, 3) [rad], the step's start ``p_t`` (n, 3), ``q_t`` (m, 4), ``gravity``
+    (3,) [m/s^2], ``a_in`` = 1/dt^2 (0 for statics) [1/s^2] and ``a_d`` = damping/dt [1/s^2]."""
+
+    p_pred: np.ndarray
+    p_t: np.ndarray
+    q_t: np.ndarray
+    th_pred: np.ndarray
+    gravity: np.ndarray
+    a_in: float
+    a_d: float
+
+
+class SqpOptions(NamedTuple):
+    """Options of :func:`sqp_solve` (see :class:`SolverOptions`): preconditioner ``kind``
+    (:data:`rodlab.compact.pcg.PRECONDITIONERS`), ``max_newton``, Newton ``tol``, PCG ``rtol``,
+    ``atol``, ``maxiter``, ``line_search_steps``, ``tension_stiffness`` and
+    ``recenter_every_iteration`` (bools)."""
+
+    kind: int
+    max_newton: int
+    tol: float
+    pcg_rtol: float
+    pcg_atol: float
+    pcg_maxiter: int
+    line_search_steps: int
+    tension_stiffness: bool
+    recenter_every_iteration: bool
+
+
+class SqpWork(NamedTuple):
+    """Newton-level workspaces of :func:`sqp_solve` for one rod of n vertices, m = n - 1
+    segments (the :class:`Workspace` fields of the same names): ``G`` (n, 3, 3) tension
+    stiffness, ``p`` (n, 3), ``q`` (m, 4) = T(s) on return, the Jacobian blocks ``Dj``, ``Qj``,
+    gradients ``gp``, ``gq``, Hessian blocks ``Hp``, ``Hqd``, ``Hqo``, ``b``, ``ds``, ``s_try``
+    (n, 3), ``comps`` (4,) and ``stats`` (8,) (see :func:`sqp_solve`)."""
+
+    G: np.ndarray
+    p: np.ndarray
+    q: np.ndarray
+    Dj: np.ndarray
+    Qj: np.ndarray
+    gp: np.ndarray
+    gq: np.ndarray
+    Hp: np.ndarray
+    Hqd: np.ndarray
+    Hqo: np.ndarray
+    b: np.ndarray
+    ds: np.ndarray
+    s_try: np.ndarray
+    comps: np.ndarray
+    stats: np.ndarray
+
+
+class PcgWork(NamedTuple):
+    """Preconditioner and PCG workspaces of :func:`sqp_solve` (the :class:`Workspace` fields of
+    the same names): the blocks ``diag``, ``off``, their factor ``sinv``, ``W``, ``suffix``, the
+    reduced blocks ``Bd``, ``Bo`` of ``B_q`` and the PCG vectors ``r``, ``zz``, ``d``, ``Ad``,
+    ``tv``, ``tp``, ``y`` (n, 3)."""
+
+    diag: np.ndarray
+    off: np.ndarray
+    sinv: np.ndarray
+    W: np.ndarray
+    suffix: np.ndarray
+    Bd: np.ndarray
+    Bo: np.ndarray
+    r: np.ndarray
+    zz: np.ndarray
+    d: np.ndarray
+    Ad: np.ndarray
+    tv: np.ndarray
+    tp: np.ndarray
+    y: np.ndarray
+
+
+def work_of(ws: "Workspace") -> tuple[SqpWork, PcgWork, tuple]:
+    """The :class:`SqpWork`, :class:`PcgWork` and dense storage ``(A, L)`` of a :class:`Workspace`."""
+    return (SqpWork(*(getattr(ws, name) for name in SqpWork._fields)),
+            PcgWork(*(getattr(ws, name) for name in PcgWork._fields)), (ws.A, ws.L))
+
+
+# inline="always": the drivers (rodlab.compact.batch) inline the whole SQP, so its call tree is
+# optimised and code-generated once, in the driver, not once more at this level (cold start,
+# issue #16); called from Python it compiles as a function of its own
+@njit(inline="always", **JIT)
+def sqp_solve(s, qref, free, rod, step, opts, ws, pw, dense):
+    """Alg. 1 for Dirichlet-only constraints, entirely compiled. Updates ``s`` (n, 3) in place
+    (relative to ``qref`` (m, 4); ``free`` (n, 3): 1 free, 0 held) and leaves ``ws.p, ws.q =
+    T(s)``. ``rod``: :class:`SqpRod`; ``step``: :class:`SqpStep`; ``opts``: :class:`SqpOptions`;
+    ``ws``: :class:`SqpWork`, whose ``stats`` = (newton iterations, PCG iterations, linear
+    solves, |b| at the last evaluation, converged flag, energy, line-search failure flag, PCG
+    failure flag); ``pw``: :class:`PcgWork`; ``dense``: the dense storage ``(A, L)`` of the
+    ``direct`` preconditioner (``exact``: ``L`` its factor) or None (the kinds none .. hybrid:
+    a compiled caller passing the constant None compiles neither dense kind)."""
+    lengths, masses, Jr, lbar, Kh, ubar = rod
+    p_pred, p_t, q_t, th_pred, gravity, a_in, a_d = step
+    kind, max_newton, tol, pcg_rtol, pcg_atol, pcg_maxiter, ls_steps, use_g, recenter_each = opts
+    G, p, q, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, comps, stats = ws
+    diag, off, sinv, W, suffix, Bd, Bo, r, zz, d, Ad, tv, tp, y = pw
     n = s.shape[0]
     total_pcg = 0
     n_solves = 0
@@ -306,15 +417,22 @@ def sqp_solve(s, lengths, qref, free, p_pred, p_t, q_t, th_pred, masses, Jr, lba
         reduced_hessian(q, q_t, Qj, masses, Jr, lbar, Kh, a_in, a_d, Hp, Bd, Bo)
         if use_g:
             tension_stiffness(s, lengths, q, gp, Bd)
-        ok = prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, diag, off, sinv, W, suffix, A, L)
+        if dense is None:  # pruned by numba where ``dense`` is the constant None
+            ok = prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, diag, off, sinv, W, suffix, None, None)
+        else:
+            ok = prepare_preconditioner(kind, Dj, Hp, Bd, Bo, free, diag, off, sinv, W, suffix, dense[0], dense[1])
         if not ok:
             pcg_fail = True
             break
         for j in range(n):
             for c in range(3):
                 tv[j, c] = -b[j, c]
-        iters, res, good = pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, W, L, tv, ds,
-                                     pcg_rtol, pcg_atol, pcg_maxiter, r, zz, d, Ad, y, tp, s_try)
+        if dense is None:
+            iters, res, good = pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, W, None, tv, ds,
+                                         pcg_rtol, pcg_atol, pcg_maxiter, r, zz, d, Ad, y, tp, s_try)
+        else:
+            iters, res, good = pcg_solve(Dj, Hp, Bd, Bo, free, kind, sinv, W, dense[1], tv, ds,
+                                         pcg_rtol, pcg_atol, pcg_maxiter, r, zz, d, Ad, y, tp, s_try)
         total_pcg += iters
         n_solves += 1
         if not good:
@@ -481,12 +599,10 @@ class CompactSolver:
         if o.warm_start and not static:
             predict_start(state.s, state.q, state.v, state.omega, dt, self.free)
         self.apply_prescribed(state, state.t + dt)
-        sqp_solve(state.s, md.lengths, state.qref, self.free, self._p_pred, p_t, q_t, self._th_pred, md.masses,
-                  md.Jr, md.lbar, md.Kh, md.ubar, self.gravity, a_in, a_d, self.kind, o.max_newton, o.tol,
-                  o.pcg_rtol, o.pcg_atol, o.pcg_maxiter, o.line_search_steps, ws.G, o.tension_stiffness, o.recenter_every_iteration,
-                  ws.p, ws.q, ws.Dj, ws.Qj, ws.gp, ws.gq, ws.Hp, ws.Hqd, ws.Hqo, ws.b, ws.ds, ws.s_try,
-                  ws.diag, ws.off, ws.sinv, ws.W, ws.suffix, ws.Bd, ws.Bo, ws.A, ws.L,
-                  ws.r, ws.zz, ws.d, ws.Ad, ws.tv, ws.tp, ws.y, ws.comps, ws.stats)
+        sqp_solve(state.s, state.qref, self.free, SqpRod(md.lengths, md.masses, md.Jr, md.lbar, md.Kh, md.ubar),
+                  SqpStep(self._p_pred, p_t, q_t, self._th_pred, self.gravity, a_in, a_d),
+                  SqpOptions(self.kind, o.max_newton, o.tol, o.pcg_rtol, o.pcg_atol, o.pcg_maxiter, o.line_search_steps,
+                             o.tension_stiffness, o.recenter_every_iteration), *work_of(ws))
         st = ws.stats
         if not np.all(np.isfinite(ws.p)):
             state.s[:] = s_backup

@@ -340,7 +340,7 @@ class CompactSimulator(Simulator):
             f[name][...] = np.array([e[k] for e in rest], dtype=float).reshape(f[name].shape)
         self._drive_rest = (f["drive_x0"], f["drive_c0"], f["drive_q0"])
         self._driver = advance_rods if R > 1 else advance_rods_serial
-        self._empty_history = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros((0, 4)), np.zeros((0, 3)), np.zeros(1))
+        self._dense = (f["A"], f["L"]) if o["precond"] == "direct" else None  # the driver's dense storage
         self._checked = None  # the arrays of the last state checked by _own (advance's fast path)
         self._contact = None
         self._joint = None
@@ -478,12 +478,12 @@ class CompactSimulator(Simulator):
         """``nsteps`` steps (or one static solve) of every rod in one compiled call, which also
         writes the common frame fields; returns (steps done, wall time [s])."""
         sv = self._own_fast(state)
-        drive_R, drive_shift = self._drive_targets(state.t, nsteps, static) if self._drives else self._no_drive
+        drive = self._drive_targets(state.t, nsteps, static) if self._drives else None
         hist = self._history(sv) if self._integ else self._no_history(sv)
         t0 = perf_counter()
         done = self._driver(nsteps, static, self._ib, self._fb, sv["s"], sv["qref"], sv["q"], state.vertex_x,
                             state.vertex_v, sv["omega"], state.edge_ref_d1, state.edge_theta, state.joint_ref_twist,
-                            drive_R, drive_shift, self._integ, *hist)
+                            drive, hist, self._dense)
         wall = perf_counter() - t0
         if not static:
             dt = self._dt
@@ -514,13 +514,13 @@ class CompactSimulator(Simulator):
         out.append(a)
         return tuple(out)
 
-    def _no_history(self, sv: dict) -> tuple:
-        """Backward Euler keeps no history; a BDF2 history left in ``sv`` by a ``bdf2`` simulator
-        is marked stale (``bdf2_dt = 0``), so a later BDF2 step restarts by backward Euler."""
+    def _no_history(self, sv: dict) -> None:
+        """Backward Euler keeps no history (None); a BDF2 history left in ``sv`` by a ``bdf2``
+        simulator is marked stale (``bdf2_dt = 0``), so a later BDF2 step restarts by backward Euler."""
         stale = sv.get("bdf2_dt")
         if stale is not None:
             stale[...] = 0.0
-        return self._empty_history
+        return None
 
     @property
     def last_call(self) -> CallStats:
