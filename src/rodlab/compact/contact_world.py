@@ -79,6 +79,16 @@ class StepInfo(NamedTuple):
     sliding: int = 0
 
 
+def _member(keys, table):
+    """``np.isin(keys, table)`` for int64 keys by a binary search in the sorted ``table`` (no
+    ``unique`` of both arrays: a few microseconds for the few hundred keys of a step)."""
+    if table.size == 0 or keys.size == 0:
+        return np.zeros(keys.shape, dtype=bool)
+    ordered = np.sort(table)
+    at = np.minimum(np.searchsorted(ordered, keys), ordered.size - 1)
+    return ordered[at] == keys
+
+
 def contact_radius(world) -> np.ndarray:
     """(R,) contact radius [m] of each rod: ``world.contact.thickness`` when set, else the rod's
     radius (Zhao et al.'s thickness ``delta`` of a pair is the sum of the two)."""
@@ -199,7 +209,6 @@ class WorldContactSolver:
         self.rmax = float(np.max(self.geometry.edge_radius)) if self.geometry.n_edges else 0.0
         rmin = float(np.min(self.geometry.edge_radius)) if self.geometry.n_edges else 0.0
         self.violation_tol = 1e-3 * rmin if rmin > 0 else 1e-9
-        self.warm_start_gap = 0.1 * rmin if rmin > 0 else 1e-9
         self.redundant_tol = 1e-6 * rmin if rmin > 0 else 1e-12
         # clamps away from the root, sliding clamps, pins away from the root: Dirichlet frames and
         # equality rows (rodlab.compact.end_clamps), the last ``n_eq`` rows of every step
@@ -320,7 +329,7 @@ class WorldContactSolver:
         counts = np.zeros(6, dtype=np.int64)
         d, g_lam = np.empty((self.N, 3)), np.empty((self.N, 3))
         min_norm = bool(self._fric is not None and self._fric.n_rows)
-        lam, W = world_qp(np.ascontiguousarray(b), verts, coef, cvals, prev_mask, self.warm_start_gap, self.n_eq, pinned, min_norm,
+        lam, W = world_qp(np.ascontiguousarray(b), verts, coef, cvals, prev_mask, self.n_eq, pinned, min_norm,
                           self.max_qp, self.dependence_tol, self.redundant_tol, *self.flat.args(), d, g_lam, counts)
         ctx["pcg"] += int(counts[C_PCG])
         ctx["solves"] += int(counts[C_SOLVES])
@@ -329,7 +338,7 @@ class WorldContactSolver:
         ctx["redundant"] = ctx.get("redundant", 0) + int(counts[C_REDUNDANT])
         if counts[C_FAIL]:
             ctx["pcg_fail"] = True
-        return d, lam, [int(k) for k in W], g_lam
+        return d, lam, W.tolist(), g_lam
 
     # ---- one step ------------------------------------------------------------------------------
     def _detect_pairs(self, x, v, dt):
@@ -402,7 +411,7 @@ class WorldContactSolver:
             hits = impacts(self.geometry, x0, x, obstacles=False)
             n_seg = max(int(self.geometry.n_edges), 1)
             hit_a, hit_b = np.asarray(hits.pair_a, dtype=np.int64), np.asarray(hits.pair_b, dtype=np.int64)
-            fresh = ~np.isin(hit_a * n_seg + hit_b, pairs[:, 0] * n_seg + pairs[:, 1])
+            fresh = ~_member(hit_a * n_seg + hit_b, pairs[:, 0] * n_seg + pairs[:, 1])
             new = [(int(a), int(b), float(tau)) for a, b, tau in zip(hit_a[fresh], hit_b[fresh],
                                                                      np.asarray(hits.toi)[fresh])]
             if not new:
@@ -434,7 +443,7 @@ class WorldContactSolver:
         # rows active at the end of the last step (Alg. 2's warm start) and every equality row
         n_seg = max(int(self.geometry.n_edges), 1)
         prev_e = np.array([(k[1], k[2]) for k in active_prev if k[0] == "e"], dtype=np.int64).reshape(-1, 2)
-        prev_ineq = np.concatenate([np.isin(pairs[:, 0] * n_seg + pairs[:, 1], prev_e[:, 0] * n_seg + prev_e[:, 1]),
+        prev_ineq = np.concatenate([_member(pairs[:, 0] * n_seg + pairs[:, 1], prev_e[:, 0] * n_seg + prev_e[:, 1]),
                                     np.array([("o",) + tuple(c) in active_prev for c in cand], dtype=bool)])
         preds = []
         for st, sol in zip(states, solvers):

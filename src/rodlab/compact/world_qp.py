@@ -7,8 +7,8 @@ The QP of one SQP iteration of :class:`rodlab.compact.contact_world.WorldContact
     min 1/2 d^T A d + b^T d   s.t.   C_k + G_k d >= 0 (inequality rows),  = 0 (the last n_eq rows),
 
 is solved by a primal active set with step control (Nocedal and Wright, "Numerical Optimization",
-2006, Alg. 16.3): the working set ``W`` starts from the last step's active rows that still touch,
-the equality rows and every violated or touching row; each equality sub-problem is the Schur
+2006, Alg. 16.3): the working set ``W`` starts from the last step's active rows, the equality rows
+and every violated or touching row; each equality sub-problem is the Schur
 complement of Eq. 14, ``(G A^-1 G^T) lambda = -(G z + c)``, ``z = -A^-1 b``, ``d = z + A^-1 G^T
 lambda``; a step is cut at the first row outside ``W`` it runs into, which enters ``W`` unless it
 is linearly dependent on ``W`` (rows of one touching point: a crossing near a vertex makes two to
@@ -386,15 +386,12 @@ def _row_at(verts, coef, cvals, k, jd):
 
 
 @njit(**JIT)
-def world_qp(b, verts, coef, cvals, start, start_gap, n_eq, pinned, min_norm, max_qp, dep_tol, redundant_tol,
+def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, dep_tol, redundant_tol,
              vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, Wp, L, lstart, lshape, kind, rtol, atol, maxiter, d, g_lam, counts):
     """One QP of the SQP (module docstring) in one call. ``b`` (N, 3) the objective's gradient;
     rows ``verts`` (K, 4), ``coef`` (K, 4, 3), ``cvals`` (K,) [m], the last ``n_eq`` equality rows;
-    ``start`` (K,) bool the last step's active rows, which start in the working set while their
-    value is at most ``start_gap`` [m] (besides the violated or touching rows, the equality rows and
-    the ``pinned`` (K,) bool inequality rows, which may not leave it: a row far apart forced to
-    equality would pull its pair together until its multiplier's sign removed it, every row it
-    ran into on the way entering the set);
+    ``start`` (K,) bool the rows that start in the working set besides the violated or touching
+    ones and the equality rows; ``pinned`` (K,) bool inequality rows that may not leave it;
     ``min_norm`` minimum-norm multipliers (stick rows present); ``dep_tol`` the relative Schur pivot
     below which a blocking row is dependent on the working set and exchanged for one of its rows
     (:func:`_dependent_exchange`; 0: never). Writes the step ``d`` (N, 3) and ``g_lam = G^T lambda``
@@ -416,7 +413,7 @@ def world_qp(b, verts, coef, cvals, start, start_gap, n_eq, pinned, min_norm, ma
     inW = np.zeros(K, dtype=np.bool_)
     nW = 0
     for k in range(K):
-        if k >= n_in or pinned[k] or cvals[k] <= 0.0 or (start[k] and cvals[k] <= start_gap):
+        if start[k] or cvals[k] <= 0.0 or k >= n_in:
             W[nW] = k
             inW[k] = True
             nW += 1
