@@ -2,14 +2,15 @@
 (Bergou et al. 2008, Table 1; Zhao et al., Table 1) and its issue's target (#11: 10x faster than the
 paper; #13: `tree` <= 1 ms); writes docs/benchmarks-contact-scenes.md.
 
-    python bench/bench_contact_scenes.py [--quick]
+    python bench/bench_contact_scenes.py [--quick] [--only SCENE ...]
 
 Each scene runs through :func:`rodlab.scenes.registry.run_scene` (the call ``rodlab run SCENE``
 makes) with its defaults, except the overrides listed in the table (to bound the run time); the
 time per step is the scene's own ``ms_per_step`` metric (the whole ``advance`` calls of its
 recording loop, Python included; compilation excluded: :func:`rodlab.experiment.record` takes one
 warm-up step on a copy of the state before it starts the clock). ``--quick`` runs
-every scene for a tenth of its simulated time.
+every scene for a tenth of its simulated time; ``--only`` re-measures the named scenes and keeps
+the other rows of the existing table (the header then says which rows were re-measured when).
 """
 from __future__ import annotations
 
@@ -40,11 +41,16 @@ SCENES = (
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a tenth of each scene's simulated time")
+    ap.add_argument("--only", nargs="+", metavar="SCENE", choices=[row[0] for row in SCENES],
+                    help="re-measure these scenes only; the other rows are kept from the existing table")
     args = ap.parse_args(argv)
+    kept = _existing_rows() if args.only else {}
     from rodlab.scenes.registry import get_scene, run_scene
 
     rows, start = [], time.perf_counter()
     for name, overrides, figure, paper, target in SCENES:
+        if args.only and name not in args.only:
+            continue
         params = get_scene(name).resolve(overrides)
         if args.quick and "t_end" in params:
             params["t_end"] = params["t_end"] / 10
@@ -53,16 +59,24 @@ def main(argv=None) -> int:
         rows.append((name, figure, {k: v for k, v in overrides.items()}, m.get("n_vertices"), ms, paper, target,
                      m.get("min_gap"), m.get("mean_contacts"), m.get("max_contacts")))
         print(f"{name:24s} {ms:9.3f} ms/step (paper {paper}, target {target})", flush=True)
-    command = "python bench/bench_contact_scenes.py" + (" --quick" if args.quick else "")
+    command = "python bench/bench_contact_scenes.py" + (" --quick" if args.quick else "") + \
+        (" --only " + " ".join(args.only) if args.only else "")
     lines = ["# Contact scenes (and the tree): time per step", "",
              f"Written by `{command}` on {datetime.date.today()} ({platform.machine()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}, {time.perf_counter() - start:.0f} s). `ms_per_step` is each scene's "
              "own metric: the whole `advance` calls of its recording loop, Python included, compilation excluded. "
-             "Target: issue #11's (10x faster than the paper); `tree`: issue #13's (1 ms).", "",
+             "Target: issue #11's (10x faster than the paper); `tree`: issue #13's (1 ms)." +
+             (" Rows not re-measured by this command are kept from the table before it." if args.only else ""), "",
              "| scene | paper figure | overrides | vertices | ms/step | paper [ms/step] | target [ms/step] | "
              "min_gap [m] | contacts mean / max |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for name, figure, ov, nv, ms, paper, target, gap, mean, mx in rows:
+    measured = {row[0]: row for row in rows}
+    for name, *_ in SCENES:
+        if name not in measured:
+            if name in kept:
+                lines.append(kept[name])
+            continue
+        _, figure, ov, nv, ms, paper, target, gap, mean, mx = measured[name]
         ov_text = ", ".join(f"{k}={v}" for k, v in ov.items()) or "-"
         gap_text = "-" if gap is None else f"{gap:.3g}"
         mean_text = "-" if mean is None else f"{mean:.3g} / {mx}"
@@ -71,6 +85,17 @@ def main(argv=None) -> int:
     DOC.write_text("\n".join(lines) + "\n")
     print(f"wrote {DOC}")
     return 0
+
+
+def _existing_rows():
+    """The table rows of the existing document by scene name (``--only`` keeps them)."""
+    if not DOC.exists():
+        return {}
+    out = {}
+    for line in DOC.read_text().splitlines():
+        if line.startswith("| `"):
+            out[line.split("`")[1]] = line
+    return out
 
 
 if __name__ == "__main__":

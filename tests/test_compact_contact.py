@@ -145,3 +145,35 @@ def test_friction_and_options_are_refused_clearly():
         make_simulator(b.build(), "compact", friction_eps_v=0.0)
     with pytest.raises(Exception, match="contact_ccd_passes"):
         make_simulator(_crossing_world(), "compact", contact_ccd_passes=-1)
+
+
+def _pair_rows(x, x_ref, normal_ref):
+    from rodlab.compact.world_line_search import edge_edge_kernel
+
+    e0, e1, rad = np.array([0, 2]), np.array([1, 3]), np.array([0.01, 0.01])
+    out = (np.empty((1, 4), dtype=np.int64), np.empty((1, 4, 3)), np.empty(1), np.empty((1, 3)))
+    edge_edge_kernel(np.asarray(x, float), np.asarray(x_ref, float), e0, e1, rad, np.array([[0, 1]]),
+                     np.asarray(normal_ref, float).reshape(1, 3), *out)
+    return out[2][0], out[1][0]
+
+
+def test_edge_edge_row_counts_a_crossing_only_where_the_centre_lines_met():
+    """Segment b above segment a (normal from b to a: -z). Passing through a's centre line makes the
+    distance count negative; a turned normal without the lines meeting (b moved past a's end and
+    below it, the knot's whipping tail) keeps the positive distance: the old sign rule made such a
+    far pair a violated row of -(dist + thickness) that the QP could not satisfy."""
+    a = [[-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
+    x_ref = np.array(a + [[0.0, -1.0, 0.1], [0.0, 1.0, 0.1]])
+    n_ref = [0.0, 0.0, -1.0]
+    through = np.array(a + [[0.0, -1.0, -0.05], [0.0, 1.0, -0.05]])
+    val, coef = _pair_rows(through, x_ref, n_ref)
+    assert val == pytest.approx(-0.05 - 0.02)
+    assert coef[0] == pytest.approx([0.0, 0.0, -0.5])  # its gradient pushes a back up (toward its side)
+    past = np.array(a + [[3.0, -1.0, -0.05], [3.0, 1.0, -0.05]])
+    val, coef = _pair_rows(past, x_ref, n_ref)
+    dist = np.hypot(2.0, 0.05)
+    assert val == pytest.approx(dist - 0.02)
+    assert coef[1] == pytest.approx(np.array([-2.0, 0.0, 0.05]) / dist)  # vertex 1 (a's end) away from b
+    # without a reference motion (x_ref = x), the same far pair is not a crossing either
+    assert _pair_rows(past, past, n_ref)[0] == pytest.approx(dist - 0.02)
+    assert _pair_rows(through, through, n_ref)[0] == pytest.approx(0.05 - 0.02)

@@ -54,7 +54,7 @@ from .friction import StepFriction, patches
 from .energies import reduced_hessian
 from .sqp import CompactState, finish_step, prepare_preconditioner, split_damping, tension_stiffness
 from .world_line_search import RodConstants, edge_edge_kernel, world_line_search
-from .world_qp import C_FAIL, C_PCG, C_QP, C_SOLVES, WorldArrays, row_gradient, world_qp
+from .world_qp import C_EXCHANGE, C_FAIL, C_REDUNDANT, C_PCG, C_QP, C_SOLVES, DEPENDENCE_TOL, WorldArrays, row_gradient, world_qp
 
 
 class StepInfo(NamedTuple):
@@ -77,6 +77,16 @@ class StepInfo(NamedTuple):
     finite: bool
     sticking: int = 0
     sliding: int = 0
+
+
+def _member(keys, table):
+    """``np.isin(keys, table)`` for int64 keys by a binary search in the sorted ``table`` (no
+    ``unique`` of both arrays: a few microseconds for the few hundred keys of a step)."""
+    if table.size == 0 or keys.size == 0:
+        return np.zeros(keys.shape, dtype=bool)
+    ordered = np.sort(table)
+    at = np.minimum(np.searchsorted(ordered, keys), ordered.size - 1)
+    return ordered[at] == keys
 
 
 def contact_radius(world) -> np.ndarray:
@@ -109,21 +119,26 @@ def contact_min_gap(geometry, x, rods: bool) -> float:
     return obstacle_min_gap(geometry, x)
 
 
-def edge_edge_rows(x, geometry, pairs, normal_ref):
+def edge_edge_rows(x, geometry, pairs, normal_ref, x_ref=None):
     """Edge-edge rows (Eq. 32) of segment ``pairs`` (K, 2) at positions ``x`` (N, 3) [m]:
     vertices (K, 4), coefficients (K, 4, 3) and values (K,) [m], ``C = sum_k coef_k . x[vert_k] -
     delta``, with the closest-point parameters ``wa``, ``wb`` and the unit normal ``n`` (from b
     toward a) of the pair at ``x`` and ``delta`` the sum of the two contact radii. ``C`` is then
     the gap (centre-line distance minus ``delta``) and ``coef`` its gradient (the closest points
     are stationary, so their motion does not enter it). ``normal_ref`` (K, 3): each pair's normal
-    when it was detected; where ``n . normal_ref < 0`` the centre lines have crossed since, and
-    the distance counts negative (``C = -dist - delta``), as the fixed normal of Eq. 32 would
-    have it, so no iterate may jump to the far side."""
+    in the reference configuration ``x_ref`` (N, 3) (the step's start; None: ``x``). Where
+    ``n . normal_ref < 0`` and the centre lines met on the straight way from ``x_ref`` to ``x``
+    (:func:`rodlab.compact.world_line_search.edge_edge_kernel`) they have crossed since, and the
+    distance counts negative (``C = -dist - delta``), as the fixed normal of Eq. 32 would have it,
+    so no iterate may jump to the far side; a normal that turned without the lines meeting keeps
+    the positive distance."""
     g = geometry
     K = pairs.shape[0]
     verts, coef, value, normal = np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), np.empty((K, 3))
-    edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
-                      np.ascontiguousarray(normal_ref, dtype=float).reshape(K, 3), verts, coef, value, normal)
+    x = np.ascontiguousarray(x, dtype=float)
+    x_ref = x if x_ref is None else np.ascontiguousarray(x_ref, dtype=float)
+    edge_edge_kernel(x, x_ref, g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
+                     np.ascontiguousarray(normal_ref, dtype=float).reshape(K, 3), verts, coef, value, normal)
     return verts, coef, value
 
 
@@ -132,8 +147,9 @@ def edge_edge_normal(x, geometry, pairs):
     K = pairs.shape[0]
     g = geometry
     normal = np.empty((K, 3))
-    edge_edge_kernel(np.ascontiguousarray(x), g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs),
-                      np.zeros((K, 3)), np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), normal)
+    x = np.ascontiguousarray(x, dtype=float)
+    edge_edge_kernel(x, x, g.edge_v0, g.edge_v1, g.edge_radius, np.ascontiguousarray(pairs), np.zeros((K, 3)),
+                     np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), normal)
     return normal
 
 
@@ -174,6 +190,7 @@ class WorldContactSolver:
         self.rods = bool(rods)
         self.proximity = proximity
         self.max_qp = int(max_qp_iterations)
+        self.dependence_tol = DEPENDENCE_TOL  # rodlab.compact.world_qp: dependent blocking rows are exchanged
         self.ccd_passes = int(ccd_passes)
         require(isinstance(max_newton, (int, np.integer)) and max_newton >= 1,
                 f"contact_newton_iters must be an integer >= 1 (got {max_newton!r})")
@@ -192,6 +209,7 @@ class WorldContactSolver:
         self.rmax = float(np.max(self.geometry.edge_radius)) if self.geometry.n_edges else 0.0
         rmin = float(np.min(self.geometry.edge_radius)) if self.geometry.n_edges else 0.0
         self.violation_tol = 1e-3 * rmin if rmin > 0 else 1e-9
+        self.redundant_tol = 1e-6 * rmin if rmin > 0 else 1e-12
         # clamps away from the root, sliding clamps, pins away from the root: Dirichlet frames and
         # equality rows (rodlab.compact.end_clamps), the last ``n_eq`` rows of every step
         self.clamps = EndClamps(world, [sol.model for sol in self.solvers])
@@ -209,6 +227,7 @@ class WorldContactSolver:
         self._fric = None
         self._pinned = set()
         self._detected = None  # (dt, x, v, (pairs, normals, gaps)): the next step's detection
+        self._x_ref = np.zeros((self.N, 3))  # the step's start: the edge-edge rows' reference configuration
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _sl(self, r):
@@ -260,8 +279,8 @@ class WorldContactSolver:
         verts, coef, val = np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K)
         if n_e:  # written in place by the compiled closest points (edge_edge_rows)
             g = self.geometry
-            edge_edge_kernel(P, g.edge_v0, g.edge_v1, g.edge_radius, pairs, nref, verts[:n_e], coef[:n_e], val[:n_e],
-                             np.empty((n_e, 3)))
+            edge_edge_kernel(P, self._x_ref, g.edge_v0, g.edge_v1, g.edge_radius, pairs, nref, verts[:n_e], coef[:n_e],
+                             val[:n_e], np.empty((n_e, 3)))
         parts = [(n_e, self._obstacle_rows(P, cand))] if n_o else []
         if n_c:
             parts.append((n_e + n_o, self.clamps.rows(P, self._t1)))
@@ -307,17 +326,19 @@ class WorldContactSolver:
         pinned = np.zeros(K, dtype=bool)
         if self._pinned:
             pinned[list(self._pinned)] = True
-        counts = np.zeros(4, dtype=np.int64)
+        counts = np.zeros(6, dtype=np.int64)
         d, g_lam = np.empty((self.N, 3)), np.empty((self.N, 3))
         min_norm = bool(self._fric is not None and self._fric.n_rows)
         lam, W = world_qp(np.ascontiguousarray(b), verts, coef, cvals, prev_mask, self.n_eq, pinned, min_norm,
-                          self.max_qp, *self.flat.args(), d, g_lam, counts)
+                          self.max_qp, self.dependence_tol, self.redundant_tol, *self.flat.args(), d, g_lam, counts)
         ctx["pcg"] += int(counts[C_PCG])
         ctx["solves"] += int(counts[C_SOLVES])
         ctx["qp"] += int(counts[C_QP])
+        ctx["exchanges"] = ctx.get("exchanges", 0) + int(counts[C_EXCHANGE])
+        ctx["redundant"] = ctx.get("redundant", 0) + int(counts[C_REDUNDANT])
         if counts[C_FAIL]:
             ctx["pcg_fail"] = True
-        return d, lam, [int(k) for k in W], g_lam
+        return d, lam, W.tolist(), g_lam
 
     # ---- one step ------------------------------------------------------------------------------
     def _detect_pairs(self, x, v, dt):
@@ -390,7 +411,7 @@ class WorldContactSolver:
             hits = impacts(self.geometry, x0, x, obstacles=False)
             n_seg = max(int(self.geometry.n_edges), 1)
             hit_a, hit_b = np.asarray(hits.pair_a, dtype=np.int64), np.asarray(hits.pair_b, dtype=np.int64)
-            fresh = ~np.isin(hit_a * n_seg + hit_b, pairs[:, 0] * n_seg + pairs[:, 1])
+            fresh = ~_member(hit_a * n_seg + hit_b, pairs[:, 0] * n_seg + pairs[:, 1])
             new = [(int(a), int(b), float(tau)) for a, b, tau in zip(hit_a[fresh], hit_b[fresh],
                                                                      np.asarray(hits.toi)[fresh])]
             if not new:
@@ -422,7 +443,7 @@ class WorldContactSolver:
         # rows active at the end of the last step (Alg. 2's warm start) and every equality row
         n_seg = max(int(self.geometry.n_edges), 1)
         prev_e = np.array([(k[1], k[2]) for k in active_prev if k[0] == "e"], dtype=np.int64).reshape(-1, 2)
-        prev_ineq = np.concatenate([np.isin(pairs[:, 0] * n_seg + pairs[:, 1], prev_e[:, 0] * n_seg + prev_e[:, 1]),
+        prev_ineq = np.concatenate([_member(pairs[:, 0] * n_seg + pairs[:, 1], prev_e[:, 0] * n_seg + prev_e[:, 1]),
                                     np.array([("o",) + tuple(c) in active_prev for c in cand], dtype=bool)])
         preds = []
         for st, sol in zip(states, solvers):
@@ -430,6 +451,7 @@ class WorldContactSolver:
             preds.append((st.p + dt * st.v, st.p.copy(), st.q.copy(), dt * st.omega, 1.0 / dt**2, a_d))
         S = np.concatenate([st.s for st in states])
         QREF = [st.qref for st in states]
+        self._x_ref = np.ascontiguousarray(np.concatenate([pr[1] for pr in preds]))  # where the rows' normals were taken
         ls_fixed = None
         P = np.empty((N, 3))
         self._start_friction(np.concatenate([pr[1] for pr in preds]), ee, cand, prev_ineq, dt)

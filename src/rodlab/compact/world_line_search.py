@@ -15,27 +15,49 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..contact.ccd import ccd_segment_segment
 from ..contact.narrowphase import segment_segment, vrow
 from ..geometry._vec import JIT
 from .chain import chain_forward
 from .energies import eval_energy
 
 
+CROSSING_FRACTION = 0.5
+"""A pair's centre lines count as having met on the way from the reference configuration when
+their distance fell below this fraction of the pair's thickness (both radii) on the straight path."""
+
+
 @njit(**JIT)
-def edge_edge_kernel(x, edge_v0, edge_v1, edge_radius, pairs, normal_ref, verts, coef, value, normal):
+def centre_lines_met(x_ref, x, a0, a1, b0, b1, tolerance):
+    """Whether the centre lines of segments ``(a0, a1)`` and ``(b0, b1)`` (vertex indices) came
+    within ``tolerance`` [m] of each other while every vertex moves on a straight line from
+    ``x_ref`` to ``x`` (N, 3) (conservative advancement, :func:`rodlab.contact.ccd.ccd_segment_segment`)."""
+    return ccd_segment_segment(vrow(x_ref, a0), vrow(x_ref, a1), vrow(x, a0), vrow(x, a1), vrow(x_ref, b0),
+                               vrow(x_ref, b1), vrow(x, b0), vrow(x, b1), 0.0, tolerance) <= 1.0
+
+
+@njit(**JIT)
+def edge_edge_kernel(x, x_ref, edge_v0, edge_v1, edge_radius, pairs, normal_ref, verts, coef, value, normal):
     """Edge-edge rows of segment ``pairs`` (K, 2) at ``x`` (N, 3): vertices (K, 4), coefficients
-    (K, 4, 3), values (K,) [m] and unit normals (K, 3) (from b toward a), the distance counted
-    negative where the normal turned against ``normal_ref`` (K, 3) (see
-    :func:`rodlab.compact.contact_world.edge_edge_rows`)."""
+    (K, 4, 3), values (K,) [m] and unit normals (K, 3) (from b toward a). The distance counts
+    negative where the centre lines crossed since the reference configuration ``x_ref`` (N, 3)
+    (where ``normal_ref`` (K, 3) was taken): the normal turned against ``normal_ref`` and the
+    centre lines met on the straight way from ``x_ref`` to ``x`` (:func:`centre_lines_met`, to
+    :data:`CROSSING_FRACTION` of the thickness). A normal that turned without the lines meeting
+    (a far pair whose closest points slid to a segment's end while the rods moved a lot) is not
+    a crossing (see :func:`rodlab.compact.contact_world.edge_edge_rows`)."""
     for k in range(pairs.shape[0]):
         a, b = pairs[k, 0], pairs[k, 1]
         verts[k, 0], verts[k, 1], verts[k, 2], verts[k, 3] = edge_v0[a], edge_v1[a], edge_v0[b], edge_v1[b]
         wa, wb, dist, n = segment_segment(vrow(x, edge_v0[a]), vrow(x, edge_v1[a]), vrow(x, edge_v0[b]),
                                           vrow(x, edge_v1[b]))
+        thickness = edge_radius[a] + edge_radius[b]
         side = 1.0
         if n[0] * normal_ref[k, 0] + n[1] * normal_ref[k, 1] + n[2] * normal_ref[k, 2] < 0.0:
-            side = -1.0  # the centre lines crossed since detection: the distance counts negative
-        value[k] = side * dist - edge_radius[a] - edge_radius[b]
+            if centre_lines_met(x_ref, x, edge_v0[a], edge_v1[a], edge_v0[b], edge_v1[b],
+                                CROSSING_FRACTION * thickness):
+                side = -1.0  # the centre lines crossed since the reference: the distance counts negative
+        value[k] = side * dist - thickness
         w = (side * (1.0 - wa), side * wa, -side * (1.0 - wb), -side * wb)
         for c in range(3):
             normal[k, c] = n[c]
@@ -95,12 +117,13 @@ def world_energy(S, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths,
 
 
 @njit(**JIT)
-def world_infeasibility(P, edge_v0, edge_v1, edge_radius, pairs, normal_ref, lin_verts, lin_coef, lin_ref, ee):
-    """``|C_A|_1`` of Eq. 11 at ``P``: violated edge-edge rows and every linear equality row
+def world_infeasibility(P, x_ref, edge_v0, edge_v1, edge_radius, pairs, normal_ref, lin_verts, lin_coef, lin_ref, ee):
+    """``|C_A|_1`` of Eq. 11 at ``P``: violated edge-edge rows (reference configuration ``x_ref``,
+    :func:`edge_edge_kernel`) and every linear equality row
     ``sum_v coef_v . (P[v] - ref_v)``. ``ee`` scratch: (verts (K, 4), coef (K, 4, 3), values (K,),
     normals (K, 3))."""
     verts, coef, value, normal = ee
-    edge_edge_kernel(P, edge_v0, edge_v1, edge_radius, pairs, normal_ref, verts, coef, value, normal)
+    edge_edge_kernel(P, x_ref, edge_v0, edge_v1, edge_radius, pairs, normal_ref, verts, coef, value, normal)
     ineq = 0.0
     for k in range(value.shape[0]):
         ineq += max(0.0, -value[k])
@@ -141,7 +164,7 @@ def world_line_search(S, d, steps, phi0, slope, inv_mu, qref, p_pred, p_t, q_t, 
                 S_try[j, c] = S[j, c] + alpha * d[j, c]
         E_try, mag = world_energy(S_try, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths, masses, Jr, lbar,
                                   Kh, ubar, gravity, pf_rod, pf_vertex, pf_force, P_try, Q, scratch, mode, comps)
-        phi = E_try + inv_mu * world_infeasibility(P_try, edge_v0, edge_v1, edge_radius, pairs, normal_ref, lin_verts,
+        phi = E_try + inv_mu * world_infeasibility(P_try, p_t, edge_v0, edge_v1, edge_radius, pairs, normal_ref, lin_verts,
                                                    lin_coef, lin_ref, ee)
         if phi <= phi0 + 1e-4 * alpha * min(slope, 0.0) or phi - phi0 <= 1e-14 * mag:
             return True, alpha
@@ -149,4 +172,4 @@ def world_line_search(S, d, steps, phi0, slope, inv_mu, qref, p_pred, p_t, q_t, 
     return False, alpha
 
 
-__all__ = ["RodConstants", "edge_edge_kernel", "world_energy", "world_infeasibility", "world_line_search"]
+__all__ = ["CROSSING_FRACTION", "RodConstants", "centre_lines_met", "edge_edge_kernel", "world_energy", "world_infeasibility", "world_line_search"]

@@ -8,10 +8,13 @@ The QP of one SQP iteration of :class:`rodlab.compact.contact_world.WorldContact
 
 is solved by a primal active set with step control (Nocedal and Wright, "Numerical Optimization",
 2006, Alg. 16.3): the working set ``W`` starts from the last step's active rows, the equality rows
-and every violated or touching row; each equality sub-problem is the Schur complement of Eq. 14,
-``(G A^-1 G^T) lambda = -(G z + c)``, ``z = -A^-1 b``, ``d = z + A^-1 G^T lambda``; a step is cut at
-the first row outside ``W`` it runs into, which enters ``W``; an inequality row with a negative
-multiplier leaves it. ``A`` is block-diagonal over rods, so ``A^-1 g`` is one PCG solve
+and every violated or touching row; each equality sub-problem is the Schur
+complement of Eq. 14, ``(G A^-1 G^T) lambda = -(G z + c)``, ``z = -A^-1 b``, ``d = z + A^-1 G^T
+lambda``; a step is cut at the first row outside ``W`` it runs into, which enters ``W`` unless it
+is linearly dependent on ``W`` (rows of one touching point: a crossing near a vertex makes two to
+four nearly equal rows), in which case it is skipped while ``W`` keeps it or exchanged for a row
+of ``W`` (Goldfarb and Idnani 1983), so the Schur complement stays non-singular; an inequality row
+with a negative multiplier leaves it. ``A`` is block-diagonal over rods, so ``A^-1 g`` is one PCG solve
 (:func:`rodlab.compact.pcg.pcg_solve`) per rod that ``g`` touches; a row's column
 ``(grad_s C_k, A^-1 grad_s C_k)`` is computed once per QP when the row first enters ``W``, and the
 Schur entries ``G_i . A^-1 G_j^T`` and ``G_i . z`` once per pair (they do not depend on ``W``).
@@ -30,8 +33,21 @@ from ..geometry._vec import JIT
 from .chain import jac_mul, jac_t_mul
 from .pcg import pcg_solve
 
-# counters of one QP, ``counts`` (int64, 4): PCG iterations, linear solves, QP iterations, PCG failures
-C_PCG, C_SOLVES, C_QP, C_FAIL = 0, 1, 2, 3
+# counters of one QP, ``counts`` (int64, 6): PCG iterations, linear solves, QP iterations, PCG failures,
+# dependent blocking rows exchanged for a working-set row, and found redundant (``world_qp``)
+C_PCG, C_SOLVES, C_QP, C_FAIL, C_EXCHANGE, C_REDUNDANT = 0, 1, 2, 3, 4, 5
+
+DEPENDENCE_TOL = 1e-6
+"""A row whose Schur pivot against the working set is below this fraction of its own diagonal
+``G_k A^-1 G_k^T`` (the squared sine of its angle to the working set's span in the ``A^-1`` inner
+product) counts as linearly dependent on the working set (:func:`_dependence`)."""
+
+
+@njit(**JIT)
+def _reset_skip(skip, inW):
+    """``skip = inW``: after the working set lost a row, no row counts as redundant any more."""
+    for k in range(inW.shape[0]):
+        skip[k] = inW[k]
 
 
 class WorldArrays:
@@ -213,13 +229,13 @@ def schur_multipliers(S, rhs, min_norm):
 
 
 @njit(**JIT)
-def _ratio_test(verts, coef, cvals, inW, jd, jp):
-    """The first row outside the working set that the step ``jp`` (vertex motion, from the
-    current ``jd``) runs into: (fraction of the step, row), (1.0, -1) when none blocks it."""
+def _ratio_test(verts, coef, cvals, skip, jd, jp):
+    """The first row outside the working set (``skip`` false) that the step ``jp`` (vertex motion,
+    from the current ``jd``) runs into: (fraction of the step, row), (1.0, -1) when none blocks it."""
     alpha, block = 1.0, -1
     best = np.inf
     for k in range(cvals.shape[0]):
-        if inW[k]:
+        if skip[k]:
             continue
         rate = 0.0
         for v in range(4):
@@ -277,15 +293,110 @@ def _grown(G, Y, Gz, Scache, known, used, cap):
 
 
 @njit(**JIT)
-def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv,
-             Wp, L, lstart, lshape, kind, rtol, atol, maxiter, d, g_lam, counts):
+def _fill_column(k, at, verts, coef, z, G, Y, Gz, yp, yq, touched, scratch, counts, vstart, Dj, Qj, Hp, Bd, Bo, free,
+                 sinv, Wp, L, lstart, lshape, kind, rtol, atol, maxiter):
+    """Column slot ``at`` of row ``k``: ``G[at] = grad_s C_k``, ``Y[at] = A^-1 G[at]`` (one PCG
+    solve per rod the row touches) and ``Gz[at] = G[at] . z``."""
+    row_gradient(verts[k], coef[k], vstart, Dj, Qj, free, yp, yq, G[at], touched)
+    rods_solve(G[at], Y[at], touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, Wp, L, lstart, lshape, kind, rtol, atol,
+               maxiter, scratch, counts)
+    Gz[at] = _flat_dot(G[at], z)
+
+
+@njit(**JIT)
+def _schur_entry(G, Y, Scache, known, si, sj):
+    """``G_si . A^-1 G_sj^T``, computed once per pair of column slots and kept."""
+    if not known[si, sj]:
+        Scache[si, sj] = _flat_dot(G[si], Y[sj])
+        known[si, sj] = True
+    return Scache[si, sj]
+
+
+@njit(**JIT)
+def _dependence(W, nW, slot, G, Y, Scache, known, sk, tol):
+    """Whether the row of column slot ``sk`` is linearly dependent on the working set ``W[:nW]``,
+    and its coefficients ``c`` (nW,) on the working set's rows.
+
+    Its Schur pivot ``S_kk - S_kW S_WW^-1 S_Wk`` (the squared distance of ``a_k`` from the span of
+    the working set's rows in the ``A^-1`` inner product) at most ``tol S_kk`` makes it dependent:
+    ``a_k = sum_i c_i a_i`` with ``c = S_WW^-1 S_Wk`` to that tolerance. Appending such a row would
+    leave the Schur complement singular, with multipliers growing like ``1 / pivot`` whenever the
+    rows' values disagree (``S_WW`` gets the shift of :func:`schur_multipliers`)."""
+    c = np.zeros(nW)
+    if nW == 0:
+        return False, c
+    skk = _schur_entry(G, Y, Scache, known, sk, sk)
+    if not skk > 0.0:
+        return False, c
+    Sw = np.empty((nW, nW))
+    swk = np.empty(nW)
+    top = 0.0
+    for i in range(nW):
+        si = slot[W[i]]
+        for j in range(nW):
+            Sw[i, j] = _schur_entry(G, Y, Scache, known, si, slot[W[j]])
+        swk[i] = _schur_entry(G, Y, Scache, known, si, sk)
+        top = max(top, abs(Sw[i, i]))
+    shift = 1e-9 * top + 1e-300
+    for i in range(nW):
+        Sw[i, i] += shift
+    try:
+        c = np.linalg.solve(Sw, swk)
+    except Exception:  # an exactly singular working set: no test
+        return False, np.zeros(nW)
+    pivot = skk
+    for i in range(nW):
+        pivot -= swk[i] * c[i]
+    return pivot <= tol * skk, c
+
+
+@njit(**JIT)
+def _exchange_position(W, nW, c, lam, n_in, pinned):
+    """The working-set row a dependent blocking row ``a_k = sum_i c_i a_i`` replaces (Goldfarb and
+    Idnani, "A numerically stable dual method for solving strictly convex quadratic programs",
+    Math. Programming 27, 1983, Sec. 3, the dependent case): among the inequality rows that may
+    leave (not pinned) with ``c_j > 0``, the one minimising ``lambda_j / c_j``, whose multiplier
+    the new row takes over first; -1 when there is none (the new row opposes the working set).
+    The working set keeps its span and stays independent, and row ``j`` holds at the next
+    solution: ``a_j d = (a_k d - sum_(i != j) c_i a_i d) / c_j`` is above ``-C_j`` exactly when the
+    new row is the tighter one (``C_k < sum_i c_i C_i``), the case in which it is exchanged."""
+    cmax = 0.0
+    for i in range(nW):
+        cmax = max(cmax, abs(c[i]))
+    pos = -1
+    best = np.inf
+    for i in range(nW):
+        k = W[i]
+        if k >= n_in or pinned[k] or not c[i] > 1e-12 * cmax:
+            continue
+        ratio = lam[i] / c[i] if i < lam.shape[0] else 0.0
+        if ratio < best:
+            best, pos = ratio, i
+    return pos
+
+
+@njit(**JIT)
+def _row_at(verts, coef, cvals, k, jd):
+    """Row ``k``'s linearised value ``C_k + a_k . d`` at the vertex motion ``jd`` of the step."""
+    at = cvals[k]
+    for v in range(4):
+        for c in range(3):
+            at += coef[k, v, c] * jd[verts[k, v], c]
+    return at
+
+
+@njit(**JIT)
+def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, dep_tol, redundant_tol,
+             vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, Wp, L, lstart, lshape, kind, rtol, atol, maxiter, d, g_lam, counts):
     """One QP of the SQP (module docstring) in one call. ``b`` (N, 3) the objective's gradient;
     rows ``verts`` (K, 4), ``coef`` (K, 4, 3), ``cvals`` (K,) [m], the last ``n_eq`` equality rows;
     ``start`` (K,) bool the rows that start in the working set besides the violated or touching
     ones and the equality rows; ``pinned`` (K,) bool inequality rows that may not leave it;
-    ``min_norm`` minimum-norm multipliers (stick rows present). Writes the step ``d`` (N, 3) and
-    ``g_lam = G^T lambda`` (N, 3); ``counts`` (4,) gets PCG iterations, solves, QP iterations and
-    PCG failures. Returns (multipliers, working set), in the working set's order."""
+    ``min_norm`` minimum-norm multipliers (stick rows present); ``dep_tol`` the relative Schur pivot
+    below which a blocking row is dependent on the working set and exchanged for one of its rows
+    (:func:`_dependent_exchange`; 0: never). Writes the step ``d`` (N, 3) and ``g_lam = G^T lambda``
+    (N, 3); ``counts`` (5,) gets PCG iterations, solves, QP iterations, PCG failures and exchanges.
+    Returns (multipliers, working set), in the working set's order."""
     N = b.shape[0]
     R = vstart.shape[0] - 1
     K = cvals.shape[0]
@@ -306,6 +417,7 @@ def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstar
             W[nW] = k
             inW[k] = True
             nW += 1
+    skip = inW.copy()  # rows the ratio test skips: the working set and the rows redundant to it
     slot = np.full(K, -1, dtype=np.int64)
     cap = min(K, max(2 * nW, 16))
     G = np.empty((cap, N, 3))
@@ -330,10 +442,8 @@ def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstar
                 if used == cap:
                     cap = min(K, 2 * cap)
                     G, Y, Gz, Scache, known = _grown(G, Y, Gz, Scache, known, used, cap)
-                row_gradient(verts[k], coef[k], vstart, Dj, Qj, free, yp, yq, G[used], touched)
-                rods_solve(G[used], Y[used], touched, vstart, Dj, Qj, Hp, Bd, Bo, free, sinv, Wp, L, lstart, lshape,
-                           kind, rtol, atol, maxiter, scratch, counts)
-                Gz[used] = _flat_dot(G[used], z)
+                _fill_column(k, used, verts, coef, z, G, Y, Gz, yp, yq, touched, scratch, counts, vstart, Dj, Qj, Hp,
+                             Bd, Bo, free, sinv, Wp, L, lstart, lshape, kind, rtol, atol, maxiter)
                 slot[k] = used
                 used += 1
             S = np.empty((nW, nW))
@@ -341,11 +451,7 @@ def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstar
             for i in range(nW):
                 si = slot[W[i]]
                 for j in range(nW):
-                    sj = slot[W[j]]
-                    if not known[si, sj]:
-                        Scache[si, sj] = _flat_dot(G[si], Y[sj])
-                        known[si, sj] = True
-                    S[i, j] = Scache[si, sj]
+                    S[i, j] = _schur_entry(G, Y, Scache, known, si, slot[W[j]])
                 rhs[i] = -(Gz[si] + cvals[W[i]])
             lam = schur_multipliers(S, rhs, min_norm)
             for j in range(N):  # d_eqp - d
@@ -363,7 +469,7 @@ def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstar
         if K:
             rods_jac_mul(vstart, Dj, Qj, step, jp, tq)
             if nW < K:
-                alpha, block = _ratio_test(verts, coef, cvals, inW, jd, jp)
+                alpha, block = _ratio_test(verts, coef, cvals, skip, jd, jp)
         for j in range(N):
             for c in range(3):
                 d[j, c] = d[j, c] + alpha * step[j, c]
@@ -371,14 +477,45 @@ def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstar
             for j in range(N):
                 for c in range(3):
                     jd[j, c] += alpha * jp[j, c]
-        if block >= 0:
-            W[nW] = block  # the first row the step runs into (Alg. 2: insert)
+        if block >= 0:  # the first row the step runs into (Alg. 2: insert)
+            dependent, c = False, np.zeros(0)
+            if dep_tol > 0.0 and nW:
+                if slot[block] < 0:  # its column now, for the dependence test
+                    if used == cap:
+                        cap = min(K, 2 * cap)
+                        G, Y, Gz, Scache, known = _grown(G, Y, Gz, Scache, known, used, cap)
+                    _fill_column(block, used, verts, coef, z, G, Y, Gz, yp, yq, touched, scratch, counts, vstart, Dj,
+                                 Qj, Hp, Bd, Bo, free, sinv, Wp, L, lstart, lshape, kind, rtol, atol, maxiter)
+                    slot[block] = used
+                    used += 1
+                dependent, c = _dependence(W, nW, slot, G, Y, Scache, known, slot[block], dep_tol)
+            if dependent:
+                # the row's value at the working set's solution (the rest of this step)
+                rate = 0.0
+                for v in range(4):
+                    for cc in range(3):
+                        rate += coef[block, v, cc] * jp[verts[block, v], cc]
+                if _row_at(verts, coef, cvals, block, jd) + (1.0 - alpha) * rate >= -redundant_tol:
+                    skip[block] = True  # redundant: the working set keeps it (to the tolerance)
+                    counts[C_REDUNDANT] += 1
+                    continue
+                pos = _exchange_position(W, nW, c, lam, n_in, pinned)
+                if pos >= 0:  # tighter than the working set's rows it depends on: it takes W[pos]'s place
+                    inW[W[pos]] = False
+                    W[pos] = block
+                    inW[block] = True
+                    _reset_skip(skip, inW)
+                    counts[C_EXCHANGE] += 1
+                    continue
+            W[nW] = block
             inW[block] = True
+            skip[block] = True
             nW += 1
             continue
         pos = _drop_row(W, nW, lam, n_in, pinned)
         if pos >= 0:  # a row that pulls: remove it (Alg. 2)
             inW[W[pos]] = False
+            _reset_skip(skip, inW)  # rows found redundant may no longer be
             for i in range(pos, nW - 1):
                 W[i] = W[i + 1]
             nW -= 1
@@ -393,5 +530,5 @@ def world_qp(b, verts, coef, cvals, start, n_eq, pinned, min_norm, max_qp, vstar
     return lam, W[:nW].copy()
 
 
-__all__ = ["WorldArrays", "min_norm_solve", "row_gradient", "rods_jac_mul", "rods_solve", "schur_multipliers",
+__all__ = ["DEPENDENCE_TOL", "WorldArrays", "min_norm_solve", "row_gradient", "rods_jac_mul", "rods_solve", "schur_multipliers",
            "world_qp"]
