@@ -195,3 +195,18 @@ def test_kept_pair_list_leaves_the_steps_bitwise_unchanged():
     np.testing.assert_array_equal(sa.vertex_x, sb.vertex_x)
     np.testing.assert_array_equal(sa.vertex_v, sb.vertex_v)
     assert ra.contacts_sum == rb.contacts_sum and ra.contact_min_gap == rb.contact_min_gap
+
+
+def test_compiled_rod_min_gap_is_the_contact_package_min_gap():
+    from rodlab.contact.detect import min_gap
+    from rodlab.contact.geometry import from_arrays
+    from rodlab.der.contact_loop import rod_min_gap
+
+    rng = np.random.default_rng(11)
+    starts = np.array([0, 30, 55, 80], dtype=np.int64)
+    g = from_arrays(starts, np.array([False, True, False]), rng.uniform(0.001, 0.003, 78), skip=2)
+    for scale in (0.05, 0.3, 3.0, 30.0):             # crossing rods, then ever farther apart
+        x = np.cumsum(rng.normal(0.0, 0.01, (80, 3)), axis=0) + rng.normal(0.0, scale, 3) * (np.arange(80) >= 55)[:, None]
+        assert rod_min_gap(x, g) == min_gap(g, x, obstacles=False)
+    lone = from_arrays(np.array([0, 3], dtype=np.int64), np.array([False]), 0.001)   # only neighbours: none
+    assert rod_min_gap(np.eye(3), lone) == min_gap(lone, np.eye(3), obstacles=False) == np.inf

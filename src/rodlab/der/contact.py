@@ -521,6 +521,10 @@ class DERContact:
 
     def min_gap(self, x) -> float:
         """Exact smallest gap [m] at ``x``: segment pairs (when rods collide) and obstacles."""
+        if self.rods and self.geometry.n_obstacles == 0:  # one compiled call, the same number
+            from .contact_loop import rod_min_gap
+
+            return float(rod_min_gap(np.ascontiguousarray(x, dtype=float), self.geometry))
         if self.rods:
             return min_gap(self.geometry, np.ascontiguousarray(x), obstacles=True)
         if self.geometry.n_obstacles == 0:

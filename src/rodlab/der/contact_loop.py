@@ -210,6 +210,53 @@ def listed_pairs(lo, hi, x, skin, g, near_x, near):
     return pairs, near
 
 
+@njit(**JIT)
+def rod_min_gap(x, g):
+    """:func:`rodlab.contact.min_gap` of segment pairs alone (``obstacles=False``) in one compiled
+    call: the smallest gap [m] between non-neighbouring segments at ``x`` (N, 3), ``inf`` when
+    there is none. The same search (pairs within a margin that doubles from the largest segment
+    diameter until one is found or it spans every segment; the minimum is among those found) and
+    the same kernel and arithmetic per pair: the same number."""
+    E = g.edge_v0.shape[0]
+    r_max = 0.0
+    for e in range(E):
+        r_max = max(r_max, g.edge_radius[e])
+    xmin = np.empty(3)
+    xmax = np.empty(3)
+    for c in range(3):
+        xmin[c] = np.inf
+        xmax[c] = -np.inf
+    for i in range(x.shape[0]):
+        for c in range(3):
+            xmin[c] = min(xmin[c], x[i, c])
+            xmax[c] = max(xmax[c], x[i, c])
+    span = math.sqrt((xmax[0] - xmin[0]) ** 2 + (xmax[1] - xmin[1]) ** 2 + (xmax[2] - xmin[2]) ** 2) + 2.0 * r_max
+    margin = max(2.0 * r_max, 1e-9 * span, 1e-300)
+    lo = np.empty((E, 3))
+    hi = np.empty((E, 3))
+    while True:
+        for e in range(E):
+            a, b = g.edge_v0[e], g.edge_v1[e]
+            w = g.edge_radius[e] + 0.5 * margin
+            for c in range(3):
+                lo[e, c] = min(x[a, c], x[b, c]) - w
+                hi[e, c] = max(x[a, c], x[b, c]) + w
+        pairs = grid_pairs_serial(lo, hi, g.edge_rod, g.edge_local, g.rod_edge_count, g.rod_closed, g.rod_skip)
+        best = np.inf
+        found = False
+        for p in range(pairs.shape[0]):
+            i, j = pairs[p, 0], pairs[p, 1]
+            _, _, d, _ = segment_segment(vrow(x, g.edge_v0[i]), vrow(x, g.edge_v1[i]), vrow(x, g.edge_v0[j]),
+                                         vrow(x, g.edge_v1[j]))
+            gap = d - g.edge_radius[i] - g.edge_radius[j]
+            if gap <= margin:
+                found = True
+                best = min(best, gap)
+        if found or margin > span:
+            return best
+        margin *= 2.0
+
+
 # ---- rows --------------------------------------------------------------------------------------
 @njit(inline="always", **JIT)
 def _push(rows, k, e_a, e_b, kind, g, s, t, n, gap, mu, sub):
@@ -691,4 +738,4 @@ def respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu,
     return n, gap, _finite(X) and _finite(V), rows, warm, near
 
 
-__all__ = ["detect_rows", "grid_pairs_serial", "listed_pairs", "respond", "respond_packed"]
+__all__ = ["detect_rows", "grid_pairs_serial", "listed_pairs", "respond", "respond_packed", "rod_min_gap"]
