@@ -2,14 +2,15 @@
 (Bergou et al. 2008, Table 1; Zhao et al., Table 1) and its issue's target (#11: 10x faster than the
 paper; #13: `tree` <= 1 ms); writes docs/benchmarks-contact-scenes.md.
 
-    python bench/bench_contact_scenes.py [--quick]
+    python bench/bench_contact_scenes.py [--quick] [--only SCENE ...]
 
 Each scene runs through :func:`rodlab.scenes.registry.run_scene` (the call ``rodlab run SCENE``
 makes) with its defaults, except the overrides listed in the table (to bound the run time); the
 time per step is the scene's own ``ms_per_step`` metric (the whole ``advance`` calls of its
 recording loop, Python included; compilation excluded: :func:`rodlab.experiment.record` takes one
 warm-up step on a copy of the state before it starts the clock). ``--quick`` runs
-every scene for a tenth of its simulated time.
+every scene for a tenth of its simulated time; ``--only`` runs the scenes named and replaces their
+rows of the table already written (the others are kept as they were, with their date).
 """
 from __future__ import annotations
 
@@ -40,11 +41,15 @@ SCENES = (
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a tenth of each scene's simulated time")
+    ap.add_argument("--only", nargs="+", metavar="SCENE", choices=[s[0] for s in SCENES],
+                    help="run these scenes and replace their rows of the table already written")
     args = ap.parse_args(argv)
     from rodlab.scenes.registry import get_scene, run_scene
 
     rows, start = [], time.perf_counter()
     for name, overrides, figure, paper, target in SCENES:
+        if args.only and name not in args.only:
+            continue
         params = get_scene(name).resolve(overrides)
         if args.quick and "t_end" in params:
             params["t_end"] = params["t_end"] / 10
@@ -54,6 +59,8 @@ def main(argv=None) -> int:
                      m.get("min_gap"), m.get("mean_contacts"), m.get("max_contacts")))
         print(f"{name:24s} {ms:9.3f} ms/step (paper {paper}, target {target})", flush=True)
     command = "python bench/bench_contact_scenes.py" + (" --quick" if args.quick else "")
+    if args.only:
+        return _replace_rows(rows, command + " --only " + " ".join(args.only), time.perf_counter() - start)
     lines = ["# Contact scenes (and the tree): time per step", "",
              f"Written by `{command}` on {datetime.date.today()} ({platform.machine()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}, {time.perf_counter() - start:.0f} s). `ms_per_step` is each scene's "
@@ -62,14 +69,39 @@ def main(argv=None) -> int:
              "| scene | paper figure | overrides | vertices | ms/step | paper [ms/step] | target [ms/step] | "
              "min_gap [m] | contacts mean / max |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for name, figure, ov, nv, ms, paper, target, gap, mean, mx in rows:
-        ov_text = ", ".join(f"{k}={v}" for k, v in ov.items()) or "-"
-        gap_text = "-" if gap is None else f"{gap:.3g}"
-        mean_text = "-" if mean is None else f"{mean:.3g} / {mx}"
-        lines.append(f"| `{name}` | {figure} | {ov_text} | {nv} | {ms:.3g} | {paper if paper is not None else '-'} | "
-                     f"{target if target is not None else '-'} | {gap_text} | {mean_text} |")
+    lines += [_row_text(*row) for row in rows]
     DOC.write_text("\n".join(lines) + "\n")
     print(f"wrote {DOC}")
+    return 0
+
+
+def _row_text(name, figure, ov, nv, ms, paper, target, gap, mean, mx) -> str:
+    ov_text = ", ".join(f"{k}={v}" for k, v in ov.items()) or "-"
+    gap_text = "-" if gap is None else f"{gap:.3g}"
+    mean_text = "-" if mean is None else f"{mean:.3g} / {mx}"
+    return (f"| `{name}` | {figure} | {ov_text} | {nv} | {ms:.3g} | {paper if paper is not None else '-'} | "
+            f"{target if target is not None else '-'} | {gap_text} | {mean_text} |")
+
+
+def _replace_rows(rows, command: str, seconds: float) -> int:
+    """Replace the rows of ``rows``' scenes in the table of :data:`DOC` and note the run under it."""
+    old = DOC.read_text().splitlines()
+    new = {f"| `{row[0]}` |": _row_text(*row) for row in rows}
+    out, replaced = [], set()
+    for line in old:
+        head = next((h for h in new if line.startswith(h)), None)
+        out.append(new[head] if head else line)
+        if head:
+            replaced.add(head)
+    missing = [h for h in new if h not in replaced]
+    if missing:
+        raise SystemExit(f"{DOC} has no row for {missing}: run the whole benchmark first")
+    out.append("")
+    out.append(f"Rows of {', '.join(f'`{row[0]}`' for row in rows)} re-measured by `{command}` on "
+               f"{datetime.date.today()} ({platform.machine()}, {os.cpu_count()} cores, load average "
+               f"{os.getloadavg()[0]:.1f} at the end, {seconds:.0f} s).")
+    DOC.write_text("\n".join(out) + "\n")
+    print(f"updated {DOC}")
     return 0
 
 
