@@ -9,8 +9,8 @@ makes) with its defaults, except the overrides listed in the table (to bound the
 time per step is the scene's own ``ms_per_step`` metric (the whole ``advance`` calls of its
 recording loop, Python included; compilation excluded: :func:`rodlab.experiment.record` takes one
 warm-up step on a copy of the state before it starts the clock). ``--quick`` runs
-every scene for a tenth of its simulated time; ``--only`` re-measures the named scenes and keeps
-the other rows of the existing table (the header then says which rows were re-measured when).
+every scene for a tenth of its simulated time; ``--only`` runs the scenes named and replaces their
+rows of the table already written (the others are kept as they were, with their date).
 """
 from __future__ import annotations
 
@@ -41,10 +41,9 @@ SCENES = (
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a tenth of each scene's simulated time")
-    ap.add_argument("--only", nargs="+", metavar="SCENE", choices=[row[0] for row in SCENES],
-                    help="re-measure these scenes only; the other rows are kept from the existing table")
+    ap.add_argument("--only", nargs="+", metavar="SCENE", choices=[s[0] for s in SCENES],
+                    help="run these scenes and replace their rows of the table already written")
     args = ap.parse_args(argv)
-    kept = _existing_rows() if args.only else {}
     from rodlab.scenes.registry import get_scene, run_scene
 
     rows, start = [], time.perf_counter()
@@ -59,43 +58,51 @@ def main(argv=None) -> int:
         rows.append((name, figure, {k: v for k, v in overrides.items()}, m.get("n_vertices"), ms, paper, target,
                      m.get("min_gap"), m.get("mean_contacts"), m.get("max_contacts")))
         print(f"{name:24s} {ms:9.3f} ms/step (paper {paper}, target {target})", flush=True)
-    command = "python bench/bench_contact_scenes.py" + (" --quick" if args.quick else "") + \
-        (" --only " + " ".join(args.only) if args.only else "")
+    command = "python bench/bench_contact_scenes.py" + (" --quick" if args.quick else "")
+    if args.only:
+        return _replace_rows(rows, command + " --only " + " ".join(args.only), time.perf_counter() - start)
     lines = ["# Contact scenes (and the tree): time per step", "",
              f"Written by `{command}` on {datetime.date.today()} ({platform.machine()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}, {time.perf_counter() - start:.0f} s). `ms_per_step` is each scene's "
              "own metric: the whole `advance` calls of its recording loop, Python included, compilation excluded. "
-             "Target: issue #11's (10x faster than the paper); `tree`: issue #13's (1 ms)." +
-             (" Rows not re-measured by this command are kept from the table before it." if args.only else ""), "",
+             "Target: issue #11's (10x faster than the paper); `tree`: issue #13's (1 ms).", "",
              "| scene | paper figure | overrides | vertices | ms/step | paper [ms/step] | target [ms/step] | "
              "min_gap [m] | contacts mean / max |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    measured = {row[0]: row for row in rows}
-    for name, *_ in SCENES:
-        if name not in measured:
-            if name in kept:
-                lines.append(kept[name])
-            continue
-        _, figure, ov, nv, ms, paper, target, gap, mean, mx = measured[name]
-        ov_text = ", ".join(f"{k}={v}" for k, v in ov.items()) or "-"
-        gap_text = "-" if gap is None else f"{gap:.3g}"
-        mean_text = "-" if mean is None else f"{mean:.3g} / {mx}"
-        lines.append(f"| `{name}` | {figure} | {ov_text} | {nv} | {ms:.3g} | {paper if paper is not None else '-'} | "
-                     f"{target if target is not None else '-'} | {gap_text} | {mean_text} |")
+    lines += [_row_text(*row) for row in rows]
     DOC.write_text("\n".join(lines) + "\n")
     print(f"wrote {DOC}")
     return 0
 
 
-def _existing_rows():
-    """The table rows of the existing document by scene name (``--only`` keeps them)."""
-    if not DOC.exists():
-        return {}
-    out = {}
-    for line in DOC.read_text().splitlines():
-        if line.startswith("| `"):
-            out[line.split("`")[1]] = line
-    return out
+def _row_text(name, figure, ov, nv, ms, paper, target, gap, mean, mx) -> str:
+    ov_text = ", ".join(f"{k}={v}" for k, v in ov.items()) or "-"
+    gap_text = "-" if gap is None else f"{gap:.3g}"
+    mean_text = "-" if mean is None else f"{mean:.3g} / {mx}"
+    return (f"| `{name}` | {figure} | {ov_text} | {nv} | {ms:.3g} | {paper if paper is not None else '-'} | "
+            f"{target if target is not None else '-'} | {gap_text} | {mean_text} |")
+
+
+def _replace_rows(rows, command: str, seconds: float) -> int:
+    """Replace the rows of ``rows``' scenes in the table of :data:`DOC` and note the run under it."""
+    old = DOC.read_text().splitlines()
+    new = {f"| `{row[0]}` |": _row_text(*row) for row in rows}
+    out, replaced = [], set()
+    for line in old:
+        head = next((h for h in new if line.startswith(h)), None)
+        out.append(new[head] if head else line)
+        if head:
+            replaced.add(head)
+    missing = [h for h in new if h not in replaced]
+    if missing:
+        raise SystemExit(f"{DOC} has no row for {missing}: run the whole benchmark first")
+    out.append("")
+    out.append(f"Rows of {', '.join(f'`{row[0]}`' for row in rows)} re-measured by `{command}` on "
+               f"{datetime.date.today()} ({platform.machine()}, {os.cpu_count()} cores, load average "
+               f"{os.getloadavg()[0]:.1f} at the end, {seconds:.0f} s).")
+    DOC.write_text("\n".join(out) + "\n")
+    print(f"updated {DOC}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -96,7 +96,10 @@ def _resting_rod_world(friction):
 def _contact_sim(world, dt, **flags):
     sim = make_simulator(world, "der", dt=dt, energy_check=False)
     for k, on in flags.items():
-        sim._contact.icfg[{"warm": 5, "recheck": 6}[k]] = int(on)
+        if k == "pair_skin":
+            sim._contact.cfg[6] = on * sim._contact.radius_min
+        else:
+            sim._contact.icfg[{"warm": 5, "recheck": 6}[k]] = int(on)
     return sim
 
 
@@ -148,3 +151,62 @@ def test_round_one_check_on_round_zero_pairs_gives_the_full_detection_result():
     np.testing.assert_array_equal(sa.vertex_x, sb.vertex_x)
     np.testing.assert_array_equal(sa.vertex_v, sb.vertex_v)
     assert ra.contacts_sum == rb.contacts_sum and ra.contact_min_gap == rb.contact_min_gap
+
+
+def test_kept_pair_list_gives_the_grid_pairs_in_their_order_while_segments_move():
+    from rodlab.contact.geometry import from_arrays
+    from rodlab.der.contact_loop import listed_pairs
+
+    rng = np.random.default_rng(7)
+    # four rods of 40 vertices crumpled into one box: many non-neighbour pairs, a closed one among them
+    nv = 40
+    starts = np.arange(0, 4 * nv + 1, nv, dtype=np.int64)
+    closed = np.array([False, True, False, False])
+    g = from_arrays(starts, closed, 0.004, skip=2)
+    x = np.cumsum(rng.normal(0.0, 0.01, (4 * nv, 3)), axis=0) % 0.1
+    margin, skin = 0.002, 0.004
+    near, near_x = np.zeros((3, 2), dtype=np.int64), np.zeros((4 * nv, 3))
+    reused = 0
+    for step in range(60):
+        x = x + rng.normal(0.0, 4e-4, x.shape)        # a random walk: the list is kept for a few steps
+        a, b = x[g.edge_v0], x[g.edge_v1]
+        lo = np.minimum(a, b) - (g.edge_radius + 0.5 * margin)[:, None]
+        hi = np.maximum(a, b) + (g.edge_radius + 0.5 * margin)[:, None]
+        builds = near[0, 1]
+        got, near = listed_pairs(lo, hi, x, skin, g, near_x, near)
+        reused += near[0, 1] == builds
+        ref = grid_pairs_serial(lo, hi, g.edge_rod, g.edge_local, g.rod_edge_count, g.rod_closed, g.rod_skip)
+        assert ref.shape[0] > 20
+        np.testing.assert_array_equal(got, ref)
+    assert reused >= 30 and near[0, 1] >= 3           # kept most steps, rebuilt when needed
+
+
+def test_kept_pair_list_leaves_the_steps_bitwise_unchanged():
+    world = chain_world(3, 12, t_hold=1.0)
+    out = {}
+    for skin in (0.0, 1.0):
+        sim = _contact_sim(world, 5e-4, pair_skin=skin)
+        st = sim.initial_state()
+        rep = sim.advance(st, 200)
+        out[skin] = (st, rep, sim._contact.stats.copy(), int(sim._contact.near[0, 1]))
+    (sa, ra, ca, builds_a), (sb, rb, cb, builds_b) = out[0.0], out[1.0]
+    assert builds_a == 0 and 0 < builds_b < cb[0] / 4  # the list was used, and rebuilt for few detections
+    np.testing.assert_array_equal(ca, cb)
+    np.testing.assert_array_equal(sa.vertex_x, sb.vertex_x)
+    np.testing.assert_array_equal(sa.vertex_v, sb.vertex_v)
+    assert ra.contacts_sum == rb.contacts_sum and ra.contact_min_gap == rb.contact_min_gap
+
+
+def test_compiled_rod_min_gap_is_the_contact_package_min_gap():
+    from rodlab.contact.detect import min_gap
+    from rodlab.contact.geometry import from_arrays
+    from rodlab.der.contact_loop import rod_min_gap
+
+    rng = np.random.default_rng(11)
+    starts = np.array([0, 30, 55, 80], dtype=np.int64)
+    g = from_arrays(starts, np.array([False, True, False]), rng.uniform(0.001, 0.003, 78), skip=2)
+    for scale in (0.05, 0.3, 3.0, 30.0):             # crossing rods, then ever farther apart
+        x = np.cumsum(rng.normal(0.0, 0.01, (80, 3)), axis=0) + rng.normal(0.0, scale, 3) * (np.arange(80) >= 55)[:, None]
+        assert rod_min_gap(x, g) == min_gap(g, x, obstacles=False)
+    lone = from_arrays(np.array([0, 3], dtype=np.int64), np.array([False]), 0.001)   # only neighbours: none
+    assert rod_min_gap(np.eye(3), lone) == min_gap(lone, np.eye(3), obstacles=False) == np.inf

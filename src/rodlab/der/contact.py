@@ -469,10 +469,15 @@ class DERContact:
         The largest cluster of live rows solved by Newton; larger ones stay with Gauss-Seidel.
     newton_iter : int
         Newton iterations per cluster solve at most.
+    pair_skin : float
+        Skin of the kept list of candidate segment pairs, in units of the smallest contact radius
+        (:func:`rodlab.der.contact_loop.listed_pairs`: the broadphase runs again only when a
+        vertex has moved that far since the list was made); 0: the grid at every detection. The
+        same pairs in the same order either way.
     """
 
     def __init__(self, sim, *, margin_factor=0.5, tolerance=1e-10, max_iter=500, max_rounds=6, warm_start=False,
-                 recheck=True, newton_after=12, newton_rows=40, newton_iter=30):
+                 recheck=True, newton_after=12, newton_rows=40, newton_iter=30, pair_skin=1.0):
         w = sim.world
         self.world = w
         c = w.contact
@@ -492,8 +497,10 @@ class DERContact:
         self.obstacle_mu = np.array([w.obstacle_friction(m) for m in range(len(w.obstacles))], dtype=float)
         # CCD tolerance: rodlab.contact.impacts' default
         ccd_tol = 1e-6 * float(g.edge_radius.min(initial=0.0))
+        if not (math.isfinite(pair_skin) and pair_skin >= 0):
+            raise ValueError(f"pair_skin must be a finite number >= 0 (smallest contact radii; got {pair_skin!r})")
         self.cfg = np.array([self.margin, self.radius_min, self.penetration_tol, float(tolerance), ccd_tol,
-                             float(sim._dt)])
+                             float(sim._dt), float(pair_skin) * self.radius_min])
         self.icfg = np.array([int(max_iter), int(max_rounds), 200, int(self.rods), int(self.has_mesh), int(warm_start),
                               int(recheck), int(newton_after), int(newton_rows), int(newton_iter)],
                              dtype=np.int64)
@@ -508,9 +515,16 @@ class DERContact:
         from .contact_loop import ROW_COLUMNS
 
         self.rows = np.empty((64, ROW_COLUMNS))  # the compiled response's row table, kept between steps
+        # the candidate segment pairs (contact_loop.listed_pairs) and the positions they were listed at
+        self.near = np.zeros((65, 2), dtype=np.int64)
+        self.near_x = np.zeros((w.n_vertices, 3))
 
     def min_gap(self, x) -> float:
         """Exact smallest gap [m] at ``x``: segment pairs (when rods collide) and obstacles."""
+        if self.rods and self.geometry.n_obstacles == 0:  # one compiled call, the same number
+            from .contact_loop import rod_min_gap
+
+            return float(rod_min_gap(np.ascontiguousarray(x, dtype=float), self.geometry))
         if self.rods:
             return min_gap(self.geometry, np.ascontiguousarray(x), obstacles=True)
         if self.geometry.n_obstacles == 0:

@@ -130,6 +130,133 @@ def grid_pairs_serial(lo, hi, edge_rod, edge_local, rod_edge_count, rod_closed, 
     return out[:count]
 
 
+# ---- the segment pairs of a detection from a kept candidate list (a Verlet list) ----------------
+@njit(**JIT_INNER)
+def _displacement(x, x_ref):
+    """Largest vertex displacement [m] from ``x_ref`` to ``x``."""
+    worst = 0.0
+    for i in range(x.shape[0]):
+        worst = max(worst, (x[i, 0] - x_ref[i, 0]) ** 2 + (x[i, 1] - x_ref[i, 1]) ** 2 + (x[i, 2] - x_ref[i, 2]) ** 2)
+    return math.sqrt(worst)
+
+
+@njit(**JIT)
+def listed_pairs(lo, hi, x, skin, g, near_x, near):
+    """The pairs of :func:`grid_pairs_serial` for the boxes ``lo``, ``hi`` (E, 3) at ``x``, the
+    same pairs in the same order, found among a kept list of candidates instead of by visiting
+    the grid (a Verlet list: L. Verlet, "Computer 'experiments' on classical fluids. I.", Phys.
+    Rev. 159, 1967). ``near`` (P + 1, 2) int64: row 0 = (candidates, times the list was built:
+    0 = never), then the candidates; ``near_x`` (N, 3): the positions it was built at. Returns ``(pairs,
+    near)`` (``near`` grown or rebuilt when needed).
+
+    *The list.* Built by :func:`grid_pairs_serial` on the boxes grown by ``skin`` [m] on every
+    side. A box's faces are the extremes of its two vertices' coordinates less or more a fixed
+    radius, so they move by at most the largest vertex displacement ``D`` since the build: two
+    boxes that overlap now overlapped, grown by ``D``, at the build. While ``D <= skin`` (checked
+    here against the positions kept, at 0.99 ``skin`` against round-off) every overlapping pair is
+    on the list; past it the list is rebuilt at ``x``.
+
+    *The order.* The grid visit emits a pair from the one of its two boxes that comes first in
+    the stable sort of the boxes by cell key (the other is in a cell of equal or larger key and,
+    in the same cell, later), at that box's turn, and a box's partners in the order of their
+    cells' keys, then of their sorted positions: in the order of the sorted positions. So the
+    overlapping candidates sorted by (lower sorted position, higher sorted position), with the
+    sort and the grid of :func:`grid_pairs_serial` (:func:`rodlab.contact.broadphase._grid`,
+    ``_grid_keys``, a stable sort), are its output."""
+    n = lo.shape[0]
+    if n < 2:
+        return np.empty((0, 2), dtype=np.int64), near
+    if near[0, 1] < 1 or near_x.shape[0] != x.shape[0] or _displacement(x, near_x) > 0.99 * skin:
+        big_lo = np.empty((n, 3))
+        big_hi = np.empty((n, 3))
+        for e in range(n):
+            for c in range(3):
+                big_lo[e, c] = lo[e, c] - skin
+                big_hi[e, c] = hi[e, c] + skin
+        found = grid_pairs_serial(big_lo, big_hi, g.edge_rod, g.edge_local, g.rod_edge_count, g.rod_closed,
+                                  g.rod_skip)
+        builds = near[0, 1]
+        if found.shape[0] + 1 > near.shape[0]:
+            near = np.empty((max(2 * near.shape[0], found.shape[0] + 1), 2), dtype=np.int64)
+        near[0, 0] = found.shape[0]
+        near[0, 1] = builds + 1
+        copy_rows2(near[1:], found, found.shape[0])
+        copy_rows2(near_x, x, x.shape[0])
+    gmin, h, dims = _grid(lo, hi)
+    keys = np.empty(n, dtype=np.int64)
+    _grid_keys(lo, gmin, h, dims, keys)
+    order = np.argsort(keys, kind="mergesort")
+    rank = np.empty(n, dtype=np.int64)
+    for ii in range(n):
+        rank[order[ii]] = ii
+    count = near[0, 0]
+    out = np.empty((count, 2), dtype=np.int64)
+    sort_key = np.empty(count, dtype=np.int64)
+    m = 0
+    for p in range(1, count + 1):
+        i, j = near[p, 0], near[p, 1]
+        if not (lo[i, 0] <= hi[j, 0] and lo[j, 0] <= hi[i, 0] and lo[i, 1] <= hi[j, 1] and lo[j, 1] <= hi[i, 1]
+                and lo[i, 2] <= hi[j, 2] and lo[j, 2] <= hi[i, 2]):
+            continue
+        out[m, 0] = i
+        out[m, 1] = j
+        sort_key[m] = min(rank[i], rank[j]) * n + max(rank[i], rank[j])
+        m += 1
+    by = np.argsort(sort_key[:m])
+    pairs = np.empty((m, 2), dtype=np.int64)
+    for q in range(m):
+        pairs[q, 0] = out[by[q], 0]
+        pairs[q, 1] = out[by[q], 1]
+    return pairs, near
+
+
+@njit(**JIT)
+def rod_min_gap(x, g):
+    """:func:`rodlab.contact.min_gap` of segment pairs alone (``obstacles=False``) in one compiled
+    call: the smallest gap [m] between non-neighbouring segments at ``x`` (N, 3), ``inf`` when
+    there is none. The same search (pairs within a margin that doubles from the largest segment
+    diameter until one is found or it spans every segment; the minimum is among those found) and
+    the same kernel and arithmetic per pair: the same number."""
+    E = g.edge_v0.shape[0]
+    r_max = 0.0
+    for e in range(E):
+        r_max = max(r_max, g.edge_radius[e])
+    xmin = np.empty(3)
+    xmax = np.empty(3)
+    for c in range(3):
+        xmin[c] = np.inf
+        xmax[c] = -np.inf
+    for i in range(x.shape[0]):
+        for c in range(3):
+            xmin[c] = min(xmin[c], x[i, c])
+            xmax[c] = max(xmax[c], x[i, c])
+    span = math.sqrt((xmax[0] - xmin[0]) ** 2 + (xmax[1] - xmin[1]) ** 2 + (xmax[2] - xmin[2]) ** 2) + 2.0 * r_max
+    margin = max(2.0 * r_max, 1e-9 * span, 1e-300)
+    lo = np.empty((E, 3))
+    hi = np.empty((E, 3))
+    while True:
+        for e in range(E):
+            a, b = g.edge_v0[e], g.edge_v1[e]
+            w = g.edge_radius[e] + 0.5 * margin
+            for c in range(3):
+                lo[e, c] = min(x[a, c], x[b, c]) - w
+                hi[e, c] = max(x[a, c], x[b, c]) + w
+        pairs = grid_pairs_serial(lo, hi, g.edge_rod, g.edge_local, g.rod_edge_count, g.rod_closed, g.rod_skip)
+        best = np.inf
+        found = False
+        for p in range(pairs.shape[0]):
+            i, j = pairs[p, 0], pairs[p, 1]
+            _, _, d, _ = segment_segment(vrow(x, g.edge_v0[i]), vrow(x, g.edge_v1[i]), vrow(x, g.edge_v0[j]),
+                                         vrow(x, g.edge_v1[j]))
+            gap = d - g.edge_radius[i] - g.edge_radius[j]
+            if gap <= margin:
+                found = True
+                best = min(best, gap)
+        if found or margin > span:
+            return best
+        margin *= 2.0
+
+
 # ---- rows --------------------------------------------------------------------------------------
 @njit(inline="always", **JIT)
 def _push(rows, k, e_a, e_b, kind, g, s, t, n, gap, mu, sub):
@@ -168,13 +295,15 @@ def _push(rows, k, e_a, e_b, kind, g, s, t, n, gap, mu, sub):
 
 
 @njit(**JIT_INNER)
-def detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, rows):
+def detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, rows, skin, near_x, near):
     """Contact rows at ``x`` (N, 3) [m] (docs/contact-der.md, step 2), in the order of the
     Python detection it replaces: segment pairs with gap <= ``margin`` (only when rod contact
     is on), segment-obstacle pairs (analytic, segment-major, then mesh triangles), both endpoints
     of each analytic obstacle contact, then with ``ccd`` every pair that touched during the
     step ``x0`` -> ``x`` (CCD tolerance ``ccd_tol`` [m]), its closest points and normal at the
-    time of impact. Returns ``(rows table, row count)``."""
+    time of impact. With ``skin > 0`` [m] the segment pairs come from the kept candidate list
+    ``near_x``, ``near`` (:func:`listed_pairs`: the same pairs in the same order), else from the
+    grid at once. Returns ``(rows table, row count, candidate list)``."""
     E = g.edge_v0.shape[0]
     M = g.obstacle_kind.shape[0]
     nt = g.tri_x.shape[0]
@@ -188,7 +317,10 @@ def detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, ro
             for c in range(3):
                 lo[e, c] = min(x[a, c], x[b, c]) - inflate[e]
                 hi[e, c] = max(x[a, c], x[b, c]) + inflate[e]
-        pairs = grid_pairs_serial(lo, hi, g.edge_rod, g.edge_local, g.rod_edge_count, g.rod_closed, g.rod_skip)
+        if skin > 0.0:
+            pairs, near = listed_pairs(lo, hi, x, skin, g, near_x, near)
+        else:
+            pairs = grid_pairs_serial(lo, hi, g.edge_rod, g.edge_local, g.rod_edge_count, g.rod_closed, g.rod_skip)
         for p in range(pairs.shape[0]):
             i, j = pairs[p, 0], pairs[p, 1]
             s, t, d, n = segment_segment(vrow(x, g.edge_v0[i]), vrow(x, g.edge_v1[i]), vrow(x, g.edge_v0[j]),
@@ -238,7 +370,7 @@ def detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, ro
                 k += 1
     if ccd:
         rows, k = _impact_rows(x0, x, rods_on, ccd_tol, g, rod_mu, obstacle_mu, rows, k)
-    return rows, k
+    return rows, k, near
 
 
 @njit(inline="always", **JIT)
@@ -438,16 +570,18 @@ def warm_store(warm, rows, K, lam_n, lam_t):
 
 @njit(**JIT_INNER)
 def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
-            rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm):
+            rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm, near_x, near):
     """The contact response after one DER step from ``x0`` to ``x_step`` (= ``x`` on entry)
     (docs/contact-der.md, steps 2-5), in place on the state arrays. ``cfg`` = (margin, smallest
-    radius, penetration tolerance, impulse tolerance, CCD tolerance), ``icfg`` = (Gauss-Seidel
+    radius, penetration tolerance, impulse tolerance, CCD tolerance, h, skin of the candidate pair
+    list (0: none; :func:`listed_pairs`)), ``icfg`` = (Gauss-Seidel
     sweeps, rounds, impulse/projection alternations, rod contact on, has mesh, warm start on, round-1
     check on round 0's pairs on, Newton after that many sweeps (-1: never), rows of the largest
     Newton cluster, Newton iterations).
     ``clear`` (2,): the clearance bound and its key; ``warm``: the warm-start table
-    (``WARM_COLUMNS``; used when its key is that of ``x0``). Returns ``(active contacts, smallest
-    row gap at the end, rows table, warm-start table)``."""
+    (``WARM_COLUMNS``; used when its key is that of ``x0``); ``near_x``, ``near``: the candidate
+    pair list. Returns ``(active contacts, smallest row gap at the end, rows table, warm-start
+    table, candidate pair list)``."""
     margin, rmin, pen_tol, tolerance, ccd_tol = cfg[0], cfg[1], cfg[2], cfg[3], cfg[4]
     max_iter, max_rounds, max_outer = icfg[0], icfg[1], icfg[2]
     rods_on, has_mesh, warm_on = icfg[3] != 0, icfg[4] != 0, icfg[5] != 0
@@ -459,7 +593,7 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
         if budget > 0.0:
             clear[0] = budget
             clear[1] = _key(x)
-            return 0, np.inf, rows, warm
+            return 0, np.inf, rows, warm, near
     clear[0] = 0.0
     clear[1] = 0.0
     h = cfg[5]
@@ -482,7 +616,8 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
                 end_gap = gap
                 stats[4] += 1
                 break
-        rows, K = detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, rows)
+        rows, K, near = detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, rows, cfg[6], near_x,
+                                    near)
         stats[0] += 1
         if rnd == 0:
             discrete = not ccd
@@ -567,7 +702,7 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
             if srt[q] != srt[q - 1]:
                 n_active += 1
     warm[0, 1] = _key(x)
-    return n_active, end_gap, rows, warm
+    return n_active, end_gap, rows, warm, near
 
 
 @njit(inline="always", **JIT)
@@ -581,15 +716,15 @@ def _finite(a):
 
 @njit(**JIT)
 def respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
-                   rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm):
+                   rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm, near_x, near):
     """:func:`respond` on the simulator's packed model (:func:`rodlab.der.batch.unpack`): the
-    whole contact response of one step as one compiled call. ``cfg`` (6,) = (margin, smallest
-    radius, penetration tolerance, impulse tolerance, CCD tolerance, h); ``vertex_rod`` (N,),
+    whole contact response of one step as one compiled call. ``cfg`` (7,) = (margin, smallest
+    radius, penetration tolerance, impulse tolerance, CCD tolerance, h, pair list skin); ``vertex_rod`` (N,),
     ``rod_closed``, ``rod_uniform``, ``rod_twist_free`` (R,) from the model; ``stats`` (7,)
     accumulates detections, impulse/projection alternations, rows, Gauss-Seidel sweeps, round-1
     checks done on round 0's pairs, Newton cluster solves and Newton iterations. Returns ``(active contacts, smallest row gap at the end,
-    whether the state is finite, rows table, warm-start table)`` (both tables are kept by the
-    caller for the next step).
+    whether the state is finite, rows table, warm-start table, candidate pair list)`` (the
+    tables and the list are kept by the caller for the next step; the list with ``near_x``).
 
     The DER step is *not* called from here but from Python, one step per call of
     :func:`rodlab.der.batch.advance_rods_serial`: numba re-optimises the whole call tree of
@@ -597,9 +732,10 @@ def respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu,
     cost 76 s of compile CPU on top of the contact-free path's (2 shared cores, empty cache),
     against ~5 us per step of Python between the two calls."""
     m, w = B.unpack(f, i, b, L)
-    n, gap, rows, warm = respond(m, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg,
-                                 vertex_rod, rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm)
-    return n, gap, _finite(X) and _finite(V), rows, warm
+    n, gap, rows, warm, near = respond(m, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg,
+                                       vertex_rod, rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm,
+                                       near_x, near)
+    return n, gap, _finite(X) and _finite(V), rows, warm, near
 
 
-__all__ = ["detect_rows", "grid_pairs_serial", "respond", "respond_packed"]
+__all__ = ["detect_rows", "grid_pairs_serial", "listed_pairs", "respond", "respond_packed", "rod_min_gap"]

@@ -372,10 +372,11 @@ class DERSimulator(Simulator):
             warn |= code
             state.t += h
             np.copyto(x_step, X)
-            n, gap, finite, rows, warm = respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW,
-                                                        ms[0] if moving else clamp_m1, g, c.rod_mu, c.obstacle_mu,
-                                                        c.cfg, c.icfg, c.vertex_rod, c.rod_closed, c.rod_uniform,
-                                                        c.rod_twist_free, clear, c.stats, rows, warm)
+            n, gap, finite, rows, warm, c.near = respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW,
+                                                                ms[0] if moving else clamp_m1, g, c.rod_mu,
+                                                                c.obstacle_mu, c.cfg, c.icfg, c.vertex_rod,
+                                                                c.rod_closed, c.rod_uniform, c.rod_twist_free, clear,
+                                                                c.stats, rows, warm, c.near_x, c.near)
             if not finite:
                 state.assign(start)
                 report = StepReport(0, False, "contact response produced a non-finite state", wall_s=time.perf_counter() - t0)
