@@ -30,7 +30,13 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 # GIL from the task thread. With both, a worker spent 5.3-7.2 % more CPU than its task thread on sag-free
 # strands at load 5-6; with the tick at 1 s and the profiler off, 1.3-3.2 % (docs/dask.md, "Speed"). Tasks
 # of rodlab are long kernel calls whose stack samples say nothing; a blocked loop is still reported (> 3 s).
-LOCAL_WORKER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
+# The memory monitors (every 100 ms in each nanny, which live in the client's process, and in each worker)
+# and the system monitors (every 500 ms in the scheduler, nannies and workers: psutil's CPU, memory and
+# network counters) cost an idle 2-worker LocalCluster 34 ms of CPU per second, 14 ms with them at 1 s and
+# 2 s (docs/dask.md, "Speed"); a worker over its memory limit is then stopped within 1 s instead of 0.1 s.
+LOCAL_WORKER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+                       "distributed.worker.memory.monitor-interval": "1s",
+                       "distributed.admin.system-monitor.interval": "2s"}
 
 # glibc malloc settings for those workers [bytes]. Dask starts its workers with MALLOC_TRIM_THRESHOLD_=65536,
 # which hands freed heap back to the OS whenever 64 KiB are free at its top (and fixes the mmap threshold at
