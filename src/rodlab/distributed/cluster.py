@@ -122,9 +122,9 @@ def connect(scheduler: str | None = None, workers: int = 0, *, warmup: Callable[
     """A Dask ``Client``: to the scheduler at ``scheduler`` (``tcp://host:8786``; its workers must import
     rodlab and see the same files), else to a new LocalCluster of ``workers`` processes (default: all
     cores) with one thread each, ``NUMBA_NUM_THREADS=1``, malloc keeping freed memory
-    (:class:`LocalWorkerPlugin`), the worker profiler off and a 1 s event-loop tick
-    (:data:`LOCAL_WORKER_CONFIG`); ``dask_defaults=True`` leaves its workers as Dask sets them up (for
-    comparisons), and an existing cluster keeps its own settings. ``warmup``: a picklable function run
+    (:class:`LocalWorkerPlugin`), the worker profiler off, a 1 s event-loop tick, memory monitors every 1 s
+    and system monitors every 2 s (:data:`LOCAL_WORKER_CONFIG`); ``dask_defaults=True`` leaves its workers
+    as Dask sets them up (for comparisons), and an existing cluster keeps its own settings. ``warmup``: a picklable function run
     once per worker (:class:`WarmUpPlugin`). Closes what it opened.
 
     Raises
