@@ -82,13 +82,13 @@ def run_pool(jobs, workers) -> dict:
 
 
 def run_dask(jobs, workers) -> dict:
-    """`rodlab sagfree`'s engine on a new LocalCluster; ``wall`` from the first submit to the last result,
+    """`rodlab sagfree`'s engine on a new LocalCluster (workers forked on Linux, as `rodlab sagfree` starts them); ``wall`` from the first submit to the last result,
     ``start``: the cluster start and worker warm-up before it [s]; ``cpu``: CPU of this process (client,
     scheduler, nannies) and of the worker processes over ``wall`` [s]."""
     import psutil
 
     t = time.perf_counter()
-    with connect(workers=workers, warmup=warm_kernels) as client:
+    with connect(workers=workers, warmup=warm_kernels, fork_workers=True) as client:
         start = time.perf_counter() - t
         warm = client.run(lambda dask_worker: dask_worker.rodlab_warmup_s)
         me = psutil.Process()

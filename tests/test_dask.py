@@ -43,12 +43,28 @@ def _same_metrics(a: dict, b: dict):
         assert b[k] == a[k], (k, a[k], b[k])
 
 
-def test_groom_on_dask_equals_single_process(client):
+def _forked_marker(dask_worker):
+    import rodlab.distributed.cluster as C
+
+    return getattr(C, "_test_marker_of_the_client", None)
+
+
+def test_groom_on_dask_equals_single_process():
+    # on rodlab sagfree's cluster: workers forked from this process on Linux (they see its module state)
     strands = synthetic_hairstyle(200, 8, style="wavy", seed=3)
     jobs = [(k, np.ascontiguousarray(x, dtype=float)) for k, x in enumerate(strands)]
     opts = dict(radius=5e-4, E=5e8, rho=1000.0, scheme="alm", delta=0.4, max_iters=200, t_end=0.0, precond="asc-schur")
     single = work_batch(jobs, opts)
-    dist, batch, tasks = optimize_groom(client, jobs, opts, workers=2)
+    import rodlab.distributed.cluster as C
+
+    C._test_marker_of_the_client = 17
+    try:
+        with connect(workers=2, warmup=warm_kernels, fork_workers=True) as forked:
+            marks = list(forked.run(_forked_marker).values())
+            dist, batch, tasks = optimize_groom(forked, jobs, opts, workers=2)
+    finally:
+        del C._test_marker_of_the_client
+    assert marks == ([17, 17] if sys.platform.startswith("linux") else [None, None])
     assert (batch, tasks) == (25, 8)  # 200 strands / (4 tasks x 2 workers)
     assert [r["index"] for r in dist] == list(range(200))
     for a, b in zip(single, dist):

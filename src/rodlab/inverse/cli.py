@@ -194,7 +194,7 @@ def _run_dask(jobs, opts, args, bar) -> tuple[list[dict], dict]:
     from ..distributed.cluster import connect
 
     t0 = time.perf_counter()
-    with connect(args.scheduler, args.workers, warmup=warm_kernels) as client:
+    with connect(args.scheduler, args.workers, warmup=warm_kernels, fork_workers=True) as client:
         if args.scheduler:
             workers = len(client.scheduler_info(n_workers=-1)["workers"])
         else:
