@@ -1,7 +1,7 @@
 """``bench_sagfree_dask.py --costs``: where a Dask groom's overhead goes (docs/dask.md, "Speed"). Prints
 CPU per 256-strand task for moving strands and results as lists of arrays and packed, the CPU an idle
-2-worker LocalCluster burns per second with Dask's monitor intervals and with rodlab's, and the scheduler's
-round trip per no-op task."""
+2-worker LocalCluster burns per second with Dask's monitor intervals and with rodlab's, the scheduler's
+round trip per no-op task, and a LocalCluster's start with spawned and with forked workers."""
 from __future__ import annotations
 
 import time
@@ -107,6 +107,19 @@ def round_trips(tasks=400):
               "process per round trip", flush=True)
 
 
+def cluster_starts(repeats=2):
+    """Seconds to start a 2-worker LocalCluster with the warm-up plugin, workers spawned (Dask's default)
+    against forked (``rodlab sagfree``'s, on Linux), interleaved, and the warm-up per worker."""
+    for r in range(repeats):
+        for fork in (False, True):
+            t = time.perf_counter()
+            with connect(workers=2, warmup=warm_kernels, fork_workers=fork) as client:
+                start = time.perf_counter() - t
+                warm = client.run(lambda dask_worker: dask_worker.rodlab_warmup_s)
+            print(f"2-worker LocalCluster, workers {'forked' if fork else 'spawned'}: start {start:.2f} s, warm-up per "
+                  f"worker {', '.join(f'{v:.2f}' for v in warm.values())} s (round {r})", flush=True)
+
+
 def costs(opts, vertices):
     import os
 
@@ -115,3 +128,4 @@ def costs(opts, vertices):
     serialization(opts, vertices)
     idle_clusters()
     round_trips()
+    cluster_starts()

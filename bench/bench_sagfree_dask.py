@@ -16,7 +16,8 @@ interrupted benchmark still leaves what it measured. About 8 minutes per round o
 ``--costs`` instead measures where a Dask run's overhead goes (docs/dask.md, "Speed"), printing: the CPU of
 serializing one task of 256 strands and its results as lists of arrays and packed
 (`rodlab.inverse.strand_batches`), the CPU an idle 2-worker LocalCluster burns per second with Dask's monitor
-intervals and with rodlab's, and the wall and client CPU per no-op task (the scheduler's round trip).
+intervals and with rodlab's, the wall and client CPU per no-op task (the scheduler's round trip), and the
+start of a 2-worker LocalCluster with spawned and with forked workers.
 
 ``--probe N`` instead compares the CPU of N strands run in this process with the same strands in one task
 on a 1-worker LocalCluster with rodlab's worker settings (``quiet``) and with Dask's defaults (``dask``),
