@@ -43,12 +43,28 @@ def _same_metrics(a: dict, b: dict):
         assert b[k] == a[k], (k, a[k], b[k])
 
 
-def test_groom_on_dask_equals_single_process(client):
+def _forked_marker(dask_worker):
+    import rodlab.distributed.cluster as C
+
+    return getattr(C, "_test_marker_of_the_client", None)
+
+
+def test_groom_on_dask_equals_single_process():
+    # on rodlab sagfree's cluster: workers forked from this process on Linux (they see its module state)
     strands = synthetic_hairstyle(200, 8, style="wavy", seed=3)
     jobs = [(k, np.ascontiguousarray(x, dtype=float)) for k, x in enumerate(strands)]
     opts = dict(radius=5e-4, E=5e8, rho=1000.0, scheme="alm", delta=0.4, max_iters=200, t_end=0.0, precond="asc-schur")
     single = work_batch(jobs, opts)
-    dist, batch, tasks = optimize_groom(client, jobs, opts, workers=2)
+    import rodlab.distributed.cluster as C
+
+    C._test_marker_of_the_client = 17
+    try:
+        with connect(workers=2, warmup=warm_kernels, fork_workers=True) as forked:
+            marks = list(forked.run(_forked_marker).values())
+            dist, batch, tasks = optimize_groom(forked, jobs, opts, workers=2)
+    finally:
+        del C._test_marker_of_the_client
+    assert marks == ([17, 17] if sys.platform.startswith("linux") else [None, None])
     assert (batch, tasks) == (25, 8)  # 200 strands / (4 tasks x 2 workers)
     assert [r["index"] for r in dist] == list(range(200))
     for a, b in zip(single, dist):
@@ -59,14 +75,16 @@ def test_groom_on_dask_equals_single_process(client):
 
 
 def _worker_profiler_and_kernels(dask_worker):
-    """On a worker: (its profiler callbacks, its event-loop tick [ms], signatures per compiled sag-free kernel)."""
+    """On a worker: (its profiler callbacks, its event-loop tick, memory and system monitor intervals [ms],
+    signatures per compiled sag-free kernel)."""
     from numba.core.registry import CPUDispatcher
 
     import rodlab.inverse.kernels as K
 
     sigs = {n: len(f.signatures) for n, f in vars(K).items() if isinstance(f, CPUDispatcher) and f.signatures}
     pcs = dask_worker.periodic_callbacks
-    return sorted(k for k in pcs if k.startswith("profile")), pcs["tick"].callback_time, sigs
+    intervals = tuple(pcs[k].callback_time for k in ("tick", "memory_monitor", "monitor"))
+    return sorted(k for k in pcs if k.startswith("profile")), intervals, sigs
 
 
 def _page_faults_per_strand(jobs, opts):
@@ -86,11 +104,15 @@ def test_local_workers_run_strands_quietly_with_one_specialization_per_kernel(cl
     opts = dict(radius=5e-4, E=5e8, rho=1000.0, scheme="alm", delta=0.4, max_iters=200, t_end=0.0, precond="asc-schur")
     rows, _, _ = optimize_groom(client, jobs, opts, workers=2, batch=2)
     assert all(r["success"] for r in rows)
-    for profiler, tick_ms, sigs in client.run(_worker_profiler_and_kernels).values():
-        assert profiler == [] and tick_ms == 1000
+    for profiler, intervals_ms, sigs in client.run(_worker_profiler_and_kernels).values():
+        assert profiler == [] and intervals_ms == (1000, 1000, 2000)
         # the strands arrive writable and C-contiguous: one compiled specialization per kernel, the one
         # the warm-up plugin loaded (a read-only or strided array would compile another inside a task)
         assert sigs.get("sf_optimize") == 1 and all(v == 1 for v in sigs.values()), sigs
+    # the monitors of the nannies and the scheduler, which run in this (the client's) process, as slow
+    nanny_pcs = [w.periodic_callbacks for w in client.cluster.workers.values()]
+    assert all(pcs["memory_monitor"].callback_time == 1000 for pcs in nanny_pcs)
+    assert client.cluster.scheduler.periodic_callbacks["monitor"].callback_time == 2000
     # malloc keeps freed memory: with Dask's MALLOC_TRIM_THRESHOLD_=65536 alone a 100-vertex strand
     # faulted ~100 fresh pages back in (docs/dask.md, "Speed")
     if all(client.run(lambda dask_worker: dask_worker.rodlab_malloc).values()):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import time
 from typing import Callable, Iterable
 
@@ -30,7 +31,22 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 # GIL from the task thread. With both, a worker spent 5.3-7.2 % more CPU than its task thread on sag-free
 # strands at load 5-6; with the tick at 1 s and the profiler off, 1.3-3.2 % (docs/dask.md, "Speed"). Tasks
 # of rodlab are long kernel calls whose stack samples say nothing; a blocked loop is still reported (> 3 s).
-LOCAL_WORKER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
+# The memory monitors (every 100 ms in each nanny, which live in the client's process, and in each worker)
+# and the system monitors (every 500 ms in the scheduler, nannies and workers: psutil's CPU, memory and
+# network counters) cost an idle 2-worker LocalCluster 34 ms of CPU per second, 14 ms with them at 1 s and
+# 2 s (docs/dask.md, "Speed"); a worker over its memory limit is then stopped within 1 s instead of 0.1 s.
+LOCAL_WORKER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+                       "distributed.worker.memory.monitor-interval": "1s",
+                       "distributed.admin.system-monitor.interval": "2s"}
+
+# ``connect(fork_workers=True)`` on Linux: the worker processes are forked from the client's process (Dask
+# spawns them by default), so they inherit its imported modules and the numba kernels it loaded
+# (``warm_kernels``), as the old process pool's workers did. A 2-worker LocalCluster then started in 0.5 s
+# instead of 12 s at load 17, of which ~6 s per worker was loading the kernels from the cache (docs/dask.md,
+# "Speed"). Only for tasks without parallel numba kernels (the sag-free path has none): a forked worker keeps
+# the client's numba thread count, and forking after numba's thread pool started is unsafe. Elsewhere fork is
+# unsafe (macOS system libraries) or missing, and Dask's spawn stays.
+FORK_WORKER_CONFIG = {"distributed.worker.multiprocessing-method": "fork"}
 
 # glibc malloc settings for those workers [bytes]. Dask starts its workers with MALLOC_TRIM_THRESHOLD_=65536,
 # which hands freed heap back to the OS whenever 64 KiB are free at its top (and fixes the mmap threshold at
@@ -112,12 +128,14 @@ class WarmUpPlugin(_WorkerPlugin):
 
 @contextlib.contextmanager
 def connect(scheduler: str | None = None, workers: int = 0, *, warmup: Callable[[], object] | None = None,
-            connect_timeout: float = 30.0, dask_defaults: bool = False):
+            connect_timeout: float = 30.0, dask_defaults: bool = False, fork_workers: bool = False):
     """A Dask ``Client``: to the scheduler at ``scheduler`` (``tcp://host:8786``; its workers must import
     rodlab and see the same files), else to a new LocalCluster of ``workers`` processes (default: all
     cores) with one thread each, ``NUMBA_NUM_THREADS=1``, malloc keeping freed memory
-    (:class:`LocalWorkerPlugin`), the worker profiler off and a 1 s event-loop tick
-    (:data:`LOCAL_WORKER_CONFIG`); ``dask_defaults=True`` leaves its workers as Dask sets them up (for
+    (:class:`LocalWorkerPlugin`), the worker profiler off, a 1 s event-loop tick, memory monitors every 1 s
+    and system monitors every 2 s (:data:`LOCAL_WORKER_CONFIG`); ``fork_workers=True``: on Linux the workers
+    are forked from this process, with its loaded kernels (:data:`FORK_WORKER_CONFIG`; only for tasks without
+    parallel numba kernels). ``dask_defaults=True`` leaves its workers as Dask sets them up (for
     comparisons), and an existing cluster keeps its own settings. ``warmup``: a picklable function run
     once per worker (:class:`WarmUpPlugin`). Closes what it opened.
 
@@ -146,7 +164,10 @@ def connect(scheduler: str | None = None, workers: int = 0, *, warmup: Callable[
     else:
         n = workers or os.cpu_count() or 1
         # each nanny hands its worker (also one it restarts) the configuration of the nanny's start
-        with dask.config.set({} if dask_defaults else LOCAL_WORKER_CONFIG):
+        config = {} if dask_defaults else dict(LOCAL_WORKER_CONFIG)
+        if fork_workers and sys.platform.startswith("linux"):
+            config.update(FORK_WORKER_CONFIG)
+        with dask.config.set(config):
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                                    silence_logs=logging.ERROR, env={"NUMBA_NUM_THREADS": "1"})
         client = Client(cluster)

@@ -121,8 +121,17 @@ def _work(args):
 
 
 def work_batch(batch, opts) -> list[dict]:
-    """One Dask task: optimize the strands ``batch`` (``[(index, x), ...]``) with the options ``opts``."""
+    """Optimize the strands ``batch`` (``[(index, x), ...]``) with the options ``opts``: their result rows."""
     return [_work((k, x, opts)) for k, x in batch]
+
+
+def work_packed(batch, opts):
+    """One Dask task: :func:`work_batch` on a :class:`~rodlab.inverse.strand_batches.StrandBatch`, its rows
+    returned packed (:class:`~rodlab.inverse.strand_batches.BatchResults`), so that the task's input and
+    result each cross the network as a few arrays, not one per strand (docs/dask.md, "Speed")."""
+    from .strand_batches import BatchResults
+
+    return BatchResults.pack(work_batch(batch.jobs(), opts))
 
 
 _WARM_OPTS = dict(radius=5e-4, E=5e8, rho=1000.0, scheme="alm", delta=0.4, max_iters=1, t_end=1.0 / 60.0, precond="asc-schur")
@@ -143,9 +152,10 @@ def _batch_size(n: int, workers: int, batch: int) -> int:
 
 
 def _lost(batch, exc) -> list[dict]:
-    return [{"index": k, "n": int(x.shape[0]), "success": False, "error": True,
+    """Failed rows for the strands of the :class:`StrandBatch` ``batch`` whose task failed with ``exc``."""
+    return [{"index": int(k), "n": int(n), "success": False, "error": True,
              "message": f"lost: its task failed on the cluster after its retries ({type(exc).__name__}: {exc})"}
-            for k, x in batch]
+            for k, n in zip(batch.indices, batch.vertex_counts())]
 
 
 def optimize_groom(client, jobs, opts, *, workers: int, batch: int = 0, retries: int = 1,
@@ -155,13 +165,15 @@ def optimize_groom(client, jobs, opts, *, workers: int, batch: int = 0, retries:
     results in strand order (a batch whose task failed for good: its strands with ``success = False`` and
     ``message`` starting ``lost:``), the batch size and the number of tasks."""
     from ..distributed.cluster import gather_as_completed
+    from .strand_batches import StrandBatch
 
     size = _batch_size(len(jobs), workers, batch)
-    batches = [jobs[i:i + size] for i in range(0, len(jobs), size)]
-    futures = {client.submit(work_batch, b, opts, pure=False, retries=retries): b for b in batches}
+    batches = [StrandBatch.pack(jobs[i:i + size]) for i in range(0, len(jobs), size)]
+    futures = {client.submit(work_packed, b, opts, pure=False, retries=retries): b for b in batches}
     results = []
 
-    def done(fut, rows):
+    def done(fut, packed):
+        rows = packed.unpack()
         results.extend(rows)
         if bar is not None:
             bar.update(len(rows))
@@ -182,7 +194,7 @@ def _run_dask(jobs, opts, args, bar) -> tuple[list[dict], dict]:
     from ..distributed.cluster import connect
 
     t0 = time.perf_counter()
-    with connect(args.scheduler, args.workers, warmup=warm_kernels) as client:
+    with connect(args.scheduler, args.workers, warmup=warm_kernels, fork_workers=True) as client:
         if args.scheduler:
             workers = len(client.scheduler_info(n_workers=-1)["workers"])
         else:
