@@ -16,10 +16,20 @@ def three_rods():
     return rods_side_by_side((8, 11, 14), 0.4)
 
 
-def _call(driver, sim, state, nsteps):
+def _call(driver, sim, state, nsteps, inputs=None, symplectic=None):
+    """One call of a compiled driver; the serial one's per-step ``inputs`` (``None``: their code
+    left out of the compilation, else the empty arrays) and ``symplectic`` argument."""
     p, z = sim._packed, sim._no_input
-    return driver(p.f, p.i, p.b, p.layout, nsteps, sim.dt, state.vertex_x, state.vertex_v, state.edge_theta,
-                  state.edge_ref_d1, state.joint_ref_twist, z, z, z)
+    args = (p.f, p.i, p.b, p.layout, nsteps, sim.dt, state.vertex_x, state.vertex_v, state.edge_theta,
+            state.edge_ref_d1, state.joint_ref_twist)
+    if driver is B.advance_rods:
+        return driver(*args, z, z, z)
+    return driver(*args, inputs, inputs, inputs, symplectic)
+
+
+def _assert_same_state(a, b):
+    for name in ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
 
 
 def test_serial_and_parallel_drivers_agree_bitwise():
@@ -30,8 +40,26 @@ def test_serial_and_parallel_drivers_agree_bitwise():
     assert _call(B.advance_rods, sim, a, 30) == 0
     assert _call(B.advance_rods_serial, sim, b, 30) == 0
     assert np.abs(a.vertex_x - start.vertex_x).max() > 1e-6  # it moved
-    for name in ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist"):
-        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    _assert_same_state(a, b)
+
+
+@pytest.mark.parametrize("projection", ["fast", "symplectic"])
+def test_serial_driver_specialisations_agree_bitwise(projection):
+    """The serial driver compiled without the per-step inputs' code (``None``) and with it (empty
+    inputs), and without RATTLE's code (``symplectic`` None) or with it (``symplectic`` true or
+    false), step the same: bit for bit, and like the parallel driver (which reads the option)."""
+    sim = make_simulator(three_rods(), "der", projection=projection)
+    start = sim.initial_state()
+    sim.advance(start, 3)
+    rattle = projection == "symplectic"
+    states = [start.copy() for _ in range(4)]
+    assert _call(B.advance_rods, sim, states[0], 20) == 0
+    assert _call(B.advance_rods_serial, sim, states[1], 20, None, True if rattle else None) == 0
+    assert _call(B.advance_rods_serial, sim, states[2], 20, sim._no_input, rattle) == 0
+    assert _call(B.advance_rods_serial, sim, states[3], 20, None, rattle) == 0
+    assert np.abs(states[0].vertex_x - start.vertex_x).max() > 1e-6  # it moved
+    for s in states[1:]:
+        _assert_same_state(states[0], s)
 
 
 def test_advance_picks_a_driver_without_changing_results(monkeypatch):

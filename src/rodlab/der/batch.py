@@ -43,8 +43,8 @@ calls (one unpack, no private copies) and the Python fast path of ``DERSimulator
 18, 32-34, 87 us at 10, 50, 200 vertices (median-based, same loaded machine: 23, 38, 96 before;
 docs/benchmarks-world.md (a)). Then (docs/der.md, "Per-call cost"): the serial driver works on
 borrowed views (:func:`borrow`: no atomic reference counting, which was ~60% of a 10-vertex
-call), the 2-D fields are built in place (:func:`rows`), and the call cache carries a call's
-end geometry and energy to the next call where the state is bitwise that end
+call), the 2-D fields are built in place (:func:`make_unpacker`), and the call cache carries a
+call's end geometry and energy to the next call where the state is bitwise that end
 (:func:`_advance_rod`).
 
 Per-call inputs (only driven rods use them; else empty arrays): ``call_presc`` (nsteps, P, 3)
@@ -66,7 +66,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange, types
 from numba.extending import intrinsic
-from numba.core.imputils import impl_ret_borrowed
+from numba.core import cgutils
 from numba.np.arrayobj import make_array, populate_array
 
 from ..geometry._vec import JIT
@@ -243,57 +243,68 @@ def borrow(typingctx, arr):
     return arr(arr), codegen
 
 
-@njit(inline="always", **JIT)
-def _v1(buf, layout, k):
-    return buf[layout[k, 0]:layout[k, 0] + layout[k, 1]]
+def make_unpacker(cls, kinds, first: int):
+    """An intrinsic ``unpack(f, i, b, L)`` returning the named tuple ``cls`` whose field ``k`` is
+    the borrowed view (:func:`borrow`: no reference count) of packed field ``first + k`` of kind
+    ``kinds[k]`` (:func:`pack_arrays`): 1-D ``buf[o:o + n]`` or 2-D C-contiguous ``(n // w, w)``
+    (no rows when ``w == 0``), with ``(o, n, w) = L[first + k]``.
+
+    The views are built in place: numba's ``reshape`` calls a C function
+    (``numba_attempt_nocopy_reshape``, ~3.5% of a 10-vertex ``advance(state, 1)``) to check what
+    here holds by construction. One intrinsic instead of one small compiled function per field:
+    with those (``inline="always"``, 56 fields) numba spent ~3 s inlining, typing and lowering the
+    driver's ``unpack`` on a cold start; the LLVM code is the same loads, address computations and
+    struct stores. Compiled code only; the views must not outlive the call that passed the
+    buffers."""
+    dtypes = (types.float64, types.int64, types.boolean)
+    field_types = [types.Array(dtypes[buf], ndim, "C") for buf, ndim in kinds]
+    tuple_type = types.BaseTuple.from_types(field_types, cls)
+
+    @intrinsic
+    def unpack_fields(typingctx, f, i, b, layout):
+        arrays = (f, i, b, layout)
+        if not all(isinstance(a, types.Array) and a.layout == "C" for a in arrays) or layout.ndim != 2 \
+                or tuple(a.dtype for a in arrays) != dtypes + (types.int64,) or any(a.ndim != 1 for a in arrays[:3]):
+            return None
+
+        def codegen(context, builder, signature, args):
+            bufs = [make_array(t)(context, builder, value=a) for t, a in zip(signature.args, args)]
+            lay = bufs.pop()
+            intp = context.get_value_type(types.intp)
+            zero, one = intp(0), intp(1)
+            values = []
+            for k, ((buf, ndim), aty) in enumerate(zip(kinds, field_types)):
+                o, n, w = (builder.load(cgutils.get_item_pointer(context, builder, signature.args[3], lay,
+                                                                 [intp(first + k), intp(col)])) for col in range(3))
+                itemsize = intp(context.get_abi_sizeof(context.get_data_type(aty.dtype)))
+                out = make_array(aty)(context, builder)
+                if ndim == 1:
+                    shape, strides = [n], [itemsize]
+                else:
+                    wide = builder.icmp_signed(">", w, zero)
+                    shape = [builder.select(wide, builder.sdiv(n, builder.select(wide, w, one)), zero), w]
+                    strides = [builder.mul(w, itemsize), itemsize]
+                populate_array(out, data=builder.gep(bufs[buf].data, [o]), shape=shape, strides=strides,
+                               itemsize=itemsize, meminfo=None)
+                values.append(out._getvalue())
+            return context.make_tuple(builder, signature.return_type, values)
+
+        return tuple_type(f, i, b, layout), codegen
+
+    return unpack_fields
 
 
-@intrinsic
-def rows(typingctx, buf, offset, n, width):
-    """The 2-D C-contiguous view ``buf[offset:offset + n * width].reshape((n, width))`` of a 1-D
-    C-contiguous array, built in place: numba's ``reshape`` calls a C function
-    (``numba_attempt_nocopy_reshape``, ~3.5% of a 10-vertex ``advance(state, 1)``) to check
-    what here holds by construction. Shares ``buf``'s meminfo (null if borrowed)."""
-    if not (isinstance(buf, types.Array) and buf.ndim == 1 and buf.layout == "C"):
-        return None
-    ret = types.Array(buf.dtype, 2, "C")
-
-    def codegen(context, builder, signature, args):
-        src = make_array(signature.args[0])(context, builder, value=args[0])
-        out = make_array(ret)(context, builder)
-        off, nrow, ncol = (context.cast(builder, a, t, types.intp) for a, t in zip(args[1:], signature.args[1:]))
-        populate_array(out, data=builder.gep(src.data, [off]), shape=[nrow, ncol],
-                       strides=[builder.mul(ncol, src.itemsize), src.itemsize], itemsize=src.itemsize,
-                       meminfo=src.meminfo, parent=src.parent)
-        return impl_ret_borrowed(context, builder, ret, out._getvalue())
-
-    return ret(buf, offset, n, width), codegen
-
-
-@njit(inline="always", **JIT)
-def _v2(buf, layout, k):
-    w = layout[k, 2]
-    n = layout[k, 1] // w if w > 0 else 0
-    return rows(buf, layout[k, 0], n, w)
+_unpack_model = make_unpacker(BatchModel, _MODEL_KINDS, 0)
+_unpack_work = make_unpacker(BatchWork, _WORK_KINDS, len(_MODEL_KINDS))
 
 
 @njit(**JIT_INNER)
 def unpack(f, i, b, L):
     """The named groups as views of the packed buffers (field order of the classes), borrowed
-    (:func:`borrow`: no reference counting). Compiled code only (``JIT_INNER``: no Python
-    wrapper); the views must not outlive the call that passed the buffers."""
-    f, i, b = borrow(f), borrow(i), borrow(b)
-    m = BatchModel(_v1(i, L, 0), _v1(i, L, 1), _v1(i, L, 2), _v1(i, L, 3), _v1(i, L, 4), _v1(i, L, 5), _v1(i, L, 6),
-                   _v2(i, L, 7), _v1(f, L, 8), _v1(f, L, 9), _v1(f, L, 10), _v1(f, L, 11), _v1(f, L, 12),
-                   _v2(f, L, 13), _v1(f, L, 14), _v2(f, L, 15), _v1(f, L, 16), _v1(b, L, 17), _v1(f, L, 18),
-                   _v2(f, L, 19), _v1(f, L, 20), _v1(f, L, 21), _v1(i, L, 22), _v1(i, L, 23), _v2(f, L, 24),
-                   _v2(i, L, 25), _v2(f, L, 26), _v1(f, L, 27), _v1(i, L, 28), _v1(f, L, 29), _v1(i, L, 30),
-                   _v1(f, L, 31), _v1(f, L, 32), _v1(i, L, 33))
-    w = BatchWork(_v1(f, L, 34), _v2(f, L, 35), _v2(f, L, 36), _v2(f, L, 37), _v2(f, L, 38), _v1(f, L, 39),
-                  _v1(f, L, 40), _v2(f, L, 41), _v1(f, L, 42), _v2(f, L, 43), _v2(f, L, 44), _v2(f, L, 45),
-                  _v1(f, L, 46), _v2(f, L, 47), _v2(f, L, 48), _v2(f, L, 49), _v1(i, L, 50), _v2(f, L, 51),
-                  _v1(f, L, 52), _v1(f, L, 53), _v2(f, L, 54), _v2(f, L, 55))
-    return m, w
+    (:func:`borrow`: no reference counting; :func:`make_unpacker`). Compiled code only
+    (``JIT_INNER``: no Python wrapper); the views must not outlive the call that passed the
+    buffers."""
+    return _unpack_model(f, i, b, L), _unpack_work(f, i, b, L)
 
 
 @njit(**JIT_INNER)
@@ -379,7 +390,8 @@ def _rod_energy(m, x, v, theta, ref_d1, ref_twist, es, ee, js, je, vs, ve, e3, s
 
 
 @njit(**JIT_INNER)
-def _chunk(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3, s, kb, omega, t_start, diag):
+def _chunk(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3, s, kb, omega, t_start, diag,
+           symplectic):
     """``n`` steps of rod ``r`` (``run_steps``), then the twist-free frame rebuild."""
     vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
     es, ee = m.rod_edge_start[r], m.rod_edge_start[r + 1]
@@ -402,7 +414,7 @@ def _chunk(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3,
                        m.joint_voronoi_length[js:je], m.joint_rest_curvature[js:je], m.edge_bend_stiffness[es:ee],
                        m.joint_rest_twist[js:je], m.joint_twist_stiffness[js:je], m.edge_stretch_stiffness[es:ee],
                        m.option_float[0], m.option_float[1], m.option_int[0], m.rod_twist_tol[r], m.option_int[1],
-                       v3, e3, s, kb, omega, diag, m.vertex_damp[vs:ve], m.option_int[3] != 0)
+                       v3, e3, s, kb, omega, diag, m.vertex_damp[vs:ve], symplectic)
     if twist_free and done > 0:
         last = min(done, m1.shape[0]) - 1
         rebuild_twist_free_frames(x, closed, theta, ref_d1, ref_twist, t_start, m.clamp_edge[cs:ce], m1[last],
@@ -415,7 +427,8 @@ def advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_
     """Advance rod ``r`` by ``nsteps``; sets ``w.rod_status[r]`` and ``w.rod_diag[r]``. The rod's
     state at the call's start is kept in the snapshot buffers (restored by the caller). Compiled
     code only (``JIT_INNER``: no Python wrapper)."""
-    _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, np.bool_(True))
+    _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, np.bool_(True),
+                 m.option_int[3] != 0)
 
 
 @njit(**JIT_INNER)
@@ -456,11 +469,18 @@ def _end_geometry(x, closed, twist_free, ref_d1, ref_twist, e3, s, kb):
 
 
 @njit(**JIT_INNER)
-def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private):
-    """:func:`advance_rod`; ``private``: step copies of the rod's state in fresh scratch (for
-    threads), else the state's own rows in place (one thread; a failed rod's rows are then left
-    part-stepped, and the caller's :func:`_finish` restores every rod from the snapshot, as it
-    does anyway) in the serial scratch ``w.serial_*``.
+def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic):
+    """:func:`advance_rod`; ``private`` (not None): step copies of the rod's state in fresh
+    scratch (for threads); ``None``: the state's own rows in place (one thread; a failed rod's
+    rows are then left part-stepped, and the caller's :func:`_finish` restores every rod from the
+    snapshot, as it does anyway) in the serial scratch ``w.serial_*``.
+
+    Paths compiled only where a call can take them: the arguments that are ``None`` remove theirs
+    before typing (numba's dead-branch pruning of ``arg is None`` tests), so the serial driver of a
+    world without moving clamps or time-dependent forces (``call_*`` None) and with fast projection
+    (``symplectic`` None; else a bool, RATTLE where true) compiles neither the private copies, nor
+    the per-step inputs, nor RATTLE (one clamped rod, empty cache: see docs/benchmarks-cold-start.md).
+    The per-step inputs are then the static prescribed positions and clamp directors.
 
     Call cache (serial only): the geometry (edges, lengths, tangents, second reference
     directors, curvature binormals, reference twist) and, for a rod under the energy check, the
@@ -471,7 +491,12 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     the refresh, the snapshot copy and the start energy, only where the rod's rows of the state
     are bitwise the snapshot (any edit of the state between calls, by the user, a contact
     response or another simulator, misses); anything else recomputes them. Same bits either way:
-    the refresh is a pure function of those arrays."""
+    the refresh is a pure function of those arrays.
+
+    Per chunk of steps (one chunk, or one per step for a rod with time-dependent forces):
+    :func:`_chunk` (a function of its own: its call of ``run_steps``, 44 arguments, inside this
+    ``try`` does not compile: numba cannot type Python 3.11's list-built argument tuple across the
+    block split of a ``try``)."""
     vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
     es, ee = m.rod_edge_start[r], m.rod_edge_start[r + 1]
     js, je = m.rod_joint_start[r], m.rod_joint_start[r + 1]
@@ -480,9 +505,16 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     nv, ne, nj = ve - vs, ee - es, je - js
     closed = m.rod_flag[r, FLAG_CLOSED] != 0
     twist_free = m.rod_flag[r, FLAG_TWIST_FREE] != 0
-    moving = m.rod_flag[r, FLAG_MOVING] != 0
     x, v, theta, ref_d1, ref_twist = X[vs:ve], V[vs:ve], TH[es:ee], D1[es:ee], TW[js:je]
-    if private:
+    v3 = w.vertex_v3[6 * vs:6 * ve].reshape((2, nv, 3))
+    e3 = w.serial_e3[18 * es:18 * ee].reshape((6, ne, 3))
+    s = w.serial_s[7 * es:7 * ee].reshape((7, ne))
+    kb, omega = w.serial_kb[js:je], w.serial_omega[js:je]
+    t_start = w.edge_t_start[es:ee]
+    ext_force = w.vertex_ext_force[vs:ve]
+    presc = w.presc_x[ps:pe].reshape((1, pe - ps, 3))
+    hit = False
+    if private is not None:
         # private copies and scratch: views of shared buffers would make every thread update the
         # same reference count (measured: no parallel speed-up at all with shared views)
         x, v, theta, ref_d1, ref_twist = x.copy(), v.copy(), theta.copy(), ref_d1.copy(), ref_twist.copy()
@@ -493,15 +525,7 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
         t_start = np.empty((ne, 3))
         ext_force = np.empty((nv, 3))
         presc = np.empty((1, pe - ps, 3))
-        hit = False
     else:
-        v3 = w.vertex_v3[6 * vs:6 * ve].reshape((2, nv, 3))
-        e3 = w.serial_e3[18 * es:18 * ee].reshape((6, ne, 3))
-        s = w.serial_s[7 * es:7 * ee].reshape((7, ne))
-        kb, omega = w.serial_kb[js:je], w.serial_omega[js:je]
-        t_start = w.edge_t_start[es:ee]
-        ext_force = w.vertex_ext_force[vs:ve]
-        presc = w.presc_x[ps:pe].reshape((1, pe - ps, 3))
         hit = w.rod_cache[r, 0] == CACHE_VALID and _state_is_snapshot(w, X, V, TH, D1, TW, vs, ve, es, ee, js, je)
     w.rod_cache[r, 0] = CACHE_NONE  # the scratch is about to change
     diag = np.zeros(6)
@@ -526,37 +550,40 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     for i in range(nv):
         for d in range(3):
             ext_force[i, d] = force[i, d] + wind[i, d]
-    if moving:
-        presc = np.ascontiguousarray(call_presc[:, ps:pe])
-        m1 = np.ascontiguousarray(call_m1[:, cs:ce])
-    else:
-        presc_vertex = m.presc_vertex[ps:pe]
-        for c in range(pe - ps):
-            for d in range(3):
-                presc[0, c, d] = x[presc_vertex[c], d]
-        m1 = m.clamp_m1[cs:ce].reshape((1, ce - cs, 3))
-    done = 0
+    presc_vertex = m.presc_vertex[ps:pe]
+    for c in range(pe - ps):
+        for d in range(3):
+            presc[0, c, d] = x[presc_vertex[c], d]
+    m1 = m.clamp_m1[cs:ce].reshape((1, ce - cs, 3))
+    if call_presc is not None:
+        if m.rod_flag[r, FLAG_MOVING] != 0:
+            presc = np.ascontiguousarray(call_presc[:, ps:pe])
+            m1 = np.ascontiguousarray(call_m1[:, cs:ce])
     # a rod with time-dependent forces steps one step per chunk (its forces set before each), any
-    # other rod all its steps in one chunk; one call site of _chunk (each call site of a function
-    # that LLVM inlines is one more copy of its code to optimize and compile)
-    timed = m.rod_flag[r, FLAG_TIMED] != 0
+    # other rod all its steps in one chunk; one call site of run_steps (each call site of a
+    # function that LLVM inlines is one more copy of its code to optimize and compile)
+    timed = False
+    if call_timed is not None:
+        timed = m.rod_flag[r, FLAG_TIMED] != 0
     ts, te = m.rod_timed_start[r], m.rod_timed_start[r + 1]
     n_chunks, chunk_steps = (nsteps, np.int64(1)) if timed else (np.int64(1), nsteps)
+    done = 0
     try:
         for st in range(n_chunks):
-            if timed:
-                for i in range(nv):
-                    for d in range(3):
-                        ext_force[i, d] = m.vertex_force[vs + i, d] + w.vertex_wind_force[vs + i, d]
-                for k in range(ts, te):
-                    for d in range(3):
-                        ext_force[m.timed_vertex[k], d] += call_timed[st, k, d]
+            if call_timed is not None:
+                if timed:
+                    for i in range(nv):
+                        for d in range(3):
+                            ext_force[i, d] = m.vertex_force[vs + i, d] + w.vertex_wind_force[vs + i, d]
+                    for k in range(ts, te):
+                        for d in range(3):
+                            ext_force[m.timed_vertex[k], d] += call_timed[st, k, d]
             pr = min(st, presc.shape[0] - 1)
             mr = min(st, m1.shape[0] - 1)
             p_chunk = presc[pr:pr + 1] if timed else presc
             m_chunk = m1[mr:mr + 1] if timed else m1
             done += _chunk(m, r, chunk_steps, h, p_chunk, m_chunk, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3,
-                           s, kb, omega, t_start, diag)
+                           s, kb, omega, t_start, diag, symplectic)
             if done < st * chunk_steps + chunk_steps:
                 break
     except Exception:  # the geometry degenerated inside the compiled step (singular twist Hessian)
@@ -575,12 +602,12 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
         w.rod_energy[r, 0] = e1 - w.rod_energy[r, 2]
         if w.rod_energy[r, 0] > 0.5 * w.rod_energy[r, 1]:
             w.rod_status[r] = ROD_ENERGY
-        elif not private:
+        elif private is None:
             w.rod_cache[r, 1] = e1
             w.rod_cache[r, 2] = k1
             w.rod_cache[r, 3] = el1
             w.rod_cache[r, 0] = CACHE_PENDING
-    if private:
+    if private is not None:
         _copy2(X[vs:ve], x)
         _copy2(V[vs:ve], v)
         _copy1(TH[es:ee], theta)
@@ -638,7 +665,8 @@ def _advance_rod_packed(f, i, b, L, r, nsteps, h, X, V, TH, D1, TW, call_presc, 
     m, w = unpack(f, i, b, L)
     # _advance_rod directly, not through advance_rod: each wrapper level links, optimizes and
     # compiles the whole call tree below it once more (~5 s of LLVM time here)
-    _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, np.bool_(True))
+    _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, np.bool_(True),
+                 m.option_int[3] != 0)
 
 
 @njit(**JIT_INNER)
@@ -655,15 +683,19 @@ def _advance_rods(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, 
 
 
 @njit(**JIT)
-def advance_rods_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed):
+def advance_rods_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, symplectic):
     """:func:`advance_rods` on the calling thread, rod after rod, bitwise the same results: no
     thread-pool wake-up, the packed groups unpacked once per call instead of once per rod plus
     once for the finish (~2 us each), and each rod stepped in the state's own rows instead of
-    private copies. For one-rod worlds and calls of little work."""
+    private copies. For one-rod worlds and calls of little work.
+
+    ``call_presc``, ``call_m1``, ``call_timed``: ``None`` all three for a world without moving
+    clamps or time-dependent forces (their code is then not compiled, :func:`_advance_rod`);
+    ``symplectic``: ``None`` for fast projection, else ``True`` (``projection="symplectic"``)."""
     m, w = unpack(f, i, b, L)
     X, V, TH, D1, TW = borrow(X), borrow(V), borrow(TH), borrow(D1), borrow(TW)
     for r in range(w.rod_status.shape[0]):
-        _advance_rod(m, w, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, np.bool_(False))
+        _advance_rod(m, w, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, None, symplectic)
     code = _finish(m, w, X, V, TH, D1, TW)
     _commit_cache(m, w, code, X, V, TH, D1, TW)
     return code

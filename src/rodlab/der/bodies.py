@@ -166,18 +166,15 @@ def pack_bodies(model: BodyModel, work: BodyWork):
     return packed, BodyModel(*views[:nm]), BodyWork(*views[nm:])
 
 
-@njit(**JIT)
+_unpack_body_model = B.make_unpacker(BodyModel, _MODEL_KINDS, 0)
+_unpack_body_work = B.make_unpacker(BodyWork, _WORK_KINDS, len(_MODEL_KINDS))
+
+
+@njit(**B.JIT_INNER)
 def unpack_bodies(f, i, b, L):
-    m = BodyModel(B._v1(f, L, 0), B._v2(f, L, 1), B._v2(f, L, 2), B._v1(i, L, 3), B._v1(i, L, 4), B._v1(f, L, 5),
-                  B._v1(i, L, 6), B._v1(i, L, 7), B._v1(i, L, 8), B._v1(i, L, 9), B._v2(f, L, 10), B._v2(f, L, 11),
-                  B._v2(f, L, 12), B._v1(i, L, 13), B._v1(f, L, 14), B._v1(f, L, 15), B._v1(i, L, 16),
-                  B._v1(i, L, 17), B._v1(i, L, 18), B._v1(f, L, 19), B._v1(i, L, 20), B._v1(i, L, 21),
-                  B._v1(i, L, 22), B._v1(i, L, 23), B._v1(i, L, 24), B._v1(i, L, 25), B._v1(i, L, 26),
-                  B._v1(i, L, 27), B._v1(i, L, 28), B._v1(i, L, 29), B._v1(i, L, 30), B._v1(i, L, 31))
-    w = BodyWork(B._v2(f, L, 32), B._v2(f, L, 33), B._v2(f, L, 34), B._v1(b, L, 35), B._v1(f, L, 36), B._v2(f, L, 37),
-                 B._v1(f, L, 38), B._v1(f, L, 39), B._v1(f, L, 40), B._v1(f, L, 41), B._v1(f, L, 42), B._v1(i, L, 43),
-                 B._v1(f, L, 44))
-    return m, w
+    """The body groups as borrowed views of their packed buffers (:func:`rodlab.der.batch.make_unpacker`);
+    compiled code only, the views must not outlive the call that passed the buffers."""
+    return _unpack_body_model(f, i, b, L), _unpack_body_work(f, i, b, L)
 
 
 # --------------------------------------------------------------------------------------------
@@ -669,15 +666,17 @@ def _advance_free_rods(f, i, b, L, free, nsteps, h, X, V, TH, D1, TW, call_presc
 
 
 @njit(**JIT)
-def advance_world(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1,
-                  call_timed):
+def advance_world(f, i, b, L, bf, bi, bb, bL, free_rod, nsteps, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc,
+                  call_m1, call_timed):
     """One call for a world with bodies: rods without welds step on their own, in parallel
     (:func:`rodlab.der.batch.advance_rod`), then the coupled rods and the bodies step together
     (module docstring). On any failure every rod and body is restored to the call's start.
-    Returns the result code (``rodlab.der.batch.STATUS_*`` bits)."""
+    Returns the result code (``rodlab.der.batch.STATUS_*`` bits). ``free_rod``: the rods without
+    a weld (``BodyModel.free_rod``), or ``None`` where every rod is welded: the free rods' step
+    (the whole single-rod call tree, ~40 s of a cold start's compile CPU) is then not compiled."""
     bm, bw = unpack_bodies(bf, bi, bb, bL)
-    if bm.free_rod.shape[0] > 0:
-        _advance_free_rods(f, i, b, L, bm.free_rod, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed)
+    if free_rod is not None:
+        _advance_free_rods(f, i, b, L, free_rod, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed)
     _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1,
                      call_timed)
     m, w = B.unpack(f, i, b, L)

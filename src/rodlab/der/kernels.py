@@ -441,7 +441,8 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
     (a sliding clamp takes its first vertex's), for damping that varies along the rod (wind drag
     on a rod of varying linear density, :mod:`rodlab.der.batch`).
 
-    ``symplectic`` (inextensible rods only): the constrained step is RATTLE (Andersen 1983) in
+    ``symplectic`` (inextensible rods only; ``None``: false, and RATTLE's code is left out of the
+    compilation): the constrained step is RATTLE (Andersen 1983) in
     its symplectic-Euler form instead of fast projection: the positions are corrected along the
     constraint gradients of the step's start (:func:`shake_projection`), then the velocity
     ``(x - x_old) / h`` is projected onto the constraints' tangent space at the step's end
@@ -465,7 +466,10 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
     rhs = work_s[5]
     dlam = work_s[6]
     active = np.empty(ne, dtype=np.bool_)
-    edges0 = np.empty((ne, 3)) if symplectic else np.empty((0, 3))
+    edges0 = np.empty((0, 3))
+    if symplectic is not None:  # None: RATTLE's code is not compiled (dead-branch pruning)
+        if symplectic:
+            edges0 = np.empty((ne, 3))
     damp = 1.0 / (1.0 + h * damping)
     if vertex_damp is None:
         vdamp = np.full(nv, damp)
@@ -508,7 +512,7 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
                 for d in range(3):
                     x[p, d] += shift * slide_axis[k, d]
         if inextensible:
-            if symplectic:
+            if symplectic is not None and symplectic:
                 it, viol = shake_projection(x, x_old, inv_mass, rest_lengths, closed, proj_tol, proj_max_iter,
                                             edges, edges0, h_diag, h_lower, rhs, active, dlam,
                                             slide_v, slide_axis, slide_w, slide_edge, slide_side)
@@ -537,7 +541,7 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
         for i in range(nv):
             for d in range(3):
                 v[i, d] = (x[i, d] - x_old[i, d]) * inv_h
-        if symplectic and inextensible:
+        if symplectic is not None and symplectic and inextensible:
             velocity_projection(v, inv_mass, closed, active, edges, h_diag, h_lower, rhs, dlam,
                                 slide_v, slide_axis, slide_w, slide_edge, slide_side)
         if twist_free:

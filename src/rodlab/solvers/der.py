@@ -193,6 +193,8 @@ class DERSimulator(Simulator):
                            np.zeros(lay["n_cap"]), np.zeros(lay["n_sq"]), np.zeros(R),
                            np.zeros(lay["n_comp"], dtype=np.int64), np.zeros(lay["n_comp"]))
         self._body_packed, self.body_model, self.body_work = BD.pack_bodies(model, work)
+        # the rods without a weld, or None where there are none (their step is then not compiled)
+        self._free_rod = self.body_model.free_rod if self.body_model.free_rod.size else None
 
     def _setup_batch(self) -> None:
         w, opt, h = self.world, self._options, self._dt
@@ -272,7 +274,9 @@ class DERSimulator(Simulator):
                            np.zeros((R, 3)), np.zeros(R, dtype=np.int64), np.zeros((R, 4)), np.zeros(18 * E), np.zeros(7 * E),
                            np.zeros((J, 3)), np.zeros((J, 4)))
         self._packed, self.model, self.work = B.pack(model, work)
-        self._driver = B.advance_rods if R > 1 else B.advance_rods_serial  # replaced with bodies
+        self._parallel = R > 1  # the parallel driver for calls of enough work (SERIAL_WORK)
+        # the serial driver's symplectic argument: None compiles fast projection only
+        self._symplectic = True if self.opts["projection"] == "symplectic" else None
         self._no_input = np.zeros((1, 0, 3))
         self._driven = bool(self._moving or self._timed)
         # advance's fast path: no per-call inputs, no bodies
@@ -310,9 +314,14 @@ class DERSimulator(Simulator):
             return self._advance_general(state, nsteps, t0)
         if nsteps:  # one call of the compiled driver, serial when the call is too small for threads
             p = self._packed
-            driver = self._driver if nsteps * self._shape_x[0] > SERIAL_WORK else B.advance_rods_serial
-            code = driver(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v, state.edge_theta,
-                          state.edge_ref_d1, state.joint_ref_twist, self._no_input, self._no_input, self._no_input)
+            if self._parallel and nsteps * self._shape_x[0] > SERIAL_WORK:
+                code = B.advance_rods(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v,
+                                      state.edge_theta, state.edge_ref_d1, state.joint_ref_twist, self._no_input,
+                                      self._no_input, self._no_input)
+            else:
+                code = B.advance_rods_serial(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v,
+                                             state.edge_theta, state.edge_ref_d1, state.joint_ref_twist, None, None, None,
+                                             self._symplectic)
             if code:
                 self._check_code(state, code, nsteps, t0)
             state.t += nsteps * self._dt
@@ -325,13 +334,22 @@ class DERSimulator(Simulator):
             p = self._packed
             if self.world.bodies:
                 q = self._body_packed
-                code = BD.advance_world(p.f, p.i, p.b, p.layout, q.f, q.i, q.b, q.layout, nsteps, self._dt,
-                                        state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
+                no = self._no_input
+                code = BD.advance_world(p.f, p.i, p.b, p.layout, q.f, q.i, q.b, q.layout, self._free_rod, nsteps,
+                                        self._dt, state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
                                         state.joint_ref_twist, state.body_x, state.body_q, state.body_v, state.body_w,
-                                        presc, m1, timed)
+                                        no if presc is None else presc, no if m1 is None else m1,
+                                        no if timed is None else timed)
+            elif self._parallel:
+                no = self._no_input
+                code = B.advance_rods(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v,
+                                      state.edge_theta, state.edge_ref_d1, state.joint_ref_twist,
+                                      no if presc is None else presc, no if m1 is None else m1,
+                                      no if timed is None else timed)
             else:
-                code = self._driver(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v,
-                                    state.edge_theta, state.edge_ref_d1, state.joint_ref_twist, presc, m1, timed)
+                code = B.advance_rods_serial(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v,
+                                             state.edge_theta, state.edge_ref_d1, state.joint_ref_twist, presc, m1,
+                                             timed, self._symplectic)
             if code:
                 self._check_code(state, code, nsteps, t0)
             state.t += nsteps * self._dt
@@ -365,7 +383,7 @@ class DERSimulator(Simulator):
             ps = presc[s:s + 1] if moving else presc
             ms = m1[s:s + 1] if moving else m1
             ts = timed[s:s + 1] if timed_on else timed
-            code = B.advance_rods_serial(f, i, b, L, 1, h, X, V, TH, D1, TW, ps, ms, ts)
+            code = B.advance_rods_serial(f, i, b, L, 1, h, X, V, TH, D1, TW, ps, ms, ts, self._symplectic)
             if code & B.STATUS_FAILED:
                 state.assign(start)
                 self._check_code(state, code, 1, t0)
@@ -431,11 +449,12 @@ class DERSimulator(Simulator):
         state.solver["der_wind_step"] = np.array(grid_step, dtype=np.int64)
 
     def _call_loads(self, state: State, nsteps: int):
-        """The per-step inputs of :meth:`_call_inputs` (or the empty inputs of an undriven world);
-        the wind force in force is set by :meth:`_advance_windy`."""
+        """The per-step inputs of :meth:`_call_inputs`, or ``None`` for each in an undriven world
+        (the serial driver then compiles without their code); the wind force in force is set by
+        :meth:`_advance_windy`."""
         if self._driven:
             return self._call_inputs(state, nsteps)
-        return self._no_input, self._no_input, self._no_input
+        return None, None, None
 
     def _call_inputs(self, state: State, nsteps: int):
         """Prescribed positions and directors of moving clamps and time-dependent forces for
