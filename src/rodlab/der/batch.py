@@ -69,7 +69,7 @@ from numba.extending import intrinsic
 from numba.core import cgutils
 from numba.np.arrayobj import make_array, populate_array
 
-from ..geometry._vec import JIT
+from ..geometry._vec import JIT, JIT_INNER
 from ..geometry.curves import (
     bishop_frames,
     complete_frames,
@@ -84,7 +84,6 @@ from . import kernels as K
 
 # functions called only from compiled code, never from Python: no CPython wrapper (it would unbox
 # and box the ~50 arrays of the named tuples; compiled for nothing) and no C-callable wrapper
-JIT_INNER = dict(JIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 # per-rod flag columns of BatchModel.rod_flag
 FLAG_CLOSED, FLAG_UNIFORM, FLAG_TWIST_FREE, FLAG_PASSIVE, FLAG_MOVING, FLAG_TIMED = range(6)

@@ -18,10 +18,8 @@ from ..geometry.rotations import quat_matrix_into, world_inverse_inertia
 from ..geometry.rotations import quat_mul_scalar as _qmul
 from ..geometry.rotations import quat_normalize_into as _normalize_into
 from ..geometry.rotations import rotvec_to_quat_scalar as _rotvec_quat
-from ..geometry._vec import JIT
+from ..geometry._vec import JIT, JIT_INNER
 
-# functions called only from compiled code: no CPython or C wrapper (rodlab.der.batch.JIT_INNER)
-JIT_INNER = dict(JIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 from ..geometry.curves import compute_edges
 
 

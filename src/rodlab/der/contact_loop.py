@@ -25,10 +25,8 @@ from ..contact.broadphase import _cell, _grid, _grid_keys, _lower_bound, _run_en
 from ..contact.ccd import _mesh_toi_of, ccd_segment_obstacle, ccd_segment_segment
 from ..contact.detect import _mesh_of
 from ..contact.narrowphase import MESH, point_obstacle, segment_obstacle, segment_segment, segment_triangle, vlerp, vrow
-from ..geometry._vec import JIT
+from ..geometry._vec import JIT, JIT_INNER
 
-# functions called only from compiled code: no CPython or C wrapper to compile (as der/batch.py does)
-JIT_INNER = dict(JIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 from . import batch as B
 from .contact import copy_rows, copy_rows2, refresh_frames, resolve, velocity_project_rods
 

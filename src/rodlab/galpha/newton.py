@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..linalg.banded_lu import JIT, JIT_INNER, block_lu, python_entry
+from ..geometry._vec import JIT, JIT_INNER, python_entry
+from ..linalg.banded_lu import block_lu
 from .residual import NV, _inv_one_plus_skew, _residual_blocks, _tip_sensitivity
 from .state import _cayley, _integrate_frames, _integrate_positions
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..linalg.banded_lu import JIT, JIT_INNER, python_entry
+from ..geometry._vec import JIT, JIT_INNER, python_entry
 
 NV = 15  # unknowns per node
 NP = 12  # pointwise rows (Eq. 14a-d)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 from numba import njit
 
-from ..linalg.banded_lu import JIT, JIT_INNER, python_entry
+from ..geometry._vec import JIT, JIT_INNER, python_entry
 
 
 @dataclass

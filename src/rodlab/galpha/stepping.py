@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..linalg.banded_lu import JIT, JIT_INNER
+from ..geometry._vec import JIT, JIT_INNER
 from .newton import (I_COUPLED, I_KIND, I_NEEDF, M_COUPLED, M_KIND, M_PRM, M_VALID, NEWTON_CONVERGED,
                      NEWTON_CONVERGED_STEP, _newton_kernel)
 from .residual import NV, _old_terms

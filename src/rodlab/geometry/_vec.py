@@ -8,6 +8,8 @@ zero-division checks block it); ``cache=True`` keeps compiled kernels across pro
   products and sums vectorize (changes the rounding of each sum, never the handling of infinities or
   NaNs): for inner products whose caller's bound logic runs under :data:`JIT`.
 * :data:`JIT_FMA` - FMA contraction only (multiply-subtract chains in substitutions).
+* :data:`JIT_INNER` - :data:`JIT` without the Python and C wrappers: kernels called only from
+  compiled code (less to compile; never call one from Python, see :func:`python_entry`).
 
 Use ``@njit(**JIT)`` or ``@njit(parallel=True, **JIT)``; ``fastmath`` is part of each dict, so pick
 the dict rather than passing ``fastmath=`` again. To compile one Python function twice with
@@ -21,6 +23,12 @@ FASTMATH_REASSOC = frozenset({"reassoc", "contract", "nsz"})
 JIT = dict(cache=True, error_model="numpy", fastmath=False)
 JIT_FM = dict(JIT, fastmath=set(FASTMATH_REASSOC))
 JIT_FMA = dict(JIT, fastmath={"contract"})
+
+# Kernels called only from other compiled code: no CPython and no C wrapper. Each wrapper is
+# generated, optimized and compiled to machine code with its kernel (the CPython one unboxes every
+# argument), and nothing in a compiled call tree uses them. A Python call of such a kernel crashes
+# the interpreter (numba 0.68): give it a private name, and Python callers :func:`python_entry`.
+JIT_INNER = dict(JIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
 def njit_as(name: str, fn, **options):
@@ -40,3 +48,11 @@ def njit_as(name: str, fn, **options):
     clone.__doc__ = fn.__doc__
     clone.__kwdefaults__ = fn.__kwdefaults__
     return njit(**options)(clone)
+
+
+def python_entry(kernel, name: str):
+    """The Python-callable compilation of ``kernel`` (a :data:`JIT_INNER` dispatcher), named
+    ``name``: the same function with its CPython wrapper (``njit(**JIT)`` of a copy, so that both
+    have their own cache entries; :func:`njit_as`). It calls the same inner kernels, so a Python
+    call compiles only the wrapper's level again, and nothing until then."""
+    return njit_as(name, kernel.py_func, **JIT)

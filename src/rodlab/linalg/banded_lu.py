@@ -18,21 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..geometry._vec import JIT, njit_as
-
-# Kernels called only from other compiled code: no CPython and no C wrapper. Each wrapper is
-# generated, optimized and compiled to machine code with its kernel (the CPython one unboxes every
-# argument: 38 arrays for galpha's Newton kernel), and nothing in a compiled call tree uses them.
-# A Python call of such a kernel crashes the interpreter: Python callers get :func:`python_entry`.
-JIT_INNER = dict(JIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-
-
-def python_entry(kernel, name: str):
-    """The Python-callable compilation of ``kernel`` (a :data:`JIT_INNER` dispatcher), named
-    ``name``: the same function with its CPython wrapper (``njit(**JIT)`` of a copy, so that both
-    have their own cache entries; :func:`rodlab.geometry._vec.njit_as`). It calls the same inner
-    kernels, so a Python call compiles only the wrapper's level again, and nothing until then."""
-    return njit_as(name, kernel.py_func, **JIT)
+from ..geometry._vec import JIT, JIT_INNER
 
 
 @njit(inline="always", **JIT)

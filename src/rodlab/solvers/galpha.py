@@ -76,8 +76,7 @@ from ..model import ModelError, require
 from ..world import State
 from .base import Simulator, StaticReport, StepReport, UnsupportedFeature, ok_report, step_report
 
-from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
-from ..linalg.banded_lu import JIT_INNER, python_entry  # noqa: E402
+from ..geometry._vec import JIT, JIT_INNER, python_entry  # noqa: E402  (the one numba options dict)
 FEATURES = frozenset({"pinned vertices", "point forces", "point torques", "prescribed clamp motion"})
 _NV = 15
 _DIAGNOSTICS = {"last_residual": np.float64, "last_newton_iters": np.int64, "substeps": np.int64}
