@@ -42,11 +42,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..contact import from_arrays, impacts
-from numba import njit
-
-from ..contact.detect import detect, min_gap, _obstacle_table
-from ..contact.narrowphase import segment_segment, vrow
+from ..contact import from_arrays
+from ..contact.ccd import default_tolerance, segment_impacts
+from ..contact.detect import min_gap, segment_contacts, _obstacle_table
 from ..model import require
 from .chain import chain_forward, jac_t_mul
 from .end_clamps import EndClamps
@@ -196,6 +194,9 @@ class WorldContactSolver:
                 f"contact_newton_iters must be an integer >= 1 (got {max_newton!r})")
         self.max_newton = max(int(max_newton), self.solvers[0].options.max_newton if self.solvers else 1)
         self.geometry = contact_geometry(world)
+        # rodlab.contact.impacts's default tolerance; None: it depends on the motion (no radii)
+        self.ccd_tolerance = (default_tolerance(self.geometry, np.zeros((1, 3)), np.zeros((1, 3)))
+                              if float(self.geometry.edge_radius.min(initial=0.0)) > 0 else None)
         self.vstart = np.asarray(world.rod_vertex_start, dtype=np.int64)
         self.N = int(world.n_vertices)
         # every rod's Jacobians, Hessian blocks, preconditioner and mask in flat world arrays (its
@@ -353,8 +354,11 @@ class WorldContactSolver:
         # solve catches faster pairs, without making every pair of a whipping rod a candidate
         margin = self.proximity if self.proximity is not None else \
             2.0 * self.rmax + 0.5 * self.lmax + min(3.0 * speed * dt, 2.0 * self.lmax)
-        cs = detect(self.geometry, x, margin, obstacles=False)
-        out = (np.ascontiguousarray(np.stack([cs.pair_a, cs.pair_b], axis=1).astype(np.int64)), cs.normal, cs.gap)
+        g = self.geometry  # rodlab.contact.detect's segment pairs, one compiled call
+        pairs, _, _, _, normal, gap = segment_contacts(np.ascontiguousarray(x, dtype=float), g.edge_v0, g.edge_v1,
+                                                       g.edge_radius, g.edge_rod, g.edge_local, g.rod_edge_count,
+                                                       g.rod_closed, g.rod_skip, float(margin))
+        out = (pairs, normal, gap)
         self._detected = (dt, np.array(x), np.array(v), out)
         return out
 
@@ -408,12 +412,14 @@ class WorldContactSolver:
                 total[k] += getattr(info, k)
             if not info.finite or not self.rods or passes >= self.ccd_passes:
                 break
-            hits = impacts(self.geometry, x0, x, obstacles=False)
-            n_seg = max(int(self.geometry.n_edges), 1)
-            hit_a, hit_b = np.asarray(hits.pair_a, dtype=np.int64), np.asarray(hits.pair_b, dtype=np.int64)
-            fresh = ~_member(hit_a * n_seg + hit_b, pairs[:, 0] * n_seg + pairs[:, 1])
-            new = [(int(a), int(b), float(tau)) for a, b, tau in zip(hit_a[fresh], hit_b[fresh],
-                                                                     np.asarray(hits.toi)[fresh])]
+            # rodlab.contact.impacts's segment pairs in one compiled call, the candidates left out
+            g = self.geometry
+            known = np.sort(pairs[:, 0] * g.n_edges + pairs[:, 1])
+            tol = self.ccd_tolerance if self.ccd_tolerance is not None else default_tolerance(g, x0, x)
+            hits, toi = segment_impacts(x0, np.ascontiguousarray(x, dtype=float), g.edge_v0, g.edge_v1, g.edge_radius,
+                                        g.edge_rod, g.edge_local, g.rod_edge_count, g.rod_closed, g.rod_skip,
+                                        tol, known)
+            new = [(int(a), int(b), float(tau)) for (a, b), tau in zip(hits, toi)]
             if not new:
                 break
             add = np.array([[a, b] for a, b, _ in new], dtype=np.int64)

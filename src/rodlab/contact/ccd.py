@@ -25,7 +25,7 @@ from numba import njit, prange
 
 from ..geometry._vec import JIT
 from ..model import require
-from .broadphase import bvh_query, grid_pairs, threads_for
+from .broadphase import SERIAL_BELOW, bvh_query, grid_pairs, grid_pairs_serial, threads_for
 from .detect import OBSTACLE, SEGMENT, check_positions
 from .geometry import ContactGeometry
 from .narrowphase import MESH, segment_obstacle, segment_segment, segment_triangle, vlerp, vnorm, vrow, vsub
@@ -120,6 +120,66 @@ def eval_pair_toi(x0, x1, edge_v0, edge_v1, edge_radius, pairs, tolerance, toi):
                                      vrow(x1, edge_v1[i]), vrow(x0, edge_v0[j]), vrow(x0, edge_v1[j]),
                                      vrow(x1, edge_v0[j]), vrow(x1, edge_v1[j]),
                                      edge_radius[i] + edge_radius[j], tolerance)
+
+
+@njit(**JIT)
+def segment_impacts(x0, x1, edge_v0, edge_v1, edge_radius, edge_rod, edge_local, rod_edge_count, rod_closed, rod_skip,
+                    tolerance, known):
+    """The segment pairs of :func:`impacts` in one compiled call on the calling thread: swept boxes,
+    :func:`rodlab.contact.broadphase.grid_pairs_serial`, the TOI of each pair (the same pairs and
+    TOIs in the same order), leaving out the pairs whose key ``a * E + b`` (``E`` segments) is in
+    the sorted int64 array ``known`` (a caller's pairs already handled: their TOI is not computed).
+    Returns ``(pairs (H, 2), toi (H,))`` of the pairs with TOI <= 1."""
+    E = edge_v0.shape[0]
+    lo = np.empty((E, 3))
+    hi = np.empty((E, 3))
+    for e in range(E):
+        a = edge_v0[e]
+        b = edge_v1[e]
+        w = edge_radius[e] + 0.5 * tolerance
+        for c in range(3):
+            lo[e, c] = min(min(x0[a, c], x0[b, c]), min(x1[a, c], x1[b, c])) - w
+            hi[e, c] = max(max(x0[a, c], x0[b, c]), max(x1[a, c], x1[b, c])) + w
+    cand = grid_pairs_serial(lo, hi, edge_rod, edge_local, rod_edge_count, rod_closed, rod_skip)
+    P = cand.shape[0]
+    hits = np.empty((P, 2), dtype=np.int64)
+    toi = np.empty(P)
+    H = 0
+    nk = known.shape[0]
+    for k in range(P):
+        i = cand[k, 0]
+        j = cand[k, 1]
+        if nk:
+            key = i * E + j
+            lo_k, hi_k = 0, nk  # binary search in the sorted keys
+            while lo_k < hi_k:
+                mid = (lo_k + hi_k) >> 1
+                if known[mid] < key:
+                    lo_k = mid + 1
+                else:
+                    hi_k = mid
+            if lo_k < nk and known[lo_k] == key:
+                continue
+        tau = ccd_segment_segment(vrow(x0, edge_v0[i]), vrow(x0, edge_v1[i]), vrow(x1, edge_v0[i]),
+                                  vrow(x1, edge_v1[i]), vrow(x0, edge_v0[j]), vrow(x0, edge_v1[j]),
+                                  vrow(x1, edge_v0[j]), vrow(x1, edge_v1[j]), edge_radius[i] + edge_radius[j],
+                                  tolerance)
+        if tau <= 1.0:
+            hits[H, 0] = i
+            hits[H, 1] = j
+            toi[H] = tau
+            H += 1
+    return hits[:H], toi[:H]
+
+
+def default_tolerance(geometry: ContactGeometry, x0, x1) -> float:
+    """The default ``tolerance`` [m] of :func:`impacts`: ``1e-6`` times the smallest segment radius,
+    or ``1e-12`` times the size of the motion ``x0``, ``x1`` (N, 3) when every radius is zero."""
+    rmin = float(geometry.edge_radius.min(initial=0.0))
+    if rmin > 0:
+        return 1e-6 * rmin
+    span = float(np.linalg.norm(np.ptp(np.concatenate([x0, x1]), axis=0)))
+    return max(1e-12 * span, 1e-300)
 
 
 @njit(parallel=True, **JIT)
@@ -225,23 +285,27 @@ def impacts(geometry: ContactGeometry, vertex_x0, vertex_x1, *, tolerance: float
     x0 = check_positions(g, vertex_x0, "vertex_x0")
     x1 = check_positions(g, vertex_x1, "vertex_x1")
     if tolerance is None:
-        rmin = float(g.edge_radius.min(initial=0.0))
-        span = float(np.linalg.norm(np.ptp(np.concatenate([x0, x1]), axis=0)))
-        tolerance = 1e-6 * rmin if rmin > 0 else max(1e-12 * span, 1e-300)
+        tolerance = default_tolerance(g, x0, x1)
     tolerance = float(tolerance)
     require(math.isfinite(tolerance) and tolerance > 0, f"tolerance must be a finite number > 0 m (got {tolerance})")
-    lo = np.empty((g.n_edges, 3))
-    hi = np.empty((g.n_edges, 3))
-    _swept_boxes(x0, x1, g.edge_v0, g.edge_v1, g.edge_radius + 0.5 * tolerance, lo, hi)
-    pairs = grid_pairs(lo, hi, g.edge_rod, g.edge_local, g.rod_edge_count, g.rod_closed, g.rod_skip)
-    toi = np.empty(pairs.shape[0])
-    if pairs.shape[0]:
-        with threads_for(pairs.shape[0]):
-            eval_pair_toi(x0, x1, g.edge_v0, g.edge_v1, g.edge_radius, pairs, tolerance, toi)
-    hit = toi <= 1.0
-    nh = int(hit.sum())
-    parts = [(np.full(nh, SEGMENT, dtype=np.int8), pairs[hit, 0], pairs[hit, 1], np.full(nh, -1, dtype=np.int64),
-              toi[hit])]
+    if g.n_edges < SERIAL_BELOW:  # one compiled call, the same pairs and TOIs
+        hits, toi = segment_impacts(x0, x1, g.edge_v0, g.edge_v1, g.edge_radius, g.edge_rod, g.edge_local,
+                                    g.rod_edge_count, g.rod_closed, g.rod_skip, tolerance, np.empty(0, dtype=np.int64))
+        nh = toi.shape[0]
+        parts = [(np.full(nh, SEGMENT, dtype=np.int8), hits[:, 0], hits[:, 1], np.full(nh, -1, dtype=np.int64), toi)]
+    else:
+        lo = np.empty((g.n_edges, 3))
+        hi = np.empty((g.n_edges, 3))
+        _swept_boxes(x0, x1, g.edge_v0, g.edge_v1, g.edge_radius + 0.5 * tolerance, lo, hi)
+        pairs = grid_pairs(lo, hi, g.edge_rod, g.edge_local, g.rod_edge_count, g.rod_closed, g.rod_skip)
+        toi = np.empty(pairs.shape[0])
+        if pairs.shape[0]:
+            with threads_for(pairs.shape[0]):
+                eval_pair_toi(x0, x1, g.edge_v0, g.edge_v1, g.edge_radius, pairs, tolerance, toi)
+        hit = toi <= 1.0
+        nh = int(hit.sum())
+        parts = [(np.full(nh, SEGMENT, dtype=np.int8), pairs[hit, 0], pairs[hit, 1], np.full(nh, -1, dtype=np.int64),
+                  toi[hit])]
     if obstacles and g.n_obstacles:
         tm = np.empty((g.n_edges, g.n_obstacles))
         with threads_for(tm.size):

@@ -17,7 +17,7 @@ from numba import njit, prange
 
 from ..geometry._vec import JIT
 from ..model import require
-from .broadphase import bvh_query, grid_pairs, threads_for
+from .broadphase import SERIAL_BELOW, bvh_query, grid_pairs, grid_pairs_serial, threads_for
 from .geometry import ContactGeometry
 from .narrowphase import (MESH, segment_obstacle, segment_segment, segment_triangle, vlerp, vrow)
 
@@ -108,6 +108,54 @@ def eval_segment_obstacles(x, edge_v0, edge_v1, edge_radius, kind, param, s_out,
             for c in range(3):
                 point_out[e, m, c] = q[c]
                 normal_out[e, m, c] = n[c]
+
+
+@njit(**JIT)
+def segment_contacts(x, edge_v0, edge_v1, edge_radius, edge_rod, edge_local, rod_edge_count, rod_closed, rod_skip,
+                     margin):
+    """The segment pairs of :func:`detect` (gap <= ``margin`` [m] at ``x`` (N, 3)) in one compiled
+    call on the calling thread: boxes, :func:`rodlab.contact.broadphase.grid_pairs_serial` and
+    the closest points. Returns ``(pairs (K, 2), s (K,), t (K,), point_b (K, 3), normal (K, 3),
+    gap (K,))``, the same values in the same order as :func:`detect`'s segment pairs."""
+    E = edge_v0.shape[0]
+    lo = np.empty((E, 3))
+    hi = np.empty((E, 3))
+    for e in range(E):
+        a = edge_v0[e]
+        b = edge_v1[e]
+        w = edge_radius[e] + 0.5 * margin
+        for c in range(3):
+            lo[e, c] = min(x[a, c], x[b, c]) - w
+            hi[e, c] = max(x[a, c], x[b, c]) + w
+    cand = grid_pairs_serial(lo, hi, edge_rod, edge_local, rod_edge_count, rod_closed, rod_skip)
+    P = cand.shape[0]
+    pairs = np.empty((P, 2), dtype=np.int64)
+    s_out = np.empty(P)
+    t_out = np.empty(P)
+    point_out = np.empty((P, 3))
+    normal_out = np.empty((P, 3))
+    gap_out = np.empty(P)
+    K = 0
+    for k in range(P):
+        i = cand[k, 0]
+        j = cand[k, 1]
+        q0 = vrow(x, edge_v0[j])
+        q1 = vrow(x, edge_v1[j])
+        s, t, d, n = segment_segment(vrow(x, edge_v0[i]), vrow(x, edge_v1[i]), q0, q1)
+        gap = d - edge_radius[i] - edge_radius[j]
+        if not gap <= margin:
+            continue
+        q = vlerp(q0, q1, t)
+        pairs[K, 0] = i
+        pairs[K, 1] = j
+        s_out[K] = s
+        t_out[K] = t
+        gap_out[K] = gap
+        for c in range(3):
+            point_out[K, c] = q[c]
+            normal_out[K, c] = n[c]
+        K += 1
+    return pairs[:K], s_out[:K], t_out[:K], point_out[:K], normal_out[:K], gap_out[:K]
 
 
 def _obstacle_table(g: ContactGeometry, x):
@@ -226,19 +274,27 @@ def detect(geometry: ContactGeometry, vertex_x, margin: float = 0.0, *, obstacle
     x = check_positions(geometry, vertex_x)
     margin = _check_margin(margin)
     g = geometry
-    pairs = segment_pairs(g, x, margin)
-    P = pairs.shape[0]
-    s = np.empty(P)
-    t = np.empty(P)
-    point = np.empty((P, 3))
-    normal = np.empty((P, 3))
-    gap = np.empty(P)
-    if P:
-        with threads_for(P):
-            eval_segment_pairs(x, g.edge_v0, g.edge_v1, g.edge_radius, pairs, s, t, point, normal, gap)
-    keep = gap <= margin
-    parts = [(np.zeros(int(keep.sum()), dtype=np.int8), pairs[keep, 0], pairs[keep, 1],
-              np.full(int(keep.sum()), -1, dtype=np.int64), s[keep], t[keep], point[keep], normal[keep], gap[keep])]
+    if g.n_edges < SERIAL_BELOW:  # one compiled call, the same pairs and values
+        pairs, s, t, point, normal, gap = segment_contacts(x, g.edge_v0, g.edge_v1, g.edge_radius, g.edge_rod,
+                                                           g.edge_local, g.rod_edge_count, g.rod_closed, g.rod_skip,
+                                                           margin)
+        K = gap.shape[0]
+        parts = [(np.zeros(K, dtype=np.int8), pairs[:, 0], pairs[:, 1], np.full(K, -1, dtype=np.int64), s, t, point,
+                  normal, gap)]
+    else:
+        pairs = segment_pairs(g, x, margin)
+        P = pairs.shape[0]
+        s = np.empty(P)
+        t = np.empty(P)
+        point = np.empty((P, 3))
+        normal = np.empty((P, 3))
+        gap = np.empty(P)
+        if P:
+            with threads_for(P):
+                eval_segment_pairs(x, g.edge_v0, g.edge_v1, g.edge_radius, pairs, s, t, point, normal, gap)
+        keep = gap <= margin
+        parts = [(np.zeros(int(keep.sum()), dtype=np.int8), pairs[keep, 0], pairs[keep, 1],
+                  np.full(int(keep.sum()), -1, dtype=np.int64), s[keep], t[keep], point[keep], normal[keep], gap[keep])]
     if obstacles and g.n_obstacles:
         s_o, q, n, gp = _obstacle_table(g, x)
         a, b = np.nonzero(gp <= margin)
