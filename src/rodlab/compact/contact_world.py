@@ -51,7 +51,7 @@ from .end_clamps import EndClamps
 from .friction import StepFriction, patches
 from .energies import reduced_hessian
 from .sqp import CompactState, finish_step, prepare_preconditioner, split_damping, tension_stiffness
-from .world_line_search import RodConstants, edge_edge_kernel, world_line_search
+from .world_line_search import RodConstants, edge_edge_kernel, row_violation, world_line_search, world_rows
 from .world_qp import C_EXCHANGE, C_FAIL, C_REDUNDANT, C_PCG, C_QP, C_SOLVES, DEPENDENCE_TOL, WorldArrays, row_gradient, world_qp
 
 
@@ -229,6 +229,8 @@ class WorldContactSolver:
         self._pinned = set()
         self._detected = None  # (dt, x, v, (pairs, normals, gaps)): the next step's detection
         self._x_ref = np.zeros((self.N, 3))  # the step's start: the edge-edge rows' reference configuration
+        self._clamp_lin = None  # (t1, the clamps' linear rows at t1): _linear_rows
+        self._forces_at = None  # (t1, per rod [(vertex, force (3,) [N])]): _energy
 
     # ---- helpers ---------------------------------------------------------------------------------
     def _sl(self, r):
@@ -237,12 +239,14 @@ class WorldContactSolver:
     def _energy(self, S, QREF, preds, mode, t1, P):
         """Objective of every rod at ``S`` (N, 3); writes each rod's positions into ``P`` (N, 3)."""
         total = 0.0
+        if self._forces_at is None or self._forces_at[0] != t1:  # the point forces at t1, once a step
+            self._forces_at = (t1, [[(j, pf.at(t1)) for j, pf in self.point_forces[r]] for r in range(len(self.solvers))])
+        forces = self._forces_at[1]
         for r, sol in enumerate(self.solvers):
             sl = self._sl(r)
             total += sol._energy(S[sl], QREF[r], preds[r], mode)
             P[sl] = sol.ws.p
-            for j, pf in self.point_forces[r]:
-                f = pf.at(t1)
+            for j, f in forces[r]:
                 total -= float(f @ sol.ws.p[j])
                 if mode >= 1:
                     sol.ws.gp[j] -= f
@@ -275,6 +279,13 @@ class WorldContactSolver:
         (edge-edge, then obstacle), then the ``n_eq`` equality rows of the clamps at the step's end."""
         pairs, nref = ee
         n_e, n_o, n_c = pairs.shape[0], len(cand), self.n_clamp
+        if n_o == 0:  # edge-edge and linear rows: one compiled call
+            g = self.geometry
+            lv, lc, lr = self._linear_rows(P)
+            K = n_e + lv.shape[0]
+            verts, coef, val = np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K)
+            world_rows(P, self._x_ref, g.edge_v0, g.edge_v1, g.edge_radius, pairs, nref, lv, lc, lr, verts, coef, val)
+            return verts, coef, val
         stick = self._fric.stick_rows(P) if self._fric is not None and self._fric.n_rows else None
         K = n_e + n_o + n_c + (stick[2].shape[0] if stick is not None else 0)
         verts, coef, val = np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K)
@@ -292,19 +303,28 @@ class WorldContactSolver:
             verts[at:at + k], coef[at:at + k], val[at:at + k] = v, c, x
         return verts, coef, val
 
+    def _linear_rows(self, P):
+        """The linear equality rows ``C = sum_v coef_v . (P[v] - ref_v)`` of the step: the clamps'
+        at its end (fixed over the step, built once) and the stick rows of its sticking contacts
+        at ``P`` (N, 3): (verts (L, 4), coef (L, 4, 3), ref (L, 4, 3))."""
+        if self._clamp_lin is None or self._clamp_lin[0] != self._t1:
+            lin = (self.clamps.linear_rows(self._t1) if self.n_clamp else
+                   (np.zeros((0, 4), dtype=np.int64), np.zeros((0, 4, 3)), np.zeros((0, 4, 3))))
+            self._clamp_lin = (self._t1, tuple(np.ascontiguousarray(a) for a in lin))
+        clamp = self._clamp_lin[1]
+        if self._fric is None or not self._fric.n_rows:
+            return clamp
+        verts, coef, _ = self._fric.stick_rows(P)
+        stick = (verts, coef, self._fric.x0[verts])
+        return tuple(np.ascontiguousarray(np.concatenate([clamp[i], stick[i]])) for i in range(3))
+
     def _infeasibility(self, cvals):
         """``|C_A|_1`` of the merit function (Eq. 11): violated inequality rows and every equality row."""
-        ne = self.n_eq
-        if ne == 0:
-            return float(np.sum(np.maximum(0.0, -cvals)))
-        return float(np.sum(np.maximum(0.0, -cvals[:-ne])) + np.sum(np.abs(cvals[-ne:])))
+        return row_violation(cvals, self.n_eq)[1]
 
     def _worst(self, cvals):
         """Largest violation [m] of any row (inequality rows below zero, equality rows either way)."""
-        ne = self.n_eq
-        if ne == 0:
-            return float(np.max(-cvals, initial=0.0))
-        return max(float(np.max(-cvals[:-ne], initial=0.0)), float(np.max(np.abs(cvals[-ne:]))))
+        return row_violation(cvals, self.n_eq)[0]
 
     def _row_gradient(self, verts, coef):
         """``grad_s`` (N, 3) of one row (O(n) per rod it touches, Dirichlet-projected) and the set
@@ -557,14 +577,14 @@ class WorldContactSolver:
 
     def _line_search_fixed(self, ee, preds, QREF, t1):
         """The arguments of :func:`rodlab.compact.world_line_search.world_line_search` that stay fixed
-        over a step (predictions, reference rotations, point forces, clamp rows, candidate pairs)."""
+        over a step (predictions, reference rotations, point forces, candidate pairs; the clamp rows:
+        :meth:`_linear_rows`)."""
         p_pred, p_t, q_t, th_pred = (np.ascontiguousarray(np.concatenate([pr[i] for pr in preds])) for i in range(4))
         a_d = np.array([pr[5] for pr in preds], dtype=float)
         qref = np.ascontiguousarray(np.concatenate(QREF))
         nref = np.ascontiguousarray(ee[1], dtype=float).reshape(-1, 3)
-        clamp = self.clamps.linear_rows(t1) if self.n_clamp else None
         return dict(state=(qref, p_pred, p_t, q_t, th_pred, float(preds[0][4]), a_d), forces=self._point_force_arrays(t1),
-                    pairs=(ee[0], nref), clamp=clamp)
+                    pairs=(ee[0], nref))
 
     def _line_search(self, S, d, P, phi0, slope, inv_mu, fixed):
         """Backtracking on the merit function (Eq. 11) in one compiled call
@@ -572,16 +592,7 @@ class WorldContactSolver:
         rows (clamps, stick rows), rod energies and point forces; ``fixed`` from
         :meth:`_line_search_fixed`. Returns (accepted, S_try)."""
         g = self.geometry
-        lin = [fixed["clamp"]] if fixed["clamp"] is not None else []
-        if self._fric is not None and self._fric.n_rows:
-            verts, coef, _ = self._fric.stick_rows(P)
-            lin.append((verts, coef, self._fric.x0[verts]))
-        if len(lin) == 1:
-            lv, lc, lr = (np.ascontiguousarray(a) for a in lin[0])
-        elif lin:
-            lv, lc, lr = (np.ascontiguousarray(np.concatenate([part[i] for part in lin])) for i in range(3))
-        else:
-            lv, lc, lr = np.zeros((0, 4), dtype=np.int64), np.zeros((0, 4, 3)), np.zeros((0, 4, 3))
+        lv, lc, lr = self._linear_rows(P)
         S_try, P_try = np.empty_like(S), np.empty((self.N, 3))
         steps = int(self.solvers[0].options.line_search_steps)
         accepted, _ = world_line_search(np.ascontiguousarray(S), np.ascontiguousarray(d), steps, float(phi0),

@@ -139,6 +139,49 @@ def world_infeasibility(P, x_ref, edge_v0, edge_v1, edge_radius, pairs, normal_r
 
 
 @njit(**JIT)
+def world_rows(P, x_ref, edge_v0, edge_v1, edge_radius, pairs, normal_ref, lin_verts, lin_coef, lin_ref, verts, coef,
+               value):
+    """Every row of a step without obstacle candidates at ``P`` (N, 3), in one call: the edge-edge
+    rows of ``pairs`` (:func:`edge_edge_kernel`, reference ``x_ref``, ``normal_ref``) first, then
+    the linear equality rows ``C = sum_v coef_v . (P[v] - ref_v)`` (clamps, stick rows), written
+    into ``verts`` (K + L, 4), ``coef`` (K + L, 4, 3), ``value`` (K + L,)."""
+    K = pairs.shape[0]
+    edge_edge_kernel(P, x_ref, edge_v0, edge_v1, edge_radius, pairs, normal_ref, verts[:K], coef[:K], value[:K],
+                     np.empty((K, 3)))
+    for k in range(lin_verts.shape[0]):
+        c = 0.0
+        for v in range(4):
+            j = lin_verts[k, v]
+            verts[K + k, v] = j
+            for a in range(3):
+                coef[K + k, v, a] = lin_coef[k, v, a]
+                c += lin_coef[k, v, a] * (P[j, a] - lin_ref[k, v, a])
+        value[K + k] = c
+
+
+@njit(**JIT)
+def row_violation(value, n_eq):
+    """Of row values ``value`` (K,) [m] whose last ``n_eq`` are equality rows: the largest
+    violation (inequality rows below zero, equality rows either way; 0 without rows) and
+    ``|C_A|_1`` of Eq. 11 (violated inequality rows plus every equality row)."""
+    K = value.shape[0]
+    for k in range(K):
+        if not value[k] == value[k]:
+            return np.nan, np.nan  # as numpy's max and sum: a NaN row is never taken for feasible
+    worst = 0.0
+    ineq = 0.0
+    for k in range(K - n_eq):
+        if -value[k] > worst:
+            worst = -value[k]
+        ineq += max(0.0, -value[k])
+    eq = 0.0
+    for k in range(K - n_eq, K):
+        worst = max(worst, abs(value[k]))
+        eq += abs(value[k])
+    return worst, ineq + eq
+
+
+@njit(**JIT)
 def world_line_search(S, d, steps, phi0, slope, inv_mu, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths,
                       masses, Jr, lbar, Kh, ubar, gravity, pf_rod, pf_vertex, pf_force, edge_v0, edge_v1, edge_radius,
                       pairs, normal_ref, lin_verts, lin_coef, lin_ref, S_try, P_try):
@@ -172,4 +215,5 @@ def world_line_search(S, d, steps, phi0, slope, inv_mu, qref, p_pred, p_t, q_t, 
     return False, alpha
 
 
-__all__ = ["CROSSING_FRACTION", "RodConstants", "centre_lines_met", "edge_edge_kernel", "world_energy", "world_infeasibility", "world_line_search"]
+__all__ = ["CROSSING_FRACTION", "RodConstants", "centre_lines_met", "edge_edge_kernel", "row_violation", "world_energy",
+           "world_infeasibility", "world_line_search", "world_rows"]
