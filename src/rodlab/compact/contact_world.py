@@ -400,11 +400,12 @@ class WorldContactSolver:
         return self.start_min_gap()
 
     def _candidates(self, x, v, dt):
-        """The step's candidate rows at its start ``x``, ``v``: ((pairs, normals), obstacle rows)."""
+        """The step's candidate rows at its start ``x``, ``v``: ((pairs, normals), obstacle rows, the
+        pairs' gaps [m] at ``x``)."""
         speed = float(np.max(np.linalg.norm(v, axis=1))) if v.size else 0.0
-        pairs, nref = np.zeros((0, 2), dtype=np.int64), np.zeros((0, 3))
+        pairs, nref, gaps = np.zeros((0, 2), dtype=np.int64), np.zeros((0, 3)), np.zeros(0)
         if self.rods:
-            pairs, nref, _ = self._detect_pairs(x, v, dt)
+            pairs, nref, gaps = self._detect_pairs(x, v, dt)
         cand = []
         for r, sol in enumerate(self.solvers):
             p = x[self._sl(r)]
@@ -412,7 +413,7 @@ class WorldContactSolver:
             for oi, ob in enumerate(sol.obstacles):
                 vals, _ = ob.values(p, sol.model.radius)
                 cand.extend((r, oi, int(j)) for j in np.nonzero(vals < m)[0])
-        return (pairs, nref), cand
+        return (pairs, nref), cand, gaps
 
     def step(self, states, t, dt, x, v, active_prev):
         """One implicit-Euler step of every rod (``states``: one :class:`CompactState` per rod, views
@@ -422,12 +423,12 @@ class WorldContactSolver:
         if self.clamps:
             self.clamps.drive_frames(states, self._t1)
         backup = [st.copy() for st in states]
-        (pairs, nref), cand = self._candidates(x, v, dt)
+        (pairs, nref), cand, gap_ref = self._candidates(x, v, dt)
         x0 = np.array(x)
         passes = 0
         total = dict(newton=0, pcg=0, solves=0, qp=0)
         while True:
-            info, keys, W = self._sqp(states, t, dt, (pairs, nref), cand, active_prev)
+            info, keys, W = self._sqp(states, t, dt, (pairs, nref), cand, active_prev, gap_ref)
             for k in ("newton", "pcg", "solves", "qp"):
                 total[k] += getattr(info, k)
             if not info.finite or not self.rods or passes >= self.ccd_passes:
@@ -448,6 +449,7 @@ class WorldContactSolver:
                 n_add[k] = edge_edge_normal(x0 + tau * (x - x0), self.geometry, add[k:k + 1])
             pairs = np.ascontiguousarray(np.concatenate([pairs, add]))
             nref = np.concatenate([nref, n_add])
+            gap_ref = np.concatenate([gap_ref, np.zeros(len(new))])  # unknown: never left out of the merit
             for st, bk in zip(states, backup):  # solve the step again from its start
                 for name in ("s", "qref", "p", "q", "v", "omega"):
                     getattr(st, name)[...] = getattr(bk, name)
@@ -457,7 +459,7 @@ class WorldContactSolver:
         return info._replace(newton=total["newton"], pcg=total["pcg"], solves=total["solves"], qp=total["qp"],
                              ccd_passes=passes)
 
-    def _sqp(self, states, t, dt, ee, cand, active_prev):
+    def _sqp(self, states, t, dt, ee, cand, active_prev, gap_ref):
         solvers, N = self.solvers, self.N
         t1 = t + dt
         pairs, n_e, n_o = ee[0], ee[0].shape[0], len(cand)
@@ -536,7 +538,7 @@ class WorldContactSolver:
             slope = float(np.sum(b * d)) - inv_mu * infeasible
             if n_o == 0 and (self._fric is None or not self._fric.slip.size):
                 if ls_fixed is None:  # the line search's arrays that stay fixed over the step
-                    ls_fixed = self._line_search_fixed(ee, preds, QREF, t1)
+                    ls_fixed = self._line_search_fixed(ee, gap_ref, preds, QREF, t1)
                 accepted, S_try = self._line_search(S, d, P, phi0, slope, inv_mu, ls_fixed)
             else:  # obstacle rows or the kinetic friction potential: the line search in Python
                 accepted, S_try = self._line_search_py(S, d, ee, cand, phi0, slope, inv_mu, preds, QREF, t1)
@@ -575,16 +577,16 @@ class WorldContactSolver:
         return StepInfo(not ctx["pcg_fail"], msg, it, ctx["pcg"], ctx["solves"], resid, n_contact, ctx["qp"], 0, max_viol,
                         True, stick, slide), keys, W
 
-    def _line_search_fixed(self, ee, preds, QREF, t1):
+    def _line_search_fixed(self, ee, gap_ref, preds, QREF, t1):
         """The arguments of :func:`rodlab.compact.world_line_search.world_line_search` that stay fixed
-        over a step (predictions, reference rotations, point forces, candidate pairs; the clamp rows:
-        :meth:`_linear_rows`)."""
+        over a step (predictions, reference rotations, point forces, candidate pairs with their
+        normals and gaps at the step's start; the clamp rows: :meth:`_linear_rows`)."""
         p_pred, p_t, q_t, th_pred = (np.ascontiguousarray(np.concatenate([pr[i] for pr in preds])) for i in range(4))
         a_d = np.array([pr[5] for pr in preds], dtype=float)
         qref = np.ascontiguousarray(np.concatenate(QREF))
         nref = np.ascontiguousarray(ee[1], dtype=float).reshape(-1, 3)
         return dict(state=(qref, p_pred, p_t, q_t, th_pred, float(preds[0][4]), a_d), forces=self._point_force_arrays(t1),
-                    pairs=(ee[0], nref))
+                    pairs=(ee[0], nref, np.ascontiguousarray(gap_ref, dtype=float)))
 
     def _line_search(self, S, d, P, phi0, slope, inv_mu, fixed):
         """Backtracking on the merit function (Eq. 11) in one compiled call

@@ -116,17 +116,67 @@ def world_energy(S, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths,
     return total, mag
 
 
+APART_MARGIN = 1e-9
+"""A pair is left out of :func:`world_infeasibility` only when its gap at the reference exceeds the
+motion bound by this fraction of its thickness (room for round-off)."""
+
+
+RULED_OUT_CHUNK = 8
+"""Pairs evaluated between two checks of :func:`world_infeasibility`'s early exit."""
+
+
 @njit(**JIT)
-def world_infeasibility(P, x_ref, edge_v0, edge_v1, edge_radius, pairs, normal_ref, lin_verts, lin_coef, lin_ref, ee):
+def _ruled_out(E, inv_mu, infeasible, armijo, phi0, round_off):
+    """Whether ``phi = E + inv_mu infeasible`` fails both acceptance tests of
+    :func:`world_line_search` (Armijo bound ``armijo``; no decrease left above ``round_off``)."""
+    phi = E + inv_mu * infeasible
+    return phi > armijo and phi - phi0 > round_off
+
+
+@njit(**JIT)
+def world_infeasibility(P, x_ref, edge_v0, edge_v1, edge_radius, pairs, normal_ref, gap_ref, lin_verts, lin_coef,
+                        lin_ref, ee, move, E, inv_mu, armijo, phi0, round_off):
     """``|C_A|_1`` of Eq. 11 at ``P``: violated edge-edge rows (reference configuration ``x_ref``,
-    :func:`edge_edge_kernel`) and every linear equality row
-    ``sum_v coef_v . (P[v] - ref_v)``. ``ee`` scratch: (verts (K, 4), coef (K, 4, 3), values (K,),
-    normals (K, 3))."""
-    verts, coef, value, normal = ee
-    edge_edge_kernel(P, x_ref, edge_v0, edge_v1, edge_radius, pairs, normal_ref, verts, coef, value, normal)
+    :func:`edge_edge_kernel`) and every linear equality row ``sum_v coef_v . (P[v] - ref_v)``; or
+    ``inf`` as soon as the trial with energy ``E`` is certainly rejected by the line search's tests
+    (:func:`_ruled_out` of the sum so far: the sum of non-negative terms only grows, and so does
+    ``phi``, in floating point too, so the decision is the one the whole sum would give).
+
+    A pair whose gap at ``x_ref`` (``gap_ref`` (K,) [m]: centre-line distance minus thickness; 0
+    where unknown) exceeds ``D_a + D_b`` (``D`` the larger displacement of a segment's two vertices
+    from ``x_ref`` to ``P``) is not evaluated: every point of a segment moves by at most ``D``, so on
+    the straight way from ``x_ref`` to ``P`` the centre lines stay more than the thickness apart,
+    never meet, and the row is positive: it adds exactly 0 (so the sum is the same bit for bit).
+    ``ee`` scratch: (pairs (K, 2), normals (K, 3), verts (K, 4), coef (K, 4, 3), values (K,),
+    normals (K, 3)); ``move`` (N,) scratch."""
+    if _ruled_out(E, inv_mu, 0.0, armijo, phi0, round_off):
+        return np.inf
+    kept_pairs, kept_nref, verts, coef, value, normal = ee
+    for j in range(P.shape[0]):
+        d0 = P[j, 0] - x_ref[j, 0]
+        d1 = P[j, 1] - x_ref[j, 1]
+        d2 = P[j, 2] - x_ref[j, 2]
+        move[j] = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    K = 0
+    for k in range(pairs.shape[0]):
+        a, b = pairs[k, 0], pairs[k, 1]
+        reach = max(move[edge_v0[a]], move[edge_v1[a]]) + max(move[edge_v0[b]], move[edge_v1[b]])
+        if gap_ref[k] > reach + APART_MARGIN * (edge_radius[a] + edge_radius[b]):
+            continue
+        kept_pairs[K, 0] = a
+        kept_pairs[K, 1] = b
+        for c in range(3):
+            kept_nref[K, c] = normal_ref[k, c]
+        K += 1
     ineq = 0.0
-    for k in range(value.shape[0]):
-        ineq += max(0.0, -value[k])
+    for k0 in range(0, K, RULED_OUT_CHUNK):
+        k1 = min(k0 + RULED_OUT_CHUNK, K)
+        edge_edge_kernel(P, x_ref, edge_v0, edge_v1, edge_radius, kept_pairs[k0:k1], kept_nref[k0:k1], verts[k0:k1],
+                         coef[k0:k1], value[k0:k1], normal[k0:k1])
+        for k in range(k0, k1):
+            ineq += max(0.0, -value[k])
+        if _ruled_out(E, inv_mu, ineq, armijo, phi0, round_off):
+            return np.inf
     eq = 0.0
     for k in range(lin_verts.shape[0]):
         c = 0.0
@@ -184,12 +234,13 @@ def row_violation(value, n_eq):
 @njit(**JIT)
 def world_line_search(S, d, steps, phi0, slope, inv_mu, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths,
                       masses, Jr, lbar, Kh, ubar, gravity, pf_rod, pf_vertex, pf_force, edge_v0, edge_v1, edge_radius,
-                      pairs, normal_ref, lin_verts, lin_coef, lin_ref, S_try, P_try):
+                      pairs, normal_ref, gap_ref, lin_verts, lin_coef, lin_ref, S_try, P_try):
     """Backtracking on ``phi = E + inv_mu |C_A|_1`` (Eq. 11) from the full step ``d``: at most
     ``steps`` trials ``S + alpha d``, ``alpha = 1, 1/2, ...``, accepting the first with
     ``phi <= phi0 + 1e-4 alpha min(slope, 0)`` (Armijo) or ``phi - phi0 <= 1e-14 sum|E parts|``
-    (no decrease left above round-off). Writes the last trial into ``S_try``, ``P_try`` (N, 3).
-    Returns (accepted, alpha)."""
+    (no decrease left above round-off). ``gap_ref`` (K,) [m]: each pair's gap at the step's start
+    ``p_t`` (:func:`world_infeasibility` leaves out the pairs that stay apart). Writes the last
+    trial into ``S_try``, ``P_try`` (N, 3). Returns (accepted, alpha)."""
     N = S.shape[0]
     R = vstart.shape[0] - 1
     M = max(N - R, 1)
@@ -198,7 +249,9 @@ def world_line_search(S, d, steps, phi0, slope, inv_mu, qref, p_pred, p_t, q_t, 
                np.empty((max(N - 2 * R, 1), 4, 4)), np.empty((M, 3, 3)), np.empty((M, 4, 3)))
     comps = np.empty((R, 4))
     K = pairs.shape[0]
-    ee = (np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)), np.empty(K), np.empty((K, 3)))
+    ee = (np.empty((K, 2), dtype=np.int64), np.empty((K, 3)), np.empty((K, 4), dtype=np.int64), np.empty((K, 4, 3)),
+          np.empty(K), np.empty((K, 3)))
+    move = np.empty(N)
     mode = steps - steps  # value only; a runtime 0, not a literal (see world_energy)
     alpha = 1.0
     for _ in range(steps):
@@ -207,13 +260,15 @@ def world_line_search(S, d, steps, phi0, slope, inv_mu, qref, p_pred, p_t, q_t, 
                 S_try[j, c] = S[j, c] + alpha * d[j, c]
         E_try, mag = world_energy(S_try, qref, p_pred, p_t, q_t, th_pred, a_in, a_d, vstart, lengths, masses, Jr, lbar,
                                   Kh, ubar, gravity, pf_rod, pf_vertex, pf_force, P_try, Q, scratch, mode, comps)
-        phi = E_try + inv_mu * world_infeasibility(P_try, p_t, edge_v0, edge_v1, edge_radius, pairs, normal_ref, lin_verts,
-                                                   lin_coef, lin_ref, ee)
-        if phi <= phi0 + 1e-4 * alpha * min(slope, 0.0) or phi - phi0 <= 1e-14 * mag:
+        armijo = phi0 + 1e-4 * alpha * min(slope, 0.0)
+        phi = E_try + inv_mu * world_infeasibility(P_try, p_t, edge_v0, edge_v1, edge_radius, pairs, normal_ref, gap_ref,
+                                                   lin_verts, lin_coef, lin_ref, ee, move, E_try, inv_mu, armijo, phi0,
+                                                   1e-14 * mag)
+        if phi <= armijo or phi - phi0 <= 1e-14 * mag:
             return True, alpha
         alpha *= 0.5
     return False, alpha
 
 
-__all__ = ["CROSSING_FRACTION", "RodConstants", "centre_lines_met", "edge_edge_kernel", "row_violation", "world_energy",
+__all__ = ["APART_MARGIN", "CROSSING_FRACTION", "RULED_OUT_CHUNK", "RodConstants", "centre_lines_met", "edge_edge_kernel", "row_violation", "world_energy",
            "world_infeasibility", "world_line_search", "world_rows"]
