@@ -314,8 +314,8 @@ def _compare_line_searches(monkeypatch, world, steps, dt):
     fixed_of = cw.WorldContactSolver._line_search_fixed
     seen = {"calls": 0, "halved": 0}
 
-    def fixed_with_inputs(self, ee, preds, QREF, t1):  # the step's inputs, for the Python line search
-        out = fixed_of(self, ee, preds, QREF, t1)
+    def fixed_with_inputs(self, ee, gap_ref, preds, QREF, t1):  # the step's inputs, for the Python line search
+        out = fixed_of(self, ee, gap_ref, preds, QREF, t1)
         out["inputs"] = (ee, preds, QREF, t1)
         return out
 

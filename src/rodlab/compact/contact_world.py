@@ -21,8 +21,9 @@ Schur complement). Inequality rows:
 Detection (Zhao et al., Alg. 2 and Sec. 5): at the start of each step every segment pair whose
 gap is below ``proximity`` (default ``2 r_max + 3 |v|_max dt + l_max / 2``) becomes a candidate
 row, obstacle candidates likewise per vertex. The paper names its limitation: discrete detection
-only, so fast strands can pass through. Here, after the SQP, :func:`rodlab.contact.impacts`
-sweeps every segment pair linearly over the step; a pair that was not a candidate and whose gap
+only, so fast strands can pass through. Here, after the SQP, the segment pairs of
+:func:`rodlab.contact.impacts` (:func:`rodlab.contact.ccd.segment_impacts`, one compiled call)
+are swept linearly over the step; a pair that was not a candidate and whose gap
 reaches zero during the step is added as a candidate (normal and parameters from the
 configuration at its time of impact, where the two surfaces touch) and the step is solved again
 from its start, at most ``ccd_passes`` times.
