@@ -184,6 +184,8 @@ class WorldContactSolver:
                  ccd_passes: int = 4, max_newton: int = 30, friction_eps_v: float = 1e-4):
         require(isinstance(ccd_passes, (int, np.integer)) and ccd_passes >= 0,
                 f"contact_ccd_passes must be an integer >= 0 (got {ccd_passes!r})")
+        require(proximity is None or (isinstance(proximity, (int, float)) and math.isfinite(proximity) and proximity >= 0),
+                f"proximity must be None or a finite number >= 0 m (got {proximity!r})")
         self.world = world
         self.solvers = list(rod_solvers)
         self.rods = bool(rods)
