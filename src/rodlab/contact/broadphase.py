@@ -7,7 +7,9 @@
   corner of an overlapping box and whose key is not below its own; those cells' runs in the
   sorted order are found by forward-only pointers (a merge of sorted sequences), so after the
   sort the search is linear and reads memory in order. Counting and filling are
-  two parallel passes over the boxes in key order, so the output order is deterministic.
+  two parallel passes over the boxes in key order, so the output order is deterministic. Below
+  :data:`SERIAL_BELOW` boxes :func:`grid_pairs_serial` does the same visit in one compiled pass
+  on the calling thread (the same pairs in the same order), callable from compiled code.
 * :func:`build_bvh` / :func:`bvh_query` - a bounding volume
   hierarchy over static boxes (mesh triangles): top-down, split at the median of the centroids
   along the widest axis, at most ``BVH_LEAF`` boxes a leaf; queried with a box.
