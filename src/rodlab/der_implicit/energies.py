@@ -47,6 +47,7 @@ from ..geometry.der_joint import (ROW_CURVATURE, ROW_RESIDUAL, ROW_WEIGHT, ROWS_
                                   edge_stretch_hessian, edge_stretch_tension, joint_curvature_binormal, joint_energy,
                                   joint_gn_hessian_add, joint_gn_hessian_add4d, joint_material_curvature, joint_rows,
                                   joint_rows_gradient)
+from .joint_hessian import joint_gn_hessian_add4d_regs  # noqa: E402
 
 BANDWIDTH = 10
 
@@ -335,7 +336,7 @@ def der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, 
             if curv2d:
                 joint_gn_hessian_add(band, base, R, 3)
             else:
-                joint_gn_hessian_add4d(band, base, R)
+                joint_gn_hessian_add4d_regs(band, base, R)
     R[_E0] = Es + Ebt
     return E
 
