@@ -35,9 +35,9 @@ import numpy as np
 from numba import njit
 
 from rodlab.der_implicit.batch import RodBatch, advance_serial
-from rodlab.der_implicit.energies import BANDWIDTH, _WS_E, der_elastic_ws, update_frames
+from rodlab.der_implicit.energies import BANDWIDTH, WANT_DERIVATIVES, _WS_E, der_elastic_ws, update_frames
 from rodlab.der_implicit.stepper import _hold_fixed, add_inertia, build_rod, implicit_euler_steps
-from rodlab.der_implicit.hessian_ldlt import der_hessian_ldlt_factor, der_hessian_ldlt_solve
+from rodlab.der_implicit.hessian_ldlt import der_hessian_ldlt_factor
 from rodlab.linalg.banded_ldlt import ldlt_solve_band10
 
 HAIR = dict(E=3.9e9, G=1.3e9, rho=1300.0, radius=5e-5)
@@ -54,7 +54,7 @@ def _loop_frames(k, q, tanr, a1, mref, tan, elen, a1w, mrefw):
 def _loop_assemble(k, want, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, g, band, m1, m2, R):
     E = 0.0
     for _ in range(k):
-        if want >= 1:
+        if want != 0:
             g[:] = 0.0
             band[:, :] = 0.0
         E += der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, False, want, g, band,
@@ -81,15 +81,6 @@ def _loop_factor(k, band0, band, D):
     for _ in range(k):
         band[:, :] = band0
         der_hessian_ldlt_factor(band, D, 1e-13)
-
-
-@njit(cache=True)
-def _loop_factor_solve(k, band0, band, D, g, dq):
-    for _ in range(k):
-        band[:, :] = band0
-        for r in range(g.shape[0]):
-            dq[r] = -g[r]
-        der_hessian_ldlt_solve(band, D, 1e-13, dq)
 
 
 @njit(cache=True)
@@ -194,6 +185,7 @@ def main(argv=None):
     asm = lambda want: (lambda k: _loop_assemble(k, want, qt, tan, elen, a1w, mrefw, m.ks, m.lbar, m.kbend, m.wbar,  # noqa: E731
                                                  m.ktwist, m.mbar, m.lvor, g, band, m1, m2, R))
     rows.append(("assemble (want=2)", _cpu_us(asm(2), a.k, a.reps)))
+    rows.append(("assemble, no energy (want=3)", _cpu_us(asm(WANT_DERIVATIVES), a.k, a.reps)))
     rows.append(("gradient (want=1)", _cpu_us(asm(1), a.k, a.reps)))
     rows.append(("energy (want=0)", _cpu_us(asm(0), a.k, a.reps)))
     qhat = q + H * state.v
@@ -209,10 +201,9 @@ def main(argv=None):
     copy_us = _cpu_us(lambda k: _loop_copy(k, band0, bw), a.k, a.reps)
     rows.append(("factor", _cpu_us(lambda k: _loop_factor(k, band0, bw, D), a.k, a.reps) - copy_us))
     rows.append(("solve", _cpu_us(lambda k: _loop_solve(k, bw, D, g, dq), a.k, a.reps)))
-    rows.append(("factor + solve, fused", _cpu_us(lambda k: _loop_factor_solve(k, band0, bw, D, g, dq), a.k, a.reps)
-                 - copy_us))
     rows.append(("(of these: sin, cos, atan2 calls)", _cpu_us(lambda k: _loop_trig(k, qt, state.mref), a.k, a.reps)))
-    step = ("update_frames", "assemble (want=2)", "inertia + hold + gmax", "factor + solve, fused")
+    step = ("update_frames", "assemble (want=2)" if a.line_search else "assemble, no energy (want=3)",
+            "inertia + hold + gmax", "factor", "solve")
     rows.append(("sum of a step's pieces", sum(t for name, t in rows if name in step)))
     rows.append(("batch step, 1 rod", _batch_step_us(model, state, 1, 2000, a.reps, a.line_search)))
     rows.append(("batch step, 1000 rods (per rod)", _batch_step_us(model, state, 1000, 16, a.reps, a.line_search)))

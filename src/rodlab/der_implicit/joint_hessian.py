@@ -149,3 +149,4 @@ def joint_gn_hessian_add4d_regs(band, base, R):
 def joint_gn_hessian_add4d_regs_call(band, base, R):
     """:func:`joint_gn_hessian_add4d_regs` as a call (tests)."""
     joint_gn_hessian_add4d_regs(band, base, R)
+
