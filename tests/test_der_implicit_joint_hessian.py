@@ -1,11 +1,10 @@
 """The 4D joint's Gauss-Newton block from registers (der_implicit.joint_hessian) against der_joint's."""
 import numpy as np
 import pytest
+from test_der_joint import random_joint, rows_of
 
 from rodlab.der_implicit.joint_hessian import joint_gn_hessian_add4d_regs_call
 from rodlab.geometry.der_joint import ROW_WEIGHT, joint_gn_hessian_add4d
-
-from test_der_joint import random_joint, rows_of
 
 
 @pytest.mark.parametrize("seed", range(6))

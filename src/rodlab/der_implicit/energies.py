@@ -47,7 +47,7 @@ from ..geometry.der_joint import (ROW_CURVATURE, ROW_RESIDUAL, ROW_WEIGHT, ROWS_
                                   edge_stretch_hessian, edge_stretch_tension, joint_curvature_binormal, joint_energy,
                                   joint_gn_hessian_add, joint_gn_hessian_add4d, joint_material_curvature, joint_rows,
                                   joint_rows_gradient)
-from .joint_hessian import joint_gn_hessian_add4d_regs  # noqa: E402
+from .joint_hessian import joint_gn_hessian_add4d_regs
 
 BANDWIDTH = 10
 
