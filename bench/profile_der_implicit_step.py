@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from rodlab.der_implicit.batch import RodBatch, advance_serial
-from rodlab.der_implicit.energies import BANDWIDTH, _WS_E, der_elastic_ws, update_frames
+from rodlab.der_implicit.energies import BANDWIDTH, WANT_DERIVATIVES, _WS_E, der_elastic_ws, update_frames
 from rodlab.der_implicit.stepper import _hold_fixed, add_inertia, build_rod, implicit_euler_steps
 from rodlab.der_implicit.hessian_ldlt import der_hessian_ldlt_factor
 from rodlab.linalg.banded_ldlt import ldlt_solve_band10
@@ -54,7 +54,7 @@ def _loop_frames(k, q, tanr, a1, mref, tan, elen, a1w, mrefw):
 def _loop_assemble(k, want, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, g, band, m1, m2, R):
     E = 0.0
     for _ in range(k):
-        if want >= 1:
+        if want != 0:
             g[:] = 0.0
             band[:, :] = 0.0
         E += der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, False, want, g, band,
@@ -132,9 +132,10 @@ def _strand(nv):
     return build_rod(x, gravity=(0.0, 0.0, -9.81), damping=1.0, **HAIR)
 
 
-def _batch_step_us(model, state, count, nsteps, reps):
-    """CPU us per strand-step of ``count`` copies of the strand in one batch, ``nsteps`` steps a call."""
-    batch = RodBatch([model] * count, h=H, newton_iters=1, gtol=0.0, line_search=12)
+def _batch_step_us(model, state, count, nsteps, reps, line_search):
+    """CPU us per strand-step of ``count`` copies of the strand in one batch, ``nsteps`` steps a call,
+    ``line_search`` halvings at most (0: the full Newton step, the benchmark's setting)."""
+    batch = RodBatch([model] * count, h=H, newton_iters=1, gtol=0.0, line_search=line_search)
     nv = model.nv
     x0 = np.tile(state.q.reshape(-1)[np.arange(4 * nv - 1) % 4 != 3].reshape(nv, 3), (count, 1))
     th0 = np.tile(state.q[3::4], count)
@@ -162,6 +163,8 @@ def main(argv=None):
     ap.add_argument("--nv", type=int, default=32, help="vertices per strand")
     ap.add_argument("--reps", type=int, default=5, help="repeats (least time is kept)")
     ap.add_argument("--k", type=int, default=20000, help="calls per timed loop")
+    ap.add_argument("--line-search", type=int, default=0,
+                    help="the batch steps' line-search halvings (0, the benchmark's: full Newton steps; 12: the default)")
     a = ap.parse_args(argv)
     model, state = _strand(a.nv)
     stats = np.zeros(3)
@@ -182,6 +185,7 @@ def main(argv=None):
     asm = lambda want: (lambda k: _loop_assemble(k, want, qt, tan, elen, a1w, mrefw, m.ks, m.lbar, m.kbend, m.wbar,  # noqa: E731
                                                  m.ktwist, m.mbar, m.lvor, g, band, m1, m2, R))
     rows.append(("assemble (want=2)", _cpu_us(asm(2), a.k, a.reps)))
+    rows.append(("assemble, no energy (want=3)", _cpu_us(asm(WANT_DERIVATIVES), a.k, a.reps)))
     rows.append(("gradient (want=1)", _cpu_us(asm(1), a.k, a.reps)))
     rows.append(("energy (want=0)", _cpu_us(asm(0), a.k, a.reps)))
     qhat = q + H * state.v
@@ -198,10 +202,11 @@ def main(argv=None):
     rows.append(("factor", _cpu_us(lambda k: _loop_factor(k, band0, bw, D), a.k, a.reps) - copy_us))
     rows.append(("solve", _cpu_us(lambda k: _loop_solve(k, bw, D, g, dq), a.k, a.reps)))
     rows.append(("(of these: sin, cos, atan2 calls)", _cpu_us(lambda k: _loop_trig(k, qt, state.mref), a.k, a.reps)))
-    step = ("update_frames", "assemble (want=2)", "inertia + hold + gmax", "factor", "solve")
+    step = ("update_frames", "assemble (want=2)" if a.line_search else "assemble, no energy (want=3)",
+            "inertia + hold + gmax", "factor", "solve")
     rows.append(("sum of a step's pieces", sum(t for name, t in rows if name in step)))
-    rows.append(("batch step, 1 rod", _batch_step_us(model, state, 1, 2000, a.reps)))
-    rows.append(("batch step, 1000 rods (per rod)", _batch_step_us(model, state, 1000, 16, a.reps)))
+    rows.append(("batch step, 1 rod", _batch_step_us(model, state, 1, 2000, a.reps, a.line_search)))
+    rows.append(("batch step, 1000 rods (per rod)", _batch_step_us(model, state, 1000, 16, a.reps, a.line_search)))
     total = rows[-1][1]
     print(f"{'piece':34s} {'CPU us':>8s} {'share':>6s}   (nv = {a.nv}, n = {n} unknowns)")
     for name, t in rows:

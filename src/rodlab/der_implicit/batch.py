@@ -361,13 +361,11 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
                 a1[j, c] = a1w[j, c]
         for k in range(nj):
             mref[k] = mrefw[k]
-        finite = True
-        for i in range(n):
+        for i in range(n):  # (a loop of its own: vectorised, divisions included)
             v[i] = decay * (q[i] - q0[i]) / hs
+        for i in range(n):
             if not (math.isfinite(q[i]) and math.isfinite(v[i])):
-                finite = False
-        if not finite:
-            return step
+                return step
     if held >= 0 and nsteps > 0:  # keep the elastic part at the final unknowns and frames (a cache)
         if own:
             kept[2] = held

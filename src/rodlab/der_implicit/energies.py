@@ -47,6 +47,7 @@ from ..geometry.der_joint import (ROW_CURVATURE, ROW_RESIDUAL, ROW_WEIGHT, ROWS_
                                   edge_stretch_hessian, edge_stretch_tension, joint_curvature_binormal, joint_energy,
                                   joint_gn_hessian_add, joint_gn_hessian_add4d, joint_material_curvature, joint_rows,
                                   joint_rows_gradient)
+from .joint_hessian import joint_gn_hessian_add4d_regs
 
 BANDWIDTH = 10
 
@@ -58,6 +59,7 @@ _W = ROW_CURVATURE
 _WS = ROWS_LEN
 _E0 = ROWS_LEN  # der_elastic_ws: the energy summed as ``want = 0`` sums it (stretching, then bending + twisting)
 _WS_E = ROWS_LEN + 1  # workspace length of der_elastic_ws
+WANT_DERIVATIVES = 3  # der_elastic_ws's ``want``: gradient and Hessian without the energy (4D and averaged 2D)
 
 
 def ndof(nv: int) -> int:
@@ -257,15 +259,19 @@ def der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, 
     (>= ``_WS_E``). Also leaves in ``R[_E0]`` the energy summed in the order of ``want = 0``
     (stretching, plus the bending and twisting summed apart), which the returned value of ``want``
     1 / 2 (one running sum) may differ from in the last bits: a caller comparing energies of both
-    kinds (a line search on the result of an assembly) takes that one."""
+    kinds (a line search on the result of an assembly) takes that one. ``want = WANT_DERIVATIVES``:
+    the gradient and Hessian of ``want = 2`` (bitwise) without the energy (returns 0.0): for a
+    Newton step that takes the full step without a line search, where no energy is compared."""
     ne = tan.shape[0]
     nv = ne + 1
     E = 0.0
+    energy = want != WANT_DERIVATIVES
     for j in range(ne):
         ln = elen[j]
         lb = lbar[j]
         k = ks[j]
-        E += edge_stretch_energy(k, ln, lb)
+        if energy:
+            E += edge_stretch_energy(k, ln, lb)
         if want >= 1:
             f = edge_stretch_tension(k, ln, lb)
             for c in range(3):
@@ -305,9 +311,11 @@ def der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, 
         if curv2d:
             # averaged frames: rows (w^{i-1} + w^i)/2, weight 2 kbend; the twist row moves up to row 2
             kb2 = 2.0 * kbi
-            ej = joint_energy(0.5 * (R[_W] + R[_W + 2]), 0.5 * (R[_W + 1] + R[_W + 3]), 0.0, 0.0,
-                              0.5 * (wbar[i, 0] + wbar[i, 2]), 0.5 * (wbar[i, 1] + wbar[i, 3]), 0.0, 0.0,
-                              kb2, kb2, 0.0, 0.0, twist, ktwist[i], li)
+            ej = 0.0
+            if energy:
+                ej = joint_energy(0.5 * (R[_W] + R[_W + 2]), 0.5 * (R[_W + 1] + R[_W + 3]), 0.0, 0.0,
+                                  0.5 * (wbar[i, 0] + wbar[i, 2]), 0.5 * (wbar[i, 1] + wbar[i, 3]), 0.0, 0.0,
+                                  kb2, kb2, 0.0, 0.0, twist, ktwist[i], li)
             for r in range(2):
                 R[_RES + r] = 0.5 * (R[_W + r] + R[_W + r + 2]) - 0.5 * (wbar[i, r] + wbar[i, r + 2])
                 for c in range(8):
@@ -317,8 +325,10 @@ def der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, 
                 R[8 * 2 + c] = R[8 * 4 + c]
             tw = 2
         else:
-            ej = joint_energy(R[_W], R[_W + 1], R[_W + 2], R[_W + 3], wbar[i, 0], wbar[i, 1], wbar[i, 2], wbar[i, 3],
-                              kbi, kbi, kbi, kbi, twist, ktwist[i], li)
+            ej = 0.0
+            if energy:
+                ej = joint_energy(R[_W], R[_W + 1], R[_W + 2], R[_W + 3], wbar[i, 0], wbar[i, 1], wbar[i, 2],
+                                  wbar[i, 3], kbi, kbi, kbi, kbi, twist, ktwist[i], li)
             cb = inv_l * kbi
             for r in range(4):
                 R[_RES + r] = R[_W + r] - wbar[i, r]
@@ -335,7 +345,7 @@ def der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, 
             if curv2d:
                 joint_gn_hessian_add(band, base, R, 3)
             else:
-                joint_gn_hessian_add4d(band, base, R)
+                joint_gn_hessian_add4d_regs(band, base, R)
     R[_E0] = Es + Ebt
     return E
 

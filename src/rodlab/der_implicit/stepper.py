@@ -28,7 +28,8 @@ from numba import njit
 from ..model import check_damping_scheme, check_steps
 from ..linalg.banded_ldlt import ldlt_solve_band10
 from .hessian_ldlt import der_hessian_ldlt_factor
-from .energies import _E0, _WS_E, BANDWIDTH, der_elastic, der_elastic_ws, edge_geometry, update_frames
+from .energies import (_E0, _WS_E, BANDWIDTH, WANT_DERIVATIVES, der_elastic, der_elastic_ws, edge_geometry,
+                       update_frames)
 from .slerp_bending import BRANCHES, GRADIENTS, _frames_at, slerp_elastic
 
 from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
@@ -132,6 +133,17 @@ def add_inertia(q, qhat, q0, mass, fext, a_in, a_dmp, E, g, band):
         g[r] += mass[r] * (a_in * d1 + a_dmp * d0) - fext[r]
         band[r, 0] += mass[r] * (a_in + a_dmp)
     return E
+
+
+@njit(inline="always", **JIT)
+def add_inertia_derivatives(q, qhat, q0, mass, fext, a_in, a_dmp, g, band):
+    """:func:`add_inertia`'s gradient and Hessian terms alone (bitwise the same), without the energy's
+    running sum: a loop without a dependency from one unknown to the next."""
+    for r in range(q.shape[0]):
+        d1 = q[r] - qhat[r]
+        d0 = q[r] - q0[r]
+        g[r] += mass[r] * (a_in * d1 + a_dmp * d0) - fext[r]
+        band[r, 0] += mass[r] * (a_in + a_dmp)
 
 
 @njit(**JIT)
@@ -264,14 +276,17 @@ def newton_minimize(q, qhat, q0, mass, a_in, a_dmp, fext, fixed_idx, tan_b, a1_b
                 update_frames(q, tan_b, a1_b, mref_b, tan, elen, a1, mref)
             g[:] = 0.0
             band[:, :] = 0.0
-            if reuse:
+            if reuse:  # (no line search: no energy is compared, none is computed)
                 E = der_elastic_ws(q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, curv2d,
-                                   np.int64(2), g, band, m1, m2, R)
+                                   np.int64(2) if ls_max > 0 else np.int64(WANT_DERIVATIVES), g, band, m1, m2, R)
             else:
                 E = _elastic(bending, q, tan, elen, a1, mref, ks, lbar, kbend, wbar, ktwist, mbar, lvor, wbar2, branch,
                              exact, np.int64(2), g, band)
         held = -1
-        E = add_inertia(q, qhat, q0, mass, fext, a_in, a_dmp, E, g, band)
+        if ls_max > 0:
+            E = add_inertia(q, qhat, q0, mass, fext, a_in, a_dmp, E, g, band)
+        else:  # the energy is not compared (full Newton steps)
+            add_inertia_derivatives(q, qhat, q0, mass, fext, a_in, a_dmp, g, band)
         _hold_fixed(fixed_idx, g, band)
         gmax = 0.0
         for r in range(n):
