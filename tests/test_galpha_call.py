@@ -146,7 +146,7 @@ def test_public_kernels_are_python_callable():
 
     from rodlab.linalg.banded_lu import block_lu
     inner_seen = 0
-    for name in ("rodlab.galpha.residual", "rodlab.galpha.newton", "rodlab.galpha.state", "rodlab.galpha.stepping",
+    for name in ("rodlab.galpha.residual", "rodlab.galpha.newton", "rodlab.galpha.state", "rodlab.galpha.stepping", "rodlab.galpha.batch",
                  "rodlab.solvers.galpha", "rodlab.linalg.banded_lu"):
         mod = importlib.import_module(name)
         for attr, value in vars(mod).items():
