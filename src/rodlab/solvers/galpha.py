@@ -339,6 +339,7 @@ class GAlphaSimulator(Simulator):
             self.solvers.append(GAlphaSolver(model, boundary, gopts))
         self._shape_x = (w.n_vertices, 3)
         self.layout = RodsLayout(self.solvers, self._dt, w.rod_vertex_start, w.rod_edge_start, w.rod_joint_start)
+        self._fb, self._ib, self._result = self.layout.fb, self.layout.ib, self.layout.result  # read on every call
         # every rod's boundary rows when none depends on time (made once), else None: made per call
         static = all(sol.static_boundary for sol in self.solvers)
         self._bc = np.stack([sol.boundary_rows(0.0, self._dt, 1) for sol in self.solvers]) if static else None
@@ -447,16 +448,22 @@ class GAlphaSimulator(Simulator):
             if state.vertex_x.shape != self._shape_x:
                 self._check_layout(state)
             return ok_report(0, 0.0)
-        sfb, sib = self._packed_state(state)
+        sv = state.solver  # _packed_state's test, inline
+        if sv.__class__ is SolverFields and sv.intact and sv.layout is self.layout and state.method == "galpha":
+            sfb, sib = sv.sfb, sv.sib
+        else:
+            sfb, sib = self._packed_state(state)
         if self._paper and not state.solver["step"].all():  # Algorithm 1's initial rates, in Python
             return self._advance_in_python(state, nsteps)
-        bc = self._bc if self._bc is not None else self._boundary_rows(state.t, nsteps)
+        bc = self._bc
+        if bc is None:
+            bc = self._boundary_rows(state.t, nsteps)
         t0 = perf_counter()
         failed = advance_rods(nsteps, 0, state.t, self._dt, sfb, sib, state.vertex_x, state.vertex_v, state.edge_ref_d1,
-                              state.edge_theta, state.joint_ref_twist, bc, self.layout.fb, self.layout.ib)
+                              state.edge_theta, state.joint_ref_twist, bc, self._fb, self._ib)
         if failed:
             return self._retry(state, nsteps, failed, bc, sfb, sib, t0)
-        newton, residual, state.t = self.layout.result.tolist()
+        newton, residual, state.t = self._result.tolist()
         return step_report(nsteps, True, "ok", int(newton), 0, residual, perf_counter() - t0)
 
     def _boundary_rows(self, t: float, nsteps: int) -> np.ndarray:
