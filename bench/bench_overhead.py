@@ -15,7 +15,8 @@ chord Newton refactors now and then, so most steps are cheap and a few dear) the
 is the estimate to read: the CPU time (``time.process_time``) of the same K steps as K calls of one
 step and as K / 2 calls of two, from one state object (``State.assign`` of the start between
 loops, which keeps every method's per-state caches), alternating, ``--repeats`` rounds; per-call
-cost = (CPU of the K calls - CPU of the K / 2 calls) / (K / 2), the median of the rounds. It needs
+cost = (CPU of the K calls - CPU of the K / 2 calls) / (K / 2), the median of the rounds (K =
+``--calls`` for every method, at least 7 rounds). It needs
 ``advance(s, 1)`` twice to be ``advance(s, 2)``. One clamped rod of 1 m, E = 1e8 Pa, radius 1 cm, gravity, damping
 1 /s, each method's default ``dt``.
 """
@@ -45,10 +46,10 @@ def one_rod_world(n: int):
     return b.build()
 
 
-def measure(method: str, n: int, calls: int, repeats: int) -> tuple[float, float, float, float, float]:
+def measure(method: str, n: int, calls: int, repeats: int, split_calls: int) -> tuple:
     """``(dt, mean of advance(s, 1) [us], median [us], per step inside advance(s, K) [us], median
     per step inside the calls of advance(s, CHUNK) over the same K steps [us], per-call cost by
-    splitting [us] (:func:`split_cost`, at least 5 rounds))``."""
+    splitting [us] (:func:`split_cost` of ``split_calls`` steps, at least 7 rounds))``."""
     sim = simulator_class(method)(one_rod_world(n))
     start = sim.initial_state()
     sim.advance(start.copy(), 1)  # compile
@@ -75,7 +76,7 @@ def measure(method: str, n: int, calls: int, repeats: int) -> tuple[float, float
         means.append(statistics.fmean(out))
         medians.append(statistics.median(out))
     return sim.dt, 1e6 * min(means), 1e6 * min(medians), 1e6 * min(inside), 1e6 * min(chunked), \
-        split_cost(sim, start, calls, max(5, repeats))
+        split_cost(sim, start, split_calls, max(7, repeats))
 
 
 def split_cost(sim, start, calls: int, repeats: int) -> float:
@@ -106,7 +107,7 @@ def overhead_rows(methods, sizes, calls: int, repeats: int) -> list[str]:
     for method in methods:
         for n in sizes:
             k = max(10, calls // (4 if method == "galpha" else 1))
-            dt, mean, median, inside, chunked, split = measure(method, n, k, repeats)
+            dt, mean, median, inside, chunked, split = measure(method, n, k, repeats, calls)
             rows.append(f"| {method} | {n} | {dt:.3g} | {median:.1f} | {mean:.1f} | {inside:.1f} | {mean - inside:.1f} | "
                         f"{(median - chunked) * CHUNK / (CHUNK - 1):.1f} | {split:.1f} |")
             print(rows[-1], flush=True)
@@ -177,7 +178,7 @@ the next column, robust to other processes, is the median of `advance(state, 1)`
 time of the `advance(state, {CHUNK})` calls, scaled by {CHUNK}/{CHUNK - 1} (both best of the rounds; it assumes
 steps of equal cost). The last, "split", is robust to both: CPU time of the same K steps as K calls of one
 step and as K / 2 calls of two from one state object, (CPU_1 - CPU_2) / (K / 2), the median of at least
-5 alternating rounds. Target: <= 5 us.
+7 alternating rounds (K = `--calls` for every method). Target: <= 5 us.
 
 """ + "\n".join(rows) + "\n\n"
     text = path.read_text() if path.exists() else ""

@@ -1,5 +1,7 @@
-"""Every rod of a galpha world stepped in one compiled call, and galpha's node frames turned into
-the common state's edge frames (issue #13 item 3: the fixed cost of a call).
+"""Every rod of a galpha world stepped in one compiled call (the generalized-alpha steps of
+Sobottka, Lay and Weber, "Stable Integration of the Dynamic Cosserat Equations with Application to
+Hair Modeling", 2008, Algorithm 1), and galpha's node frames turned into the common state's edge
+frames (issue #13 item 3: the fixed cost of a call).
 
 :func:`advance_rods` runs :func:`rodlab.galpha.stepping.advance_steps` for rod after rod (each
 up to ``nsteps`` steps, stopping at its first failed step), then writes the common fields of the

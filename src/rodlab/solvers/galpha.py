@@ -55,6 +55,13 @@ parameters they were made for; :meth:`rodlab.galpha.GAlphaSolver.bind_factors`).
 therefore depends only on the state: ``advance(state, 1)`` K times is bitwise ``advance(state,
 K)``, a warm-up on a copy changes nothing and a fresh simulator continues a saved state bitwise.
 A state without them (an older file) gets empty ones (refactored at the first step).
+
+Every rod steps in one compiled call (:func:`rodlab.galpha.batch.advance_rods`, which also writes
+the common fields), so ``state.solver`` is a :class:`rodlab.galpha.batch.SolverFields`: its galpha
+entries are views of two buffers passed whole. A state whose ``solver`` is a plain dict (a copy,
+a loaded file) or was changed through the dict (an entry set or removed) is checked and gets a
+packed copy of its ``solver`` at its next call: arrays taken from ``state.solver`` before that
+call are no longer the state's afterwards.
 """
 from __future__ import annotations
 
@@ -65,12 +72,12 @@ from time import perf_counter
 
 import numpy as np
 
+from ..galpha.batch import STATE_KEYS, RodsLayout, SolverFields, advance_rods, edge_d1_from_nodes
 from ..galpha.boundary import Boundary, RootMotion, RootPin, TipLoad, TipMotion, TipPin
 from ..galpha.model import Coefficients, GAlphaRod
-from ..galpha.batch import STATE_KEYS, RodsLayout, SolverFields, advance_rods, edge_d1_from_nodes
 from ..galpha.solver import GAlphaOptions, GAlphaSolver
-from ..galpha.stepping import BC_SIZE
 from ..galpha.state import GAlphaState, _cayley, _expm, energies
+from ..galpha.stepping import BC_SIZE
 from ..geometry.rotations import log_so3, matrix_to_quat, quat_to_matrix
 from ..model import ModelError, require
 from ..world import State
@@ -392,6 +399,8 @@ class GAlphaSimulator(Simulator):
         sv = state.solver
         if sv.__class__ is SolverFields and sv.intact and sv.layout is self.layout and state.method == "galpha":
             return sv.sfb, sv.sib
+        if state.vertex_x.shape != self._shape_x:  # another world's state: say so first
+            self._check_layout(state)
         if state.method != self.method:
             raise ModelError(f"method galpha starts only from a galpha state (this one is {state.method or 'unset'!r}); "
                              f"use GAlphaSimulator.initial_state()")
