@@ -255,7 +255,6 @@ class RodsLayout:
     def __init__(self, solvers, dt: float, vertex_start, edge_start, joint_start):
         nr = len(solvers)
         nv, ne, nj = int(vertex_start[-1]), int(edge_start[-1]), int(joint_start[-1])
-        self.n_vertices = nv
         shapes = {}  # the packed state's fields: (buffer index, shape, dtype)
         for key, shape in (("x", (nv, NV)), ("xdot", (nv, NV)), ("R", (nv, 3, 3)), ("r_vel", (nv, 3)),
                            ("last_residual", (nr,)), ("lu_W", (ne, W_ROWS, W_COLS)), ("lu_T", (nr, NV, NV)),
@@ -354,6 +353,10 @@ class SolverFields(dict):
     Copies and pickles are plain dicts (their arrays no longer views of the buffers)."""
 
     __slots__ = ("intact", "layout", "sfb", "sib")
+
+    def __init__(self, *args, **kwargs):
+        dict.__init__(self, *args, **kwargs)
+        self.intact, self.layout, self.sfb, self.sib = False, None, None, None  # not packed (RodsLayout.pack is)
 
     def setdefault_fresh(self, key, value) -> None:
         """``dict.setdefault`` while packing (does not mark the dict changed)."""
