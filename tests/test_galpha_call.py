@@ -146,7 +146,7 @@ def test_public_kernels_are_python_callable():
 
     from rodlab.linalg.banded_lu import block_lu
     inner_seen = 0
-    for name in ("rodlab.galpha.residual", "rodlab.galpha.newton", "rodlab.galpha.state", "rodlab.galpha.stepping",
+    for name in ("rodlab.galpha.residual", "rodlab.galpha.newton", "rodlab.galpha.state", "rodlab.galpha.stepping", "rodlab.galpha.batch",
                  "rodlab.solvers.galpha", "rodlab.linalg.banded_lu"):
         mod = importlib.import_module(name)
         for attr, value in vars(mod).items():
@@ -161,3 +161,67 @@ def test_public_kernels_are_python_callable():
     assert inner_seen >= 10  # e.g. residual_blocks, newton_kernel, integrate_frames, edge_d1_from_nodes
     for kernel in block_lu(15, 9, 6):
         assert not kernel.targetoptions.get("no_cpython_wrapper")
+
+
+def test_the_world_call_is_the_per_rod_loop_bitwise():
+    """rodlab.galpha.batch.advance_rods steps every rod in one compiled call: the state, the
+    diagnostics and the solvers' counters equal a loop of GAlphaSolver.advance over the rods (the
+    per-rod path of the simulator before it), with a middle rod retried in substeps (its later
+    rods then stepped by a second compiled call)."""
+    options = {"dt": 0.06, "max_iter": 7, "substeps": 2}
+    fast = make_simulator(world(copies=3), "galpha", **options)
+    slow = make_simulator(world(copies=3), "galpha", **options)
+    a, b = fast.initial_state(), slow.initial_state()
+    report = fast.advance(a, 30)
+    newton, residual = 0, 0.0
+    views = [slow._views(b, r) for r in range(3)]
+    for r, (sol, gs) in enumerate(zip(slow.solvers, views)):
+        it0, sub0 = sol.total_iterations, sol.substeps
+        done, res = sol.advance(gs, 0.06, 30, 2)
+        assert done == 30 and res.success
+        newton, residual = newton + sol.total_iterations - it0, max(residual, res.residual)
+        b.solver["step"][r], b.solver["last_residual"][r] = gs.step, res.residual
+        b.solver["last_newton_iters"][r] = res.iterations
+        b.solver["substeps"][r] += sol.substeps - sub0
+    b.t = views[-1].t
+    slow._write_common(b, *slow._packed_state(b))
+    assert a.solver["substeps"].sum() > 0  # the retry path ran
+    _equal(a, b)
+    assert report.newton_iters == newton and report.residual == residual
+    for name in ("total_iterations", "factorizations", "total_steps", "substeps"):
+        assert [getattr(s, name) for s in fast.solvers] == [getattr(s, name) for s in slow.solvers], name
+
+
+def test_packed_state_fields_stay_honest(tmp_path):
+    """A galpha state's ``solver`` dict holds views of two buffers (rodlab.galpha.batch.SolverFields)
+    and is checked in a few attribute reads: an entry replaced or updated through the dict marks it
+    changed (the next call packs the state anew), copies and pickles are plain dicts, and every
+    such state steps exactly as the original."""
+    import pickle
+
+    from rodlab.galpha.batch import SolverFields
+    from rodlab.world import State
+
+    sim = make_simulator(world(copies=2), "galpha", dt=0.02)
+    state = sim.initial_state()
+    sim.advance(state, 4)
+    assert type(state.solver) is SolverFields and state.solver.intact
+    assert state.solver["x"].base is state.solver.sfb and state.solver["step"].base is state.solver.sib
+    reference = state.copy()
+    assert type(reference.solver) is dict and type(pickle.loads(pickle.dumps(state.solver))) is dict
+    sim.advance(reference, 3)
+    state.save(tmp_path / "s.npz")
+    for edit in ("copy", "replace", "update", "pickle", "file"):
+        s = pickle.loads(pickle.dumps(state)) if edit == "pickle" else State.load(tmp_path / "s.npz") \
+            if edit == "file" else state.copy()
+        if edit in ("replace", "update"):
+            sim._packed_state(s)
+            assert type(s.solver) is SolverFields and s.solver.intact
+            if edit == "replace":
+                s.solver["xdot"] = s.solver["xdot"].copy()
+            else:
+                s.solver.update(R=s.solver["R"].copy())
+            assert not s.solver.intact
+        sim.advance(s, 3)
+        assert type(s.solver) is SolverFields and s.solver.intact, edit
+        _equal(s, reference)

@@ -29,8 +29,8 @@ from .newton import (  # noqa: F401  (apply_bc, the pinned root's kernels: impor
     apply_bc_kinds, init_gravity_field, initial_fields, newton_kernel, root_pin_frame, root_pin_jacobian)
 from .residual import NV, node_terms
 from .state import GAlphaState, energies, integrate_frames, integrate_positions
-from .stepping import (B_KIND, B_VALS, B_VOLD, B_WMID, BC_SIZE, I_CAYLEY, I_COLMAPS, I_FIRST_EULER, I_PINNED,
-                       I_REUSE, R_CODE, R_FACTS, R_ITERS, R_TIME, R_TRIED, advance_steps, float_buffer_size,
+from .stepping import (B_KIND, B_VALS, B_VOLD, B_WMID, BC_SIZE, COUNTS_SIZE, I_CAYLEY, I_COLMAPS, I_FIRST_EULER,
+                       I_PINNED, I_REUSE, K_FACTS, K_ITERS, K_STEPS, R_CODE, R_DONE, R_FACTS, R_ITERS, R_TIME, R_TRIED, advance_steps, float_buffer_size,
                        float_views)
 
 log = logging.getLogger(__name__)
@@ -130,6 +130,17 @@ def _time_independent(boundary: Boundary) -> bool:
     return not any(callable(getattr(end, f.name)) for end in (boundary.root, tip) for f in fields(end))
 
 
+def _counter(slot: int, doc: str) -> property:
+    """A running total of :class:`GAlphaSolver` kept in its ``_counts`` array (slot ``slot``), so
+    that compiled calls (:func:`rodlab.galpha.batch.advance_rods`) add to it as Python does."""
+    def get(self) -> int:
+        return int(self._counts[slot])
+
+    def put(self, value: int) -> None:
+        self._counts[slot] = value
+    return property(get, put, doc=doc)
+
+
 _FACTOR_ATTRS = (("W", "_W"), ("piv", "_piv"), ("T", "_T"), ("tpiv", "_tpiv"), ("D", "_D"), ("Y", "_Y"),
                  ("Sinv", "_Sinv"), ("meta", "_meta"))
 
@@ -190,15 +201,17 @@ class GAlphaSolver:
         # per dt, and the boundary row of a boundary that does not depend on time
         self._end_free = np.stack([np.stack([self._masks[k][0], self._masks[k][-1]]) for k in (0, 1, 2, 3)])
         self._prm_of_dt = {}
-        self._static_boundary = _time_independent(self.boundary)
+        self.static_boundary = _time_independent(self.boundary)
         self._boundary_row = None
-        self.factorizations = 0
+        self._counts = np.zeros(COUNTS_SIZE)  # total_iterations, factorizations, total_steps (K_* slots)
         self.substeps = 0
-        self.total_iterations = 0
-        self.total_steps = 0
         self.solve_time = 0.0  # wall time inside the compiled steps [s]
         self.cpu_time = 0.0  # CPU time of this process inside them [s], counted where cpu_clock is set
         self.cpu_clock = False  # time.process_time is a system call, ~2 us per call: off unless asked for
+
+    total_iterations = _counter(K_ITERS, "Newton iterations of every step tried so far (failed tries included).")
+    factorizations = _counter(K_FACTS, "LU factorizations of the Newton matrix so far.")
+    total_steps = _counter(K_STEPS, "Compiled steps tried so far (failed tries included).")
 
     def factor_shapes(self) -> dict:
         """Shapes and dtypes of the chord Newton's factors (:meth:`bind_factors`): ``W`` (N-1, 24,
@@ -218,6 +231,25 @@ class GAlphaSolver:
                 raise ModelError(f"bind_factors: {name} must be a C-contiguous {ref.dtype} array of shape {ref.shape} "
                                  f"(got {a.dtype} {a.shape})")
         self._W, self._piv, self._T, self._tpiv, self._D, self._Y, self._Sinv, self._meta = W, piv, T, tpiv, D, Y, Sinv, meta
+
+    def place_buffers(self, fbuf: np.ndarray, ibuf: np.ndarray, counts: np.ndarray) -> None:
+        """Move the model constants and scratch (:func:`rodlab.galpha.stepping.float_views`), the
+        int64 buffer (flags, column maps) and the running totals (``K_*`` slots) into ``fbuf``,
+        ``ibuf`` and ``counts`` (float64, int64, float64, of this solver's sizes; e.g. slices of the
+        buffers of every rod of a simulator, :class:`rodlab.galpha.batch.RodsLayout`): their values
+        are copied, the views re-made."""
+        if fbuf.shape != self._fbuf.shape or fbuf.dtype != np.float64 or ibuf.shape != self._ibuf.shape \
+                or ibuf.dtype != np.int64 or counts.shape != self._counts.shape or counts.dtype != np.float64:
+            raise ModelError(f"place_buffers: need float64 {self._fbuf.shape}, int64 {self._ibuf.shape} and float64 "
+                             f"{self._counts.shape} arrays (got {fbuf.dtype} {fbuf.shape}, {ibuf.dtype} {ibuf.shape} "
+                             f"and {counts.dtype} {counts.shape})")
+        fbuf[...] = self._fbuf
+        ibuf[...] = self._ibuf
+        counts[...] = self._counts
+        self._fbuf, self._ibuf, self._iopt, self._counts = fbuf, ibuf, ibuf[:7], counts
+        (self._khat, self._K, self._J, self._rowscale, self._gw, self._fopt, self._out, self._rootinfo, self._res,
+         self._Pw, self._old, self._P, self._dP, self._F, self._Jb, self._tipblock, self._R, self._rhs, self._delta,
+         self._zwork, self._C, self._Cz, self._xbase, self._xtrial, self._Rold) = float_views(fbuf, self.model.n_nodes)
 
     # ------------------------------------------------------------------------------------------
     def _prm(self, dt: float, coeffs: Coefficients, static: bool, damping: float | None = None) -> np.ndarray:
@@ -315,7 +347,7 @@ class GAlphaSolver:
             meta[M_PRM:] = prm
         return _step_result(code, out, tol)
 
-    def _step_parameters(self, dt: float) -> np.ndarray:
+    def step_parameters(self, dt: float) -> np.ndarray:
         """(2, 11): :meth:`_prm` of a first backward Euler step and of every other step, for ``dt`` [s]."""
         prm = self._prm_of_dt.get(dt)
         if prm is None:
@@ -325,14 +357,14 @@ class GAlphaSolver:
                                                   self._prm(dt, self.options.time, False)])
         return prm
 
-    def _boundary_rows(self, t: float, dt: float, nsteps: int) -> np.ndarray:
+    def boundary_rows(self, t: float, dt: float, nsteps: int) -> np.ndarray:
         """:func:`rodlab.galpha.stepping.advance_steps`' boundary rows (``stepping.B_*`` slots) for
         ``nsteps`` steps of ``dt`` from ``t``: per step the tip kind and values at its end, the root
         velocity at its start and angular velocity at its middle (one row, made once, when nothing
         depends on t)."""
-        if self._static_boundary and self._boundary_row is not None:
+        if self.static_boundary and self._boundary_row is not None:
             return self._boundary_row
-        rows = np.empty((1 if self._static_boundary else nsteps, BC_SIZE))
+        rows = np.empty((1 if self.static_boundary else nsteps, BC_SIZE))
         root = self.boundary.root
         for k in range(rows.shape[0]):
             t_new = t + dt
@@ -342,7 +374,7 @@ class GAlphaSolver:
             rows[k, B_VOLD:B_WMID] = root.at(t)[0]
             rows[k, B_WMID:] = root.at(t + 0.5 * dt)[1]
             t = t_new
-        if self._static_boundary:
+        if self.static_boundary:
             self._boundary_row = rows
         return rows
 
@@ -353,8 +385,8 @@ class GAlphaSolver:
         t0 = time.perf_counter()
         c0 = time.process_time() if self.cpu_clock else 0.0
         o = self.options
-        prm = self._step_parameters(dt)
-        bc = self._boundary_rows(state.t, dt, nsteps)
+        prm = self.step_parameters(dt)
+        bc = self.boundary_rows(state.t, dt, nsteps)
         done = advance_steps(nsteps, state.t, dt, state.step, state.x, state.xdot, state.R, state.r, state.r_vel, self._W,
                              self._piv, self._T, self._tpiv, self._D, self._Y, self._Sinv, self._meta, bc, prm,
                              self._fbuf, self._ibuf, self._end_free)
@@ -407,7 +439,10 @@ class GAlphaSolver:
         the loop of :meth:`step_robust`."""
         if not (dt > 0 and math.isfinite(dt)):
             require(False, f"dt must be > 0 s (got {dt})")
-        done, res = 0, None
+        return self._advance_from(state, dt, nsteps, 0, None, max_halvings)
+
+    def _advance_from(self, state: GAlphaState, dt: float, nsteps: int, done: int, res, max_halvings: int):
+        """:meth:`advance` with ``done`` of the ``nsteps`` steps taken (``res``: the last one's result)."""
         while done < nsteps:
             if state.step == 0 and self.options.init == "paper":  # Algorithm 1's initial rates, in Python
                 res = self.step_robust(state, dt, max_halvings)
@@ -421,6 +456,29 @@ class GAlphaSolver:
             if not res.success:
                 break
         return done, res
+
+    def failed_run(self, state: GAlphaState, dt: float) -> tuple[int, StepResult]:
+        """After :func:`rodlab.galpha.batch.advance_rods` stopped this rod at a failed step of
+        ``dt`` [s]: ``(its steps taken, the failed try's result)`` from the run's ``res`` and
+        ``out`` views, ``state.t`` set to the time reached (the compiled run's own sum of steps)."""
+        state.t = float(self._res[R_TIME])
+        result = _step_result(int(self._res[R_CODE]), self._out, self.options.tol)
+        log.warning("galpha step at t=%g failed: %s", state.t + dt, result.message)
+        return int(self._res[R_DONE]), result
+
+    def finish_failed_run(self, state: GAlphaState, dt: float, nsteps: int, done: int, failed: StepResult,
+                          max_halvings: int = 4) -> tuple[int, StepResult]:
+        """A compiled run of ``nsteps`` steps of ``dt`` [s] stopped after ``done`` steps at a failed
+        one (``failed``: its first try; ``state`` at the last good step): that step again in
+        substeps (at most ``2**max_halvings``), then the rest as :meth:`advance` does: ``(steps
+        taken of the nsteps, the last step's result)``."""
+        res = failed
+        if max_halvings > 0:
+            res = self._in_substeps(state, dt, max_halvings)
+            done += 1 if res.success else 0
+        if not res.success:
+            return done, res
+        return self._advance_from(state, dt, nsteps, done, res, max_halvings)
 
     def simulate(self, state: GAlphaState, dt: float, n_steps: int, *, record_every: int = 1, progress=None,
                  raise_on_failure: bool = True, robust: bool = False) -> dict:

@@ -1,6 +1,7 @@
 """Whole generalized-alpha time steps of one rod in one compiled call (GA paper, Algorithm 1).
 
-:func:`advance_steps` runs up to ``nsteps`` steps: per step the previous-step terms of Eq. 18,
+:func:`advance_steps` (its Python entry; :func:`rodlab.galpha.batch.advance_rods` runs it for every
+rod of a world in one call) runs up to ``nsteps`` steps: per step the previous-step terms of Eq. 18,
 the root frame turned by the root's angular velocity (midpoint rule; a pinned root's frame is
 integrated inside Newton), the Newton iterations of :func:`rodlab.galpha.newton.newton_kernel`
 (with the chord Newton's reuse test of its LU factors), and after convergence the rates of Eq. 19,
@@ -21,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..geometry._vec import JIT, JIT_INNER
+from ..geometry._vec import JIT_INNER, python_entry
 from .newton import (I_COUPLED, I_KIND, I_NEEDF, M_COUPLED, M_KIND, M_PRM, M_VALID, NEWTON_CONVERGED,
                      NEWTON_CONVERGED_STEP, _newton_kernel)
 from .residual import NV, _old_terms
@@ -31,6 +32,10 @@ from .state import _advance_velocity_positions, _expm, _integrate_frames, _integ
 # summed over the call: Newton iterations, factorizations, steps tried (failed one included)
 R_DONE, R_CODE, R_TIME, R_ITERS, R_FACTS, R_TRIED = range(6)
 RES_SIZE = 6
+# a solver's running totals (GAlphaSolver.total_iterations, factorizations, total_steps): the sums of
+# R_ITERS, R_FACTS and R_TRIED over its runs
+K_ITERS, K_FACTS, K_STEPS = range(3)
+COUNTS_SIZE = 3
 # slots of the ``bc`` rows: the tip kind, the (5, 3) boundary values, root velocity, root angular velocity
 B_KIND, B_VALS, B_VOLD, B_WMID = 0, 1, 16, 19
 BC_SIZE = 22
@@ -120,8 +125,8 @@ def _reuse_factors(meta, kind, prm):
     return True
 
 
-@njit(**JIT)
-def advance_steps(nsteps, t, dt, step_count, x, xdot, R, r, r_vel, W, piv, T, tpiv, D, Y, Sinv, meta, bc, prm, fb, ib,
+@njit(**JIT_INNER)
+def _advance_steps(nsteps, t, dt, step_count, x, xdot, R, r, r_vel, W, piv, T, tpiv, D, Y, Sinv, meta, bc, prm, fb, ib,
                   end_free):
     """Up to ``nsteps`` steps of ``dt`` [s] from time ``t`` [s] of a rod that has taken
     ``step_count`` steps (module docstring). ``x``, ``xdot``, ``R``, ``r``, ``r_vel``: the state,
@@ -226,3 +231,7 @@ def advance_steps(nsteps, t, dt, step_count, x, xdot, R, r, r_vel, W, piv, T, tp
     res[R_DONE] = done
     res[R_TIME] = t
     return done
+
+
+# Python's entry (GAlphaSolver._run); rodlab.galpha.batch.advance_rods calls the inner kernel for every rod
+advance_steps = python_entry(_advance_steps, "advance_steps")

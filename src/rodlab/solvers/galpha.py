@@ -55,33 +55,37 @@ parameters they were made for; :meth:`rodlab.galpha.GAlphaSolver.bind_factors`).
 therefore depends only on the state: ``advance(state, 1)`` K times is bitwise ``advance(state,
 K)``, a warm-up on a copy changes nothing and a fresh simulator continues a saved state bitwise.
 A state without them (an older file) gets empty ones (refactored at the first step).
+
+Every rod steps in one compiled call (:func:`rodlab.galpha.batch.advance_rods`, which also writes
+the common fields), so ``state.solver`` is a :class:`rodlab.galpha.batch.SolverFields`: its galpha
+entries are views of two buffers passed whole. A state whose ``solver`` is a plain dict (a copy,
+a loaded file) or was changed through the dict (an entry set or removed) is checked and gets a
+packed copy of its ``solver`` at its next call: arrays taken from ``state.solver`` before that
+call are no longer the state's afterwards.
 """
 from __future__ import annotations
 
+import logging
 import math
-import operator
 import time
 from time import perf_counter
 
 import numpy as np
-from numba import njit
 
+from ..galpha.batch import STATE_KEYS, RodsLayout, SolverFields, advance_rods, edge_d1_from_nodes
 from ..galpha.boundary import Boundary, RootMotion, RootPin, TipLoad, TipMotion, TipPin
 from ..galpha.model import Coefficients, GAlphaRod
 from ..galpha.solver import GAlphaOptions, GAlphaSolver
 from ..galpha.state import GAlphaState, _cayley, _expm, energies
-from ..geometry.curves import reference_twist3
+from ..galpha.stepping import BC_SIZE
 from ..geometry.rotations import log_so3, matrix_to_quat, quat_to_matrix
 from ..model import ModelError, require
 from ..world import State
 from .base import Simulator, StaticReport, StepReport, UnsupportedFeature, ok_report, step_report
 
-from ..geometry._vec import JIT, JIT_INNER, python_entry  # noqa: E402  (the one numba options dict)
 FEATURES = frozenset({"pinned vertices", "point forces", "point torques", "prescribed clamp motion"})
 _NV = 15
-_DIAGNOSTICS = {"last_residual": np.float64, "last_newton_iters": np.int64, "substeps": np.int64}
-_FACTOR_KEYS = ("lu_W", "lu_piv", "lu_T", "lu_tpiv", "lu_D", "lu_Y", "lu_Sinv", "lu_meta")
-_STATE_KEYS = ("x", "xdot", "R", "r_vel", "step", *_DIAGNOSTICS, *_FACTOR_KEYS)
+log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,102 +229,6 @@ class ClampKinematics:
         return self._rates(t)[1]
 
 
-@njit(inline="always", **JIT)
-def _unit_quat(R):
-    """:func:`rodlab.geometry.rotations.matrix_to_quat` (Shepperd's method, w >= 0, normalized)
-    operation for operation, as four scalars (no allocation)."""
-    tr = R[0, 0] + R[1, 1] + R[2, 2]
-    if tr >= R[0, 0] and tr >= R[1, 1] and tr >= R[2, 2]:
-        s = math.sqrt(1.0 + tr) * 2.0
-        w, x, y, z = 0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s
-    elif R[0, 0] >= R[1, 1] and R[0, 0] >= R[2, 2]:
-        s = math.sqrt(1.0 + R[0, 0] - R[1, 1] - R[2, 2]) * 2.0
-        w, x, y, z = (R[2, 1] - R[1, 2]) / s, 0.25 * s, (R[0, 1] + R[1, 0]) / s, (R[0, 2] + R[2, 0]) / s
-    elif R[1, 1] >= R[2, 2]:
-        s = math.sqrt(1.0 + R[1, 1] - R[0, 0] - R[2, 2]) * 2.0
-        w, x, y, z = (R[0, 2] - R[2, 0]) / s, (R[0, 1] + R[1, 0]) / s, 0.25 * s, (R[1, 2] + R[2, 1]) / s
-    else:
-        s = math.sqrt(1.0 + R[2, 2] - R[0, 0] - R[1, 1]) * 2.0
-        w, x, y, z = (R[1, 0] - R[0, 1]) / s, (R[0, 2] + R[2, 0]) / s, (R[1, 2] + R[2, 1]) / s, 0.25 * s
-    if w < 0.0:
-        w, x, y, z = -w, -x, -y, -z
-    n = math.sqrt(w ** 2 + x ** 2 + y ** 2 + z ** 2)
-    if not n > 1e-300:
-        raise ValueError("zero quaternion cannot be normalised")
-    return w / n, x / n, y / n, z / n
-
-
-@njit(**JIT_INNER)
-def _edge_d1_from_nodes(R, x, out):
-    """Edge directors (n-1, 3): d1 of the node frame ``R[j]`` turned by half of ``R[j]^T R[j+1]``,
-    made orthogonal to the chord ``x[j+1] - x[j]`` and normalized."""
-    Q = np.empty((3, 3))
-    h = np.empty(4)
-    d = np.empty(3)
-    for j in range(R.shape[0] - 1):
-        for a in range(3):
-            for b in range(3):
-                Q[a, b] = R[j, 0, a] * R[j + 1, 0, b] + R[j, 1, a] * R[j + 1, 1, b] + R[j, 2, a] * R[j + 1, 2, b]
-        q0, q1, q2, q3 = _unit_quat(Q)
-        sgn = 1.0 if q0 >= 0.0 else -1.0
-        h[0] = 1.0 + sgn * q0
-        h[1] = sgn * q1
-        h[2] = sgn * q2
-        h[3] = sgn * q3
-        nh = math.sqrt(h[0] ** 2 + h[1] ** 2 + h[2] ** 2 + h[3] ** 2)
-        for c in range(4):
-            h[c] /= nh
-        # first column of quat_to_matrix(h), element for element
-        H0 = 1 - 2 * (h[2] * h[2] + h[3] * h[3])
-        H1 = 2 * (h[1] * h[2] + h[0] * h[3])
-        H2 = 2 * (h[1] * h[3] - h[0] * h[2])
-        t0 = x[j + 1, 0] - x[j, 0]
-        t1 = x[j + 1, 1] - x[j, 1]
-        t2 = x[j + 1, 2] - x[j, 2]
-        lt = math.sqrt(t0 * t0 + t1 * t1 + t2 * t2)
-        t0, t1, t2 = t0 / lt, t1 / lt, t2 / lt
-        for a in range(3):
-            d[a] = R[j, a, 0] * H0 + R[j, a, 1] * H1 + R[j, a, 2] * H2
-        dt = d[0] * t0 + d[1] * t1 + d[2] * t2
-        d[0] -= dt * t0
-        d[1] -= dt * t1
-        d[2] -= dt * t2
-        nd = math.sqrt(d[0] ** 2 + d[1] ** 2 + d[2] ** 2)
-        for a in range(3):
-            out[j, a] = d[a] / nd
-
-
-@njit(**JIT)
-def write_common(vstart, estart, jstart, R, x, vertex_x, ref_d1, theta, ref_twist, vertex_v):
-    """The common fields of every rod from its node frames ``R`` and unknowns ``x`` (module
-    docstring): ``ref_d1`` (:func:`edge_d1_from_nodes`), ``theta = 0``, ``ref_twist`` of those
-    frames along the chords (:func:`rodlab.geometry.curves.reference_twist`, unwrapped against its
-    value), ``vertex_v = R u``."""
-    for r in range(vstart.shape[0] - 1):
-        v0, v1, e0, e1, h = vstart[r], vstart[r + 1], estart[r], estart[r + 1], jstart[r]
-        _edge_d1_from_nodes(R[v0:v1], vertex_x[v0:v1], ref_d1[e0:e1])
-        ux = uy = uz = tx = ty = tz = 0.0  # previous edge's d1 and tangent
-        for e in range(e0, e1):
-            theta[e] = 0.0
-            j = v0 + e - e0
-            a0 = vertex_x[j + 1, 0] - vertex_x[j, 0]
-            a1 = vertex_x[j + 1, 1] - vertex_x[j, 1]
-            a2 = vertex_x[j + 1, 2] - vertex_x[j, 2]
-            ln = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
-            sx, sy, sz = a0 / ln, a1 / ln, a2 / ln
-            vx, vy, vz = ref_d1[e, 0], ref_d1[e, 1], ref_d1[e, 2]
-            if e > e0:  # reference_twist's parallel_transport_into, signed_angle, unwrap_near on scalars
-                ref_twist[h] = reference_twist3(tx, ty, tz, sx, sy, sz, ux, uy, uz, vx, vy, vz, ref_twist[h])
-                h += 1
-            ux, uy, uz, tx, ty, tz = vx, vy, vz, sx, sy, sz
-        for j in range(v0, v1):
-            for a in range(3):
-                vertex_v[j, a] = R[j, a, 0] * x[j, 0] + R[j, a, 1] * x[j, 1] + R[j, a, 2] * x[j, 2]
-
-
-edge_d1_from_nodes = python_entry(_edge_d1_from_nodes, "edge_d1_from_nodes")
-
-
 def galpha_rod_of(world, r: int, orientation: str = "cayley", dt: float = 0.01) -> tuple[GAlphaRod, Boundary]:
     """Rod ``r`` of ``world`` as a :class:`GAlphaRod` and its :class:`Boundary` (module docstring;
     ``dt`` [s] sets the difference step of moving clamps); raises :class:`UnsupportedFeature`
@@ -437,7 +345,12 @@ class GAlphaSimulator(Simulator):
             model, boundary = galpha_rod_of(w, r, gopts.orientation, self._dt)
             self.solvers.append(GAlphaSolver(model, boundary, gopts))
         self._shape_x = (w.n_vertices, 3)
-        self._bound = None  # (solver dict, vertex_x, its arrays, views) of the last state (_bound_views)
+        self.layout = RodsLayout(self.solvers, self._dt, w.rod_vertex_start, w.rod_edge_start, w.rod_joint_start)
+        self._fb, self._ib, self._result = self.layout.fb, self.layout.ib, self.layout.result  # read on every call
+        # every rod's boundary rows when none depends on time (made once), else None: made per call
+        static = all(sol.static_boundary for sol in self.solvers)
+        self._bc = np.stack([sol.boundary_rows(0.0, self._dt, 1) for sol in self.solvers]) if static else None
+        self._paper = o["init"] == "paper"  # a rod's first step then runs in Python (GAlphaSolver.advance)
 
     def _time_coefficients(self) -> Coefficients:
         """The time scheme's (alpha, beta, gamma) from ``rho_inf`` or from ``alpha``, ``beta``, ``gamma``."""
@@ -465,54 +378,47 @@ class GAlphaSimulator(Simulator):
         state = State.zeros_for(w)
         N = w.n_vertices
         state.solver = {"x": np.zeros((N, _NV)), "xdot": np.zeros((N, _NV)), "R": np.zeros((N, 3, 3)),
-                        "r_vel": np.zeros((N, 3)), "step": np.zeros(w.n_rods, dtype=np.int64),
-                        **{k: np.zeros(w.n_rods, dtype=dt) for k, dt in _DIAGNOSTICS.items()}, **self._no_factors()}
+                        "r_vel": np.zeros((N, 3)), "step": np.zeros(w.n_rods, dtype=np.int64)}
         state.method = self.method
+        sfb, sib = self._packed_state(state)
+        sv = state.solver
         for r, sol in enumerate(self.solvers):
             gs = sol.initial_state()
             vs = w.rod_vertices(r)
             for key, value in (("x", gs.x), ("xdot", gs.xdot), ("R", gs.R), ("r_vel", gs.r_vel)):
-                state.solver[key][vs] = value
+                sv[key][vs] = value
             state.vertex_x[vs] = gs.r
-        self._write_common(state)
+        self._write_common(state, sfb, sib)
         return state
 
-    def _no_factors(self) -> dict:
-        """The ``lu_*`` entries of a state without LU factors yet (module docstring): every rod's
-        arrays stacked along the edges (``W``, ``piv``), the rods (``T``, ``tpiv``, ``Sinv``,
-        ``meta``) or the vertices (``D`` as (N, 90), ``Y`` as (15 N, 6))."""
-        w = self.world
-        shapes = self.solvers[0].factor_shapes()
-        rows = {"W": w.n_edges, "piv": w.n_edges, "D": w.n_vertices, "Y": _NV * w.n_vertices}
-        cols = {"D": (6 * _NV,), "Y": (6,)}
-        return {f"lu_{k}": np.zeros((rows.get(k, w.n_rods), *cols.get(k, shape[1:] if k in rows else shape)), dtype=dt)
-                for k, (shape, dt) in shapes.items()}
-
-    def _views(self, state: State, r: int) -> GAlphaState:
-        """Rod ``r``'s unknowns in ``state`` as a :class:`GAlphaState` of views, after checking the
-        state (its LU factors bound to rod ``r``'s solver, made where the state has none)."""
-        w = self.world
-        self._bound = None  # the solvers' factors are bound to this state now
+    def _packed_state(self, state: State) -> tuple[np.ndarray, np.ndarray]:
+        """``(sfb, sib)``: the buffers whose views are ``state``'s galpha fields
+        (:class:`rodlab.galpha.batch.SolverFields`), in a few attribute reads when ``state.solver``
+        is such a dict of this simulator, untouched since; else the state is checked and
+        ``state.solver`` replaced by a packed copy (:meth:`rodlab.galpha.batch.RodsLayout.pack`)."""
+        sv = state.solver
+        if sv.__class__ is SolverFields and sv.intact and sv.layout is self.layout and state.method == "galpha":
+            return sv.sfb, sv.sib
+        if state.vertex_x.shape != self._shape_x:  # another world's state: say so first
+            self._check_layout(state)
         if state.method != self.method:
             raise ModelError(f"method galpha starts only from a galpha state (this one is {state.method or 'unset'!r}); "
                              f"use GAlphaSimulator.initial_state()")
-        sv, N = state.solver, w.n_vertices
-        for key, shape in (("x", (N, _NV)), ("xdot", (N, _NV)), ("R", (N, 3, 3)), ("r_vel", (N, 3)), ("step", (w.n_rods,))):
+        N, R = self.world.n_vertices, self.world.n_rods
+        for key, shape in (("x", (N, _NV)), ("xdot", (N, _NV)), ("R", (N, 3, 3)), ("r_vel", (N, 3)), ("step", (R,))):
             a = sv.get(key)
             if a is None or a.shape != shape:
                 raise ModelError(f"state.solver[{key!r}] of a galpha state must have shape {shape} "
                                  f"(got {None if a is None else a.shape})")
-            if key != "step" and not (a.flags.c_contiguous and a.dtype == np.float64):
-                sv[key] = np.ascontiguousarray(a, dtype=np.float64)
-        for key, dtype in _DIAGNOSTICS.items():  # diagnostics: (re)made where a state lacks them
-            a = sv.get(key)
-            if a is None or a.shape != (w.n_rods,):
-                sv[key] = np.zeros(w.n_rods, dtype=dtype)
-        fresh = self._no_factors()
-        for key, a in fresh.items():  # LU factors: none where the state lacks them or has others' shapes
-            b = sv.get(key)
-            if b is None or b.shape != a.shape or b.dtype != a.dtype or not b.flags.c_contiguous:
-                sv[key] = a
+        packed = state.solver = self.layout.pack(sv)
+        return packed.sfb, packed.sib
+
+    def _views(self, state: State, r: int) -> GAlphaState:
+        """Rod ``r``'s unknowns in ``state`` as a :class:`GAlphaState` of views, its LU factors
+        bound to rod ``r``'s solver (the state checked and packed first: :meth:`_packed_state`)."""
+        w = self.world
+        self._packed_state(state)
+        sv = state.solver
         vs, es = w.rod_vertices(r), w.rod_edges(r)
         self.solvers[r].bind_factors(sv["lu_W"][es], sv["lu_piv"][es], sv["lu_T"][r], sv["lu_tpiv"][r],
                                      sv["lu_D"][vs].reshape(6, -1), sv["lu_Y"][_NV * vs.start:_NV * vs.stop],
@@ -520,55 +426,117 @@ class GAlphaSimulator(Simulator):
         return GAlphaState(state.t, sv["x"][vs], sv["xdot"][vs], sv["R"][vs], state.vertex_x[vs], sv["r_vel"][vs],
                            int(sv["step"][r]))
 
-    def _bound_views(self, state: State) -> list[GAlphaState]:
-        """Every rod's :meth:`_views`; in about a microsecond when ``state`` holds the very arrays
-        of the last call (the views are kept; their time and step count are set from ``state``)."""
-        sv = state.solver
-        keys = tuple(map(sv.get, _STATE_KEYS))
-        c = self._bound
-        if (c is not None and c[0] is sv and c[1] is state.vertex_x and state.method == "galpha"
-                and all(map(operator.is_, keys, c[2]))):
-            views = c[3]
-            step = sv["step"]
-            for r, gs in enumerate(views):
-                gs.t, gs.step = state.t, int(step[r])
-            return views
-        views = [self._views(state, r) for r in range(self.world.n_rods)]
-        self._bound = (sv, state.vertex_x, tuple(map(sv.get, _STATE_KEYS)), views)
-        return views
+    def _write_common(self, state: State, sfb: np.ndarray, sib: np.ndarray) -> None:
+        """The common fields of every rod from the node frames (:func:`advance_rods` of no step)."""
+        bc = self._bc if self._bc is not None else np.zeros((self.world.n_rods, 1, BC_SIZE))
+        if advance_rods(0, 0, state.t, self._dt, sfb, sib, state.vertex_x, state.vertex_v, state.edge_ref_d1,
+                        state.edge_theta, state.joint_ref_twist, bc, self.layout.fb, self.layout.ib) != 0:
+            self._layout_error(state)
 
-    def _write_common(self, state: State) -> None:
-        w, sv = self.world, state.solver
-        write_common(w.rod_vertex_start, w.rod_edge_start, w.rod_joint_start, sv["R"], sv["x"], state.vertex_x,
-                     state.edge_ref_d1, state.edge_theta, state.joint_ref_twist, state.vertex_v)
+    def _layout_error(self, state: State):
+        """Raise :class:`ModelError` naming the common field whose shape does not fit the world."""
+        self._check_layout(state)
+        w = self.world
+        for name, shape in (("vertex_v", (w.n_vertices, 3)), ("edge_ref_d1", (w.n_edges, 3)),
+                            ("joint_ref_twist", (w.n_joints,))):
+            got = getattr(state, name).shape
+            if got != shape:
+                raise ModelError(f"state.{name} must have shape {shape} for this world (got {got})")
+        raise ModelError("the state's arrays do not fit this galpha simulator's layout")
 
     # ---- stepping ----------------------------------------------------------------------------
     def advance(self, state: State, nsteps: int = 1) -> StepReport:
         """Advance ``state`` in place by ``nsteps`` generalized-alpha steps (GA paper, Algorithm 1),
-        every rod in turn; a failed Newton solve is retried in substeps, then raises
+        every rod in turn, in one compiled call (:func:`rodlab.galpha.batch.advance_rods`); a
+        failed Newton solve is retried in substeps (from Python), then raises
         :class:`rodlab.solvers.SimulationError` with the state as it was before the call (its LU
         factors excepted: left valid for what ``lu_meta`` says they were made for)."""
         if nsteps.__class__ is not int or nsteps < 0 or state.__class__ is not State:  # the checks' slow path
             self._check_steps(state, nsteps)
-        if state.vertex_x.shape != self._shape_x:
-            self._check_layout(state)
         if nsteps == 0:
+            if state.vertex_x.shape != self._shape_x:
+                self._check_layout(state)
             return ok_report(0, 0.0)
-        views = self._bound_views(state)
+        sv = state.solver  # _packed_state's test, inline
+        if sv.__class__ is SolverFields and sv.intact and sv.layout is self.layout and state.method == "galpha":
+            sfb, sib = sv.sfb, sv.sib
+        else:
+            sfb, sib = self._packed_state(state)
+        if self._paper and not state.solver["step"].all():  # Algorithm 1's initial rates, in Python
+            return self._advance_in_python(state, nsteps)
+        bc = self._bc
+        if bc is None:
+            bc = self._boundary_rows(state.t, nsteps)
+        t0 = perf_counter()
+        failed = advance_rods(nsteps, 0, state.t, self._dt, sfb, sib, state.vertex_x, state.vertex_v, state.edge_ref_d1,
+                              state.edge_theta, state.joint_ref_twist, bc, self._fb, self._ib)
+        if failed:
+            return self._retry(state, nsteps, failed, bc, sfb, sib, t0)
+        newton, residual, state.t = self._result.tolist()
+        return step_report(nsteps, True, "ok", int(newton), 0, residual, perf_counter() - t0)
+
+    def _boundary_rows(self, t: float, nsteps: int) -> np.ndarray:
+        """(rods, nsteps, BC_SIZE): every rod's boundary rows for ``nsteps`` steps from ``t``."""
+        bc = np.empty((self.world.n_rods, nsteps, BC_SIZE))
+        for r, sol in enumerate(self.solvers):
+            bc[r] = sol.boundary_rows(t, self._dt, nsteps)
+        return bc
+
+    def _retry(self, state: State, nsteps: int, failed: int, bc, sfb, sib, t0: float) -> StepReport:
+        """Rod ``failed - 1`` stopped at a failed step in :func:`advance_rods`: that step again in
+        substeps and the rod's other steps in Python (:meth:`GAlphaSolver.advance`), then the rods
+        after it in the compiled call again; the same steps, in the same order, as a per-rod loop of
+        :meth:`GAlphaSolver.advance`. A rod that fails even in substeps puts the state back (the
+        snapshot of the call, or a one-step call of one rod, left unchanged by the solver) and raises."""
+        if failed < 0:
+            self._layout_error(state)
+        sv, dt, t_start = state.solver, self._dt, state.t
+        newton, residual, t_end = self.layout.result.tolist()
+        n_rods = len(self.solvers)
+        while failed > 0:
+            r = failed - 1
+            sol = self.solvers[r]
+            gs = self._views(state, r)
+            it0, sub0 = sol.total_iterations, sol.substeps
+            done, res = sol.failed_run(gs, dt)
+            done, res = sol.finish_failed_run(gs, dt, nsteps, done, res, self.opts["substeps"])
+            newton += sol.total_iterations - it0
+            if not res.success:
+                report = StepReport(0, False, res.message, int(newton), 0, res.residual, perf_counter() - t0)
+                if nsteps > 1 or n_rods > 1:
+                    state.t = t_start
+                    self.layout.restore(state.vertex_x, sfb, sib)
+                self._fail(state, None, report, f"rod {r}, step {done + 1} of this call: {res.message}")
+            sv["step"][r] = gs.step
+            sv["last_residual"][r] = res.residual
+            sv["last_newton_iters"][r] = res.iterations
+            sv["substeps"][r] += sol.substeps - sub0
+            residual, t_end = max(residual, res.residual), gs.t
+            # the rods after it (none: only the common fields are written)
+            failed = advance_rods(nsteps if r + 1 < n_rods else 0, r + 1, t_start, dt, sfb, sib, state.vertex_x,
+                                  state.vertex_v, state.edge_ref_d1, state.edge_theta, state.joint_ref_twist, bc,
+                                  self.layout.fb, self.layout.ib)
+            if r + 1 < n_rods:
+                more, worst, t_end = self.layout.result.tolist()
+                newton, residual = newton + more, max(residual, worst)
+        state.t = t_end
+        return step_report(nsteps, True, "ok", int(newton), 0, residual, perf_counter() - t0)
+
+    def _advance_in_python(self, state: State, nsteps: int) -> StepReport:
+        """Every rod in turn through :meth:`GAlphaSolver.advance` (its first step with the paper's
+        initial rates, ``init = "paper"``); a failure puts back what :meth:`_retry` puts back."""
         sv = state.solver
-        # one step of one rod puts everything back itself on failure (GAlphaSolver.advance)
-        snapshot = None if (nsteps == 1 and len(views) == 1) else (
-            state.t, state.vertex_x.copy(), {k: sv[k].copy() for k in _STATE_KEYS[:8]})
+        snapshot = None if (nsteps == 1 and len(self.solvers) == 1) else (
+            state.t, state.vertex_x.copy(), {k: sv[k].copy() for k in STATE_KEYS[:8]})
         t0 = perf_counter()
         newton, residual, t_end = 0, 0.0, state.t
-        dt, substeps = self._dt, self.opts["substeps"]
-        for r, gs in enumerate(views):
-            sol = self.solvers[r]
+        for r, sol in enumerate(self.solvers):
+            gs = self._views(state, r)
             it0, sub0 = sol.total_iterations, sol.substeps
-            done, res = sol.advance(gs, dt, nsteps, substeps)
+            done, res = sol.advance(gs, self._dt, nsteps, self.opts["substeps"])
+            newton += sol.total_iterations - it0
             if not res.success:
-                report = StepReport(0, False, res.message, newton + sol.total_iterations - it0, 0, res.residual,
-                                    perf_counter() - t0)
+                report = StepReport(0, False, res.message, newton, 0, res.residual, perf_counter() - t0)
                 if snapshot is not None:
                     state.t = snapshot[0]
                     state.vertex_x[...] = snapshot[1]
@@ -576,14 +544,13 @@ class GAlphaSimulator(Simulator):
                         sv[key][...] = a
                 self._fail(state, None, report, f"rod {r}, step {done + 1} of this call: {res.message}")
             residual = max(residual, res.residual)
-            newton += sol.total_iterations - it0
             sv["step"][r] = gs.step
             sv["last_residual"][r] = res.residual
             sv["last_newton_iters"][r] = res.iterations
             sv["substeps"][r] += sol.substeps - sub0
             t_end = gs.t
         state.t = t_end
-        self._write_common(state)
+        self._write_common(state, *self._packed_state(state))
         return step_report(nsteps, True, "ok", newton, 0, residual, perf_counter() - t0)
 
     def solve_static(self, state: State) -> StaticReport:
@@ -616,7 +583,7 @@ class GAlphaSimulator(Simulator):
             state.solver["last_residual"][r] = res.residual
             state.solver["last_newton_iters"][r] = res.iterations
             state.vertex_x[vs] = new.r
-        self._write_common(state)
+        self._write_common(state, *self._packed_state(state))
         return StaticReport(True, "converged", iters, residual, time.perf_counter() - t0)
 
     def energies(self, state: State) -> dict:
