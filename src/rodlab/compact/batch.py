@@ -9,7 +9,9 @@ import math
 import types
 
 import numpy as np
-from numba import njit, prange
+from numba import carray, njit, prange, types as nbtypes
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array
 
 from ..geometry.curves import reference_twist3
 from ..geometry.rotations import matrix_to_quat, quat_mul
@@ -24,13 +26,19 @@ from ..geometry._vec import JIT, njit_as  # noqa: E402  (the one numba options d
 # compiled driver: steps x rods, over two flat arenas
 # ---------------------------------------------------------------------------------------------
 # The driver takes its constants and workspaces in two arenas (after der-implicit's ibuf / fbuf,
-# MuJoCo's mjModel / mjData): a call passes 15 arguments instead of ~75 (numba checks every
-# argument's type at each call, ~0.1 us apiece). ``ibuf``: sizes, the per-rod offsets, the
-# options of a step and of a static solve, then the offset of every float section; ``fbuf``:
-# scalars (inputs, then the call's outputs), then the sections below, each ``count(entity) x cols``.
+# MuJoCo's mjModel / mjData): a call passes 7 arguments instead of ~75 (numba checks the type of
+# every argument and unboxes every array at each call, ~0.1 us apiece). ``ibuf``: sizes, the
+# per-rod offsets, the options of a step and of a static solve, the addresses of the state's
+# arrays (:data:`STATE_ARRAYS`, set by the simulator when it checks a state), then the offset of
+# every float section; ``fbuf``: scalars (inputs, then the call's outputs), then the sections
+# below, each ``count(entity) x cols``.
 I_NROD, I_NV, I_NE, I_NJ, I_ND, I_NDENSE, I_VSTART, I_ESTART, I_JSTART, I_DRIVE, I_FAILED = range(11)
 I_IOPT, I_SIOPT = 11, 18  # 7 options each (see _advance_rods)
-I_SECTIONS = 25
+I_STATE = 25  # the addresses of the state's arrays, in the order of STATE_ARRAYS
+STATE_ARRAYS = (  # (name, entity, cols): the compact unknowns in state.solver, then the common fields
+    ("s", "v", 3), ("qref", "e", 4), ("q", "e", 4), ("omega", "e", 3), ("vertex_x", "v", 3), ("vertex_v", "v", 3),
+    ("edge_ref_d1", "e", 3), ("edge_theta", "e", 0), ("joint_ref_twist", "j", 0))
+I_SECTIONS = I_STATE + len(STATE_ARRAYS)
 F_DT, F_A_IN, F_A_D, F_DECAY, F_RTOL, F_ATOL, F_SRTOL, F_SATOL = range(8)
 F_NEWTON, F_PCG, F_SOLVES, F_STALLED, F_RESIDUAL = range(8, 13)  # outputs: sums over rods, worst residual
 F_HEADER = 13
@@ -54,22 +62,72 @@ FSECTIONS = (  # (name, entity, cols): entity v(ertex), e(dge), j(oint), r(od), 
     I_SECTIONS, I_SECTIONS + len(FSECTIONS))
 
 
+# Views without reference counts. Every view numba makes of an argument increments and later
+# decrements its meminfo's count with an atomic instruction, and ``reshape`` calls a C function
+# to check the layout; a driver call made ~55 such views of the arena before its first step
+# (~2 us of a 10-vertex ``advance(state, 1)``). ``numba.carray`` over a pointer into the arena
+# builds the same C-contiguous view with no meminfo (der's ``borrow``, rodlab.der.batch, made the
+# same finding). Compiled code only; the views must not outlive the call that passed the arena.
+@intrinsic
+def _element_pointer(typingctx, buf, offset):
+    """Pointer to element ``offset`` of the C-contiguous 1-D array ``buf``."""
+    if not (isinstance(buf, nbtypes.Array) and buf.ndim == 1 and buf.layout == "C"
+            and isinstance(offset, nbtypes.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = make_array(signature.args[0])(context, builder, value=args[0]).data
+        return builder.gep(data, [args[1]])
+
+    return nbtypes.CPointer(buf.dtype)(buf, offset), codegen
+
+
+@intrinsic
+def _float64_at(typingctx, address):
+    """The float64 pointer at the integer ``address`` [bytes] (an ``ndarray.ctypes.data``)."""
+    if not isinstance(address, nbtypes.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+    return nbtypes.CPointer(nbtypes.float64)(address), codegen
+
+
+@njit(inline="always", **JIT)
+def _i1(ib, slot, n):
+    return carray(_element_pointer(ib, ib[slot]), (n,))
+
+
 @njit(inline="always", **JIT)
 def _f1(ib, fb, slot, n):
-    o = ib[slot]
-    return fb[o:o + n]
+    return carray(_element_pointer(fb, ib[slot]), (n,))
 
 
 @njit(inline="always", **JIT)
 def _f2(ib, fb, slot, n, c):
-    o = ib[slot]
-    return fb[o:o + n * c].reshape((n, c))
+    return carray(_element_pointer(fb, ib[slot]), (n, c))
 
 
 @njit(inline="always", **JIT)
 def _f3(ib, fb, slot, n, a, c):
-    o = ib[slot]
-    return fb[o:o + n * a * c].reshape((n, a, c))
+    return carray(_element_pointer(fb, ib[slot]), (n, a, c))
+
+
+@njit(**JIT)
+def _state_views(ib):
+    """The state's arrays (:data:`STATE_ARRAYS`) at the addresses in ``ib[I_STATE:]``: ``s`` (N,
+    3), ``qref`` (E, 4), ``q`` (E, 4), ``omega`` (E, 3), ``vertex_x`` (N, 3), ``vertex_v`` (N, 3),
+    ``edge_ref_d1`` (E, 3), ``edge_theta`` (E,), ``joint_ref_twist`` (J,). The simulator checks
+    each array (C-contiguous, float64, writeable, this shape) and keeps a reference to it for as
+    long as its address is in ``ib``."""
+    N, E, J = ib[I_NV], ib[I_NE], ib[I_NJ]
+    a = I_STATE
+    return (carray(_float64_at(ib[a]), (N, 3)), carray(_float64_at(ib[a + 1]), (E, 4)),
+            carray(_float64_at(ib[a + 2]), (E, 4)), carray(_float64_at(ib[a + 3]), (E, 3)),
+            carray(_float64_at(ib[a + 4]), (N, 3)), carray(_float64_at(ib[a + 5]), (N, 3)),
+            carray(_float64_at(ib[a + 6]), (E, 3)), carray(_float64_at(ib[a + 7]), (E,)),
+            carray(_float64_at(ib[a + 8]), (J,)))
 
 
 def arenas(counts: dict, header: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -156,7 +214,7 @@ def _arena_views(ib, fb):
     return consts, starts, work
 
 
-def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta, ref_twist, drive, history, dense):
+def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
     """``nsteps`` implicit-Euler steps (``static``: one static solve, inertia dropped) of every rod
     (``advance_rods``: in parallel over rods; ``advance_rods_serial``, for one-rod worlds: without
     the parallel region's cost), then the common frame fields of the state (:func:`write_frames`).
@@ -165,9 +223,9 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
     prediction (:func:`rodlab.compact.sqp.predict_start`), solve the step by SQP
     (:func:`rodlab.compact.sqp.sqp_solve`, Zhao et al., Alg. 1), then velocities and re-centering
     (:func:`rodlab.compact.sqp.finish_step`) and the exponential damping factor ``decay``. The
-    state's arrays are flat over rods, rod ``k``'s rows at ``vstart`` (vertices), ``estart``
-    (edges), ``jstart`` (hinges); constants and workspaces are in the arenas ``ib``, ``fb``
-    (:func:`arenas`). Options (``ib[I_IOPT:]``, ``ib[I_SIOPT:]`` for a static solve) =
+    state's arrays (:data:`STATE_ARRAYS`, at the addresses in ``ib[I_STATE:]``: :func:`_state_views`)
+    are flat over rods, rod ``k``'s rows at ``vstart`` (vertices), ``estart`` (edges), ``jstart``
+    (hinges); constants and workspaces are in the arenas ``ib``, ``fb`` (:func:`arenas`). Options (``ib[I_IOPT:]``, ``ib[I_SIOPT:]`` for a static solve) =
     (preconditioner kind, max Newton iterations, PCG max iterations, line-search steps, tension
     stiffness, re-center every iteration, warm start); ``fb``: PCG rtol and atol, Newton
     tolerance per rod (``tol``, ``static_tol``). If any rod's step is not finite, every rod is put
@@ -196,10 +254,10 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
     prunes the branches ``if drive is not None`` (...) of a None: a plain rod's driver never
     compiles the moving clamps, BDF2 or the dense preconditioners (cold start, issue #16).
     """
-    nr, N, E, J, D = ib[I_NROD], ib[I_NV], ib[I_NE], ib[I_NJ], ib[I_ND]
-    vstart, estart, jstart = ib[ib[I_VSTART]:ib[I_VSTART] + nr + 1], ib[ib[I_ESTART]:ib[I_ESTART] + nr + 1], \
-        ib[ib[I_JSTART]:ib[I_JSTART] + nr + 1]
-    rod_drive, failed = ib[ib[I_DRIVE]:ib[I_DRIVE] + nr], ib[ib[I_FAILED]:ib[I_FAILED] + nr]
+    s, qref, q, omega, p, v, ref_d1, theta, ref_twist = _state_views(ib)
+    nr = ib[I_NROD]
+    vstart, estart, jstart = _i1(ib, I_VSTART, nr + 1), _i1(ib, I_ESTART, nr + 1), _i1(ib, I_JSTART, nr + 1)
+    rod_drive, failed = _i1(ib, I_DRIVE, nr), _i1(ib, I_FAILED, nr)
     io = I_SIOPT if static else I_IOPT
     kind = ib[io]
     max_newton = ib[io + 1]
@@ -406,4 +464,4 @@ advance_rods_serial = njit_as("advance_rods_serial", _advance_rods, **JIT)
 advance_rods.__doc__ = advance_rods_serial.__doc__ = _advance_rods.__doc__
 
 
-__all__ = ["I_NROD", "I_NV", "I_NE", "I_NJ", "I_ND", "I_NDENSE", "I_VSTART", "I_ESTART", "I_JSTART", "I_DRIVE", "I_FAILED", "I_IOPT", "I_SIOPT", "I_SECTIONS", "F_DT", "F_A_IN", "F_A_D", "F_DECAY", "F_RTOL", "F_ATOL", "F_SRTOL", "F_SATOL", "F_NEWTON", "F_PCG", "F_SOLVES", "F_STALLED", "F_RESIDUAL", "F_HEADER", "FSECTIONS", "arenas", "advance_rods", "advance_rods_serial", "write_frames"]
+__all__ = ["I_NROD", "I_NV", "I_NE", "I_NJ", "I_ND", "I_NDENSE", "I_VSTART", "I_ESTART", "I_JSTART", "I_DRIVE", "I_FAILED", "I_IOPT", "I_SIOPT", "I_STATE", "STATE_ARRAYS", "I_SECTIONS", "F_DT", "F_A_IN", "F_A_D", "F_DECAY", "F_RTOL", "F_ATOL", "F_SRTOL", "F_SATOL", "F_NEWTON", "F_PCG", "F_SOLVES", "F_STALLED", "F_RESIDUAL", "F_HEADER", "FSECTIONS", "arenas", "advance_rods", "advance_rods_serial", "write_frames"]

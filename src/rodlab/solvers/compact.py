@@ -65,8 +65,8 @@ import numpy as np
 
 from ..compact.batch import (F_A_D, F_A_IN, F_ATOL, F_DECAY, F_DT, F_NEWTON, F_RESIDUAL, F_RTOL, F_SATOL, F_SRTOL,
                               FSECTIONS, I_DRIVE, I_ESTART, I_FAILED, I_IOPT, I_JSTART, I_NDENSE, I_ND, I_NE,
-                              I_NJ, I_NROD, I_NV, I_SECTIONS, I_SIOPT, I_VSTART, _drive_root, advance_rods,
-                              advance_rods_serial, arenas, write_frames)
+                              I_NJ, I_NROD, I_NV, I_SECTIONS, I_SIOPT, I_STATE, I_VSTART, STATE_ARRAYS, _drive_root,
+                              advance_rods, advance_rods_serial, arenas, write_frames)
 from ..compact.chain import chain_forward, frames_from_polyline
 from ..compact.end_clamps import needs_rows
 from ..compact.energies import darboux, eval_energy
@@ -431,8 +431,16 @@ class CompactSimulator(Simulator):
             require(a.shape == shape and a.flags.c_contiguous and a.dtype == np.float64,
                     f"state.{name} must be a C-contiguous float64 array of shape {shape} (got {a.shape})")
         sv = state.solver
-        self._checked = (sv, sv["s"], sv["qref"], sv["q"], sv["omega"], state.vertex_x, state.vertex_v,
-                         state.edge_ref_d1, state.edge_theta, state.joint_ref_twist)
+        arrays = tuple(sv[name] if k < 4 else getattr(state, name) for k, (name, _, _) in enumerate(STATE_ARRAYS))
+        for (name, _, _), a in zip(STATE_ARRAYS, arrays):
+            where = f"state.solver[{name!r}]" if name in shapes else f"state.{name}"
+            require(a.flags.writeable and a.flags.aligned, f"{where} must be a writeable, aligned array (it is "
+                                                           f"{'read-only' if not a.flags.writeable else 'unaligned'})")
+        # the compiled driver reads and writes these arrays at their addresses (batch._state_views):
+        # _checked keeps them alive while their addresses are in ib, and advance calls the driver
+        # only after checking (_own_fast) that the state still holds these very arrays
+        self._ib[I_STATE:I_STATE + len(STATE_ARRAYS)] = [a.ctypes.data for a in arrays]
+        self._checked = (sv, *arrays)
         return sv
 
     def _own_fast(self, state: State) -> dict:
@@ -481,9 +489,7 @@ class CompactSimulator(Simulator):
         drive = self._drive_targets(state.t, nsteps, static) if self._drives else None
         hist = self._history(sv) if self._integ else self._no_history(sv)
         t0 = perf_counter()
-        done = self._driver(nsteps, static, self._ib, self._fb, sv["s"], sv["qref"], sv["q"], state.vertex_x,
-                            state.vertex_v, sv["omega"], state.edge_ref_d1, state.edge_theta, state.joint_ref_twist,
-                            drive, hist, self._dense)
+        done = self._driver(nsteps, static, self._ib, self._fb, drive, hist, self._dense)
         wall = perf_counter() - t0
         if not static:
             dt = self._dt
