@@ -229,8 +229,7 @@ def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
     (preconditioner kind, max Newton iterations, PCG max iterations, line-search steps, tension
     stiffness, re-center every iteration, warm start); ``fb``: PCG rtol and atol, Newton
     tolerance per rod (``tol``, ``static_tol``). If any rod's step is not finite, every rod is put
-    back to the previous step and the number of steps done is returned (else ``nsteps``); ``failed``
-    (R,) marks the rods that failed. ``totals`` (R, 4) accumulates Newton iterations, PCG
+    back to the previous step; ``failed`` (R,) marks the rods that failed. ``totals`` (R, 4) accumulates Newton iterations, PCG
     iterations, linear solves and steps that stopped on a PCG or line-search failure, summed over
     rods into ``fb[F_NEWTON:F_RESIDUAL]``; ``stats`` (R, 8) holds the last step's, its worst
     residual in ``fb[F_RESIDUAL]``. Moving root clamps (``drive`` None: none): ``drive`` =
@@ -253,6 +252,10 @@ def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
     ``drive``, ``history`` and ``dense`` are None or not in the compiled signature, and numba
     prunes the branches ``if drive is not None`` (...) of a None: a plain rod's driver never
     compiles the moving clamps, BDF2 or the dense preconditioners (cold start, issue #16).
+
+    Returns ``(steps done, Newton iterations, PCG iterations, stalled steps, worst residual)``:
+    ``nsteps`` steps unless one was not finite, the call's sums over rods (as in ``fb``), and
+    ``fb[F_RESIDUAL]`` (the report of a call, without reading ``fb`` back from Python).
     """
     s, qref, q, omega, p, v, ref_d1, theta, ref_twist = _state_views(ib)
     nr = ib[I_NROD]
@@ -404,7 +407,7 @@ def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
         worst = max(worst, stats[ri, 3])
     fb[F_RESIDUAL] = worst
     _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist)
-    return done
+    return done, int(fb[F_NEWTON]), int(fb[F_PCG]), int(fb[F_STALLED]), worst
 
 
 

@@ -482,21 +482,23 @@ class CompactSimulator(Simulator):
                 "clamp motion must return a finite rotation and translation")
         return dR, dd
 
-    def _run(self, state: State, nsteps: int, static: bool) -> tuple[int, float]:
+    def _run(self, state: State, nsteps: int, static: bool) -> tuple[int, int, int, int, float, float]:
         """``nsteps`` steps (or one static solve) of every rod in one compiled call, which also
-        writes the common frame fields; returns (steps done, wall time [s])."""
+        writes the common frame fields; returns (steps done, Newton iterations, PCG iterations,
+        stalled steps, worst residual, wall time [s])."""
         sv = self._own_fast(state)
         drive = self._drive_targets(state.t, nsteps, static) if self._drives else None
         hist = self._history(sv) if self._integ else self._no_history(sv)
         t0 = perf_counter()
-        done = self._driver(nsteps, static, self._ib, self._fb, drive, hist, self._dense)
+        done, newton, linear, stalled, residual = self._driver(nsteps, static, self._ib, self._fb, drive, hist,
+                                                               self._dense)
         wall = perf_counter() - t0
         if not static:
             dt = self._dt
             for _ in range(done):
-                state.t += dt
+                state.t += dt  # step by step: t as a loop of advance(state, 1) calls makes it
         self._last = done
-        return done, wall
+        return done, newton, linear, stalled, residual, wall
 
     def _history(self, sv: dict) -> tuple:
         """BDF2's history in ``sv`` (the previous step's start: ``bdf2_x``, ``bdf2_v`` (N, 3),
@@ -676,9 +678,7 @@ class CompactSimulator(Simulator):
                 return StepReport(done, True, "ok", newton, linear, residual, wall, **extra)
             return StepReport(done, False, f"{last.stalled_steps} rod step(s) stopped on a PCG or line-search failure "
                               "(kept)", newton, linear, residual, wall, **extra)
-        done, wall = self._run(state, nsteps, False)
-        newton, linear, _, stalled, residual = self._fb[F_NEWTON:F_RESIDUAL + 1].tolist()
-        newton, linear, stalled = int(newton), int(linear), int(stalled)
+        done, newton, linear, stalled, residual, wall = self._run(state, nsteps, False)
         if done == 0:
             residual = 0.0
         if done < nsteps:
@@ -700,7 +700,7 @@ class CompactSimulator(Simulator):
             what = "rod contact or point forces" if self._joint is not None else "obstacles"
             raise UnsupportedFeature(f"method compact has no static solve with {what} (step it in time, with damping)")
         snapshot = state.copy()
-        done, wall = self._run(state, 1, True)
+        done, _, _, _, _, wall = self._run(state, 1, True)
         stats = self._f["stats"]
         iters, residual = int(self._f["totals"][:, 0].sum()), float(stats[:, 3].max())
         if done < 1:
