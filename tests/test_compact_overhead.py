@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from rodlab.compact.batch import F_RESIDUAL
-
 from rodlab.model import ModelError
 from rodlab.solvers import make_simulator
 from rodlab.world import WorldBuilder, shapes

@@ -9,17 +9,17 @@ import math
 import types
 
 import numpy as np
-from numba import carray, njit, prange, types as nbtypes
+from numba import carray, njit, prange
+from numba import types as nbtypes
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array
 
+from ..geometry._vec import JIT, JIT_INNER, njit_as  # the one numba options dict
 from ..geometry.curves import reference_twist3
 from ..geometry.rotations import matrix_to_quat, quat_mul
 from .bdf2 import BETA, bdf2_start
 from .chain import recenter
 from .sqp import PcgWork, SqpOptions, SqpRod, SqpStep, SqpWork, finish_step, predict_start, sqp_solve
-
-from ..geometry._vec import JIT, njit_as  # noqa: E402  (the one numba options dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,7 +114,7 @@ def _f3(ib, fb, slot, n, a, c):
     return carray(_element_pointer(fb, ib[slot]), (n, a, c))
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _state_views(ib):
     """The state's arrays (:data:`STATE_ARRAYS`) at the addresses in ``ib[I_STATE:]``: ``s`` (N,
     3), ``qref`` (E, 4), ``q`` (E, 4), ``omega`` (E, 3), ``vertex_x`` (N, 3), ``vertex_v`` (N, 3),
@@ -149,12 +149,13 @@ def arenas(counts: dict, header: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     return ib, fb, views
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _copy_rows(src, dst):
-    a = src.reshape(-1)
-    b = dst.reshape(-1)
-    for i in range(a.shape[0]):
-        b[i] = a[i]
+    """``dst[...] = src`` for 2-D arrays of one shape, as loops (a slice assignment compiles numba's
+    broadcasting error path; ``reshape(-1)`` calls numba's C layout check on every call)."""
+    for i in range(src.shape[0]):
+        for c in range(src.shape[1]):
+            dst[i, c] = src[i, c]
 
 
 @njit(**JIT)
@@ -177,7 +178,7 @@ def _drive_root(sr, qrefr, R, shift, x0, c0, q0):
         qrefr[0, c] = sign * target[c]
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _arena_views(ib, fb):
     """The float sections of the arenas (:func:`arenas`) as views, in three groups: the
     constants (Newton tolerances, model rows, Dirichlet mask, gravity, rest poses of the moving
@@ -412,10 +413,12 @@ def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
 
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist):
-    """:func:`write_frames` on scalars (no array views: ~25 ns per edge); each joint's reference
-    twist by :func:`rodlab.geometry.curves.reference_twist3`, the one scalar copy of the transport."""
+    """:func:`write_frames` on scalars (no array views: ~25 ns per edge, about half of it the reference
+    twist's transport and ``atan2``); each joint's reference twist by
+    :func:`rodlab.geometry.curves.reference_twist3`, the one scalar copy of the transport. Compiled
+    code only (``JIT_INNER``); Python calls :func:`write_frames`."""
     for ri in range(vstart.shape[0] - 1):
         j = vstart[ri]
         h = jstart[ri]

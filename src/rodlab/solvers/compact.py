@@ -392,7 +392,9 @@ class CompactSimulator(Simulator):
     def _own(self, state: State) -> dict:
         """The compact unknowns of ``state``; a state of another method is converted from its common
         fields (positions, velocities, material frames; the segments' angular velocity from the
-        tangents' rates, without spin about them)."""
+        tangents' rates, without spin about them). Checks the nine arrays the driver steps
+        (``batch.STATE_ARRAYS``: shape, C-contiguous float64, writeable, aligned) and records
+        their addresses in ``ibuf`` for it (docs/compact.md, "Per-call cost")."""
         w = self.world
         shapes = {"s": (w.n_vertices, 3), "qref": (w.n_edges, 4), "q": (w.n_edges, 4), "omega": (w.n_edges, 3)}
         if state.method == self.method:
