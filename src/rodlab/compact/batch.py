@@ -94,24 +94,27 @@ def _float64_at(typingctx, address):
     return nbtypes.CPointer(nbtypes.float64)(address), codegen
 
 
-@njit(inline="always", **JIT)
-def _i1(ib, slot, n):
-    return carray(_element_pointer(ib, ib[slot]), (n,))
+# The view functions take the section's offset, read from ``ib`` by the caller, not its slot: a
+# call with a module constant (a literal) compiles a specialization per value (~57 more
+# compilations on a cold start).
+@njit(**JIT_INNER)
+def _i1(ib, o, n):
+    return carray(_element_pointer(ib, o), (n,))
 
 
-@njit(inline="always", **JIT)
-def _f1(ib, fb, slot, n):
-    return carray(_element_pointer(fb, ib[slot]), (n,))
+@njit(**JIT_INNER)
+def _f1(fb, o, n):
+    return carray(_element_pointer(fb, o), (n,))
 
 
-@njit(inline="always", **JIT)
-def _f2(ib, fb, slot, n, c):
-    return carray(_element_pointer(fb, ib[slot]), (n, c))
+@njit(**JIT_INNER)
+def _f2(fb, o, n, c):
+    return carray(_element_pointer(fb, o), (n, c))
 
 
-@njit(inline="always", **JIT)
-def _f3(ib, fb, slot, n, a, c):
-    return carray(_element_pointer(fb, ib[slot]), (n, a, c))
+@njit(**JIT_INNER)
+def _f3(fb, o, n, a, c):
+    return carray(_element_pointer(fb, o), (n, a, c))
 
 
 @njit(**JIT_INNER)
@@ -178,36 +181,38 @@ def _drive_root(sr, qrefr, R, shift, x0, c0, q0):
         qrefr[0, c] = sign * target[c]
 
 
-@njit(**JIT_INNER)
+@njit(inline="always", **JIT)
 def _arena_views(ib, fb):
     """The float sections of the arenas (:func:`arenas`) as views, in three groups: the
     constants (Newton tolerances, model rows, Dirichlet mask, gravity, rest poses of the moving
-    clamps), the step's starts and backups, and the workspaces. One compiled function of its own:
-    inlined into the driver, its ~50 small inlines made the driver's compile ~quadratic (numba's
-    inliner rescans the caller after every inline; cold start, issue #16)."""
+    clamps), the step's starts and backups, and the workspaces. Inlined into the driver
+    (``inline="always"``: LLVM then drops the views a call does not use and no 53-array tuple is
+    returned, -0.5 us a call); its view functions are calls, not inlines (inlined, their ~50 small
+    inlines made the driver's compile ~quadratic: numba's inliner rescans the caller after every
+    inline; cold start, issue #16)."""
     nr, N, E, J, D = ib[I_NROD], ib[I_NV], ib[I_NE], ib[I_NJ], ib[I_ND]
-    tol, static_tol = _f1(ib, fb, S_TOL, nr), _f1(ib, fb, S_STATIC_TOL, nr)
-    lengths, masses, Jr = _f1(ib, fb, S_LENGTHS, E), _f1(ib, fb, S_MASSES, N), _f2(ib, fb, S_JR, E, 3)
-    lbar, Kh, ubar = _f1(ib, fb, S_LBAR, J), _f2(ib, fb, S_KH, J, 3), _f2(ib, fb, S_UBAR, J, 3)
-    free, gravity = _f2(ib, fb, S_FREE, N, 3), _f1(ib, fb, S_GRAVITY, 3)
-    drive_x0, drive_c0, drive_q0 = _f2(ib, fb, S_DRIVE_X0, D, 3), _f2(ib, fb, S_DRIVE_C0, D, 3), \
-        _f2(ib, fb, S_DRIVE_Q0, D, 4)
-    p_t, q_t, p_pred, th_pred = _f2(ib, fb, S_P_T, N, 3), _f2(ib, fb, S_Q_T, E, 4), _f2(ib, fb, S_P_PRED, N, 3), \
-        _f2(ib, fb, S_TH_PRED, E, 3)
-    s_bk, qref_bk, q_bk = _f2(ib, fb, S_S_BK, N, 3), _f2(ib, fb, S_QREF_BK, E, 4), _f2(ib, fb, S_Q_BK, E, 4)
-    p_bk, v_bk, om_bk = _f2(ib, fb, S_P_BK, N, 3), _f2(ib, fb, S_V_BK, N, 3), _f2(ib, fb, S_OM_BK, E, 3)
-    wp, wq, Dj, Qj = _f2(ib, fb, S_WP, N, 3), _f2(ib, fb, S_WQ, E, 4), _f3(ib, fb, S_DJ, E, 3, 3), \
-        _f3(ib, fb, S_QJ, E, 4, 3)
-    gp, gq, Hp = _f2(ib, fb, S_GP, N, 3), _f2(ib, fb, S_GQ, E, 4), _f1(ib, fb, S_HP, N)
-    Hqd, Hqo = _f3(ib, fb, S_HQD, E, 4, 4), _f3(ib, fb, S_HQO, J, 4, 4)
-    b, ds, s_try = _f2(ib, fb, S_B, N, 3), _f2(ib, fb, S_DS, N, 3), _f2(ib, fb, S_S_TRY, N, 3)
-    diag, off, sinv = _f3(ib, fb, S_DIAG, N, 3, 3), _f3(ib, fb, S_OFF, E, 3, 3), _f3(ib, fb, S_SINV, N, 3, 3)
-    W, suffix = _f3(ib, fb, S_W, E, 3, 3), _f1(ib, fb, S_SUFFIX, N)
-    Bd, Bo = _f3(ib, fb, S_BD, N, 3, 3), _f3(ib, fb, S_BO, E, 3, 3)
-    r, zz, d, Ad = _f2(ib, fb, S_R, N, 3), _f2(ib, fb, S_ZZ, N, 3), _f2(ib, fb, S_D, N, 3), _f2(ib, fb, S_AD, N, 3)
-    tv, tp, y, G = _f2(ib, fb, S_TV, N, 3), _f2(ib, fb, S_TP, N, 3), _f2(ib, fb, S_Y, N, 3), \
-        _f3(ib, fb, S_G, N, 3, 3)
-    comps, stats, totals = _f2(ib, fb, S_COMPS, nr, 4), _f2(ib, fb, S_STATS, nr, 8), _f2(ib, fb, S_TOTALS, nr, 4)
+    tol, static_tol = _f1(fb, ib[S_TOL], nr), _f1(fb, ib[S_STATIC_TOL], nr)
+    lengths, masses, Jr = _f1(fb, ib[S_LENGTHS], E), _f1(fb, ib[S_MASSES], N), _f2(fb, ib[S_JR], E, 3)
+    lbar, Kh, ubar = _f1(fb, ib[S_LBAR], J), _f2(fb, ib[S_KH], J, 3), _f2(fb, ib[S_UBAR], J, 3)
+    free, gravity = _f2(fb, ib[S_FREE], N, 3), _f1(fb, ib[S_GRAVITY], 3)
+    drive_x0, drive_c0, drive_q0 = _f2(fb, ib[S_DRIVE_X0], D, 3), _f2(fb, ib[S_DRIVE_C0], D, 3), \
+        _f2(fb, ib[S_DRIVE_Q0], D, 4)
+    p_t, q_t, p_pred, th_pred = _f2(fb, ib[S_P_T], N, 3), _f2(fb, ib[S_Q_T], E, 4), _f2(fb, ib[S_P_PRED], N, 3), \
+        _f2(fb, ib[S_TH_PRED], E, 3)
+    s_bk, qref_bk, q_bk = _f2(fb, ib[S_S_BK], N, 3), _f2(fb, ib[S_QREF_BK], E, 4), _f2(fb, ib[S_Q_BK], E, 4)
+    p_bk, v_bk, om_bk = _f2(fb, ib[S_P_BK], N, 3), _f2(fb, ib[S_V_BK], N, 3), _f2(fb, ib[S_OM_BK], E, 3)
+    wp, wq, Dj, Qj = _f2(fb, ib[S_WP], N, 3), _f2(fb, ib[S_WQ], E, 4), _f3(fb, ib[S_DJ], E, 3, 3), \
+        _f3(fb, ib[S_QJ], E, 4, 3)
+    gp, gq, Hp = _f2(fb, ib[S_GP], N, 3), _f2(fb, ib[S_GQ], E, 4), _f1(fb, ib[S_HP], N)
+    Hqd, Hqo = _f3(fb, ib[S_HQD], E, 4, 4), _f3(fb, ib[S_HQO], J, 4, 4)
+    b, ds, s_try = _f2(fb, ib[S_B], N, 3), _f2(fb, ib[S_DS], N, 3), _f2(fb, ib[S_S_TRY], N, 3)
+    diag, off, sinv = _f3(fb, ib[S_DIAG], N, 3, 3), _f3(fb, ib[S_OFF], E, 3, 3), _f3(fb, ib[S_SINV], N, 3, 3)
+    W, suffix = _f3(fb, ib[S_W], E, 3, 3), _f1(fb, ib[S_SUFFIX], N)
+    Bd, Bo = _f3(fb, ib[S_BD], N, 3, 3), _f3(fb, ib[S_BO], E, 3, 3)
+    r, zz, d, Ad = _f2(fb, ib[S_R], N, 3), _f2(fb, ib[S_ZZ], N, 3), _f2(fb, ib[S_D], N, 3), _f2(fb, ib[S_AD], N, 3)
+    tv, tp, y, G = _f2(fb, ib[S_TV], N, 3), _f2(fb, ib[S_TP], N, 3), _f2(fb, ib[S_Y], N, 3), \
+        _f3(fb, ib[S_G], N, 3, 3)
+    comps, stats, totals = _f2(fb, ib[S_COMPS], nr, 4), _f2(fb, ib[S_STATS], nr, 8), _f2(fb, ib[S_TOTALS], nr, 4)
     consts = (tol, static_tol, lengths, masses, Jr, lbar, Kh, ubar, free, gravity, drive_x0, drive_c0, drive_q0)
     starts = (p_t, q_t, p_pred, th_pred, s_bk, qref_bk, q_bk, p_bk, v_bk, om_bk)
     work = (wp, wq, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, W, suffix, Bd, Bo, r, zz, d, Ad, tv, tp,
@@ -260,8 +265,8 @@ def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
     """
     s, qref, q, omega, p, v, ref_d1, theta, ref_twist = _state_views(ib)
     nr = ib[I_NROD]
-    vstart, estart, jstart = _i1(ib, I_VSTART, nr + 1), _i1(ib, I_ESTART, nr + 1), _i1(ib, I_JSTART, nr + 1)
-    rod_drive, failed = _i1(ib, I_DRIVE, nr), _i1(ib, I_FAILED, nr)
+    vstart, estart, jstart = _i1(ib, ib[I_VSTART], nr + 1), _i1(ib, ib[I_ESTART], nr + 1), _i1(ib, ib[I_JSTART], nr + 1)
+    rod_drive, failed = _i1(ib, ib[I_DRIVE], nr), _i1(ib, ib[I_FAILED], nr)
     io = I_SIOPT if static else I_IOPT
     kind = ib[io]
     max_newton = ib[io + 1]
