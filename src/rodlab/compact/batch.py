@@ -9,28 +9,36 @@ import math
 import types
 
 import numpy as np
-from numba import njit, prange
+from numba import carray, njit, prange
+from numba import types as nbtypes
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array
 
+from ..geometry._vec import JIT, JIT_INNER, njit_as  # the one numba options dict
 from ..geometry.curves import reference_twist3
 from ..geometry.rotations import matrix_to_quat, quat_mul
 from .bdf2 import BETA, bdf2_start
 from .chain import recenter
 from .sqp import PcgWork, SqpOptions, SqpRod, SqpStep, SqpWork, finish_step, predict_start, sqp_solve
 
-from ..geometry._vec import JIT, njit_as  # noqa: E402  (the one numba options dict)
-
 
 # ---------------------------------------------------------------------------------------------
 # compiled driver: steps x rods, over two flat arenas
 # ---------------------------------------------------------------------------------------------
 # The driver takes its constants and workspaces in two arenas (after der-implicit's ibuf / fbuf,
-# MuJoCo's mjModel / mjData): a call passes 15 arguments instead of ~75 (numba checks every
-# argument's type at each call, ~0.1 us apiece). ``ibuf``: sizes, the per-rod offsets, the
-# options of a step and of a static solve, then the offset of every float section; ``fbuf``:
-# scalars (inputs, then the call's outputs), then the sections below, each ``count(entity) x cols``.
+# MuJoCo's mjModel / mjData): a call passes 7 arguments instead of ~75 (numba checks the type of
+# every argument and unboxes every array at each call, ~0.1 us apiece). ``ibuf``: sizes, the
+# per-rod offsets, the options of a step and of a static solve, the addresses of the state's
+# arrays (:data:`STATE_ARRAYS`, set by the simulator when it checks a state), then the offset of
+# every float section; ``fbuf``: scalars (inputs, then the call's outputs), then the sections
+# below, each ``count(entity) x cols``.
 I_NROD, I_NV, I_NE, I_NJ, I_ND, I_NDENSE, I_VSTART, I_ESTART, I_JSTART, I_DRIVE, I_FAILED = range(11)
 I_IOPT, I_SIOPT = 11, 18  # 7 options each (see _advance_rods)
-I_SECTIONS = 25
+I_STATE = 25  # the addresses of the state's arrays, in the order of STATE_ARRAYS
+STATE_ARRAYS = (  # (name, entity, cols): the compact unknowns in state.solver, then the common fields
+    ("s", "v", 3), ("qref", "e", 4), ("q", "e", 4), ("omega", "e", 3), ("vertex_x", "v", 3), ("vertex_v", "v", 3),
+    ("edge_ref_d1", "e", 3), ("edge_theta", "e", 0), ("joint_ref_twist", "j", 0))
+I_SECTIONS = I_STATE + len(STATE_ARRAYS)
 F_DT, F_A_IN, F_A_D, F_DECAY, F_RTOL, F_ATOL, F_SRTOL, F_SATOL = range(8)
 F_NEWTON, F_PCG, F_SOLVES, F_STALLED, F_RESIDUAL = range(8, 13)  # outputs: sums over rods, worst residual
 F_HEADER = 13
@@ -54,22 +62,75 @@ FSECTIONS = (  # (name, entity, cols): entity v(ertex), e(dge), j(oint), r(od), 
     I_SECTIONS, I_SECTIONS + len(FSECTIONS))
 
 
-@njit(inline="always", **JIT)
-def _f1(ib, fb, slot, n):
-    o = ib[slot]
-    return fb[o:o + n]
+# Views without reference counts. Every view numba makes of an argument increments and later
+# decrements its meminfo's count with an atomic instruction, and ``reshape`` calls a C function
+# to check the layout; a driver call made ~55 such views of the arena before its first step
+# (~2 us of a 10-vertex ``advance(state, 1)``). ``numba.carray`` over a pointer into the arena
+# builds the same C-contiguous view with no meminfo (der's ``borrow``, rodlab.der.batch, made the
+# same finding). Compiled code only; the views must not outlive the call that passed the arena.
+@intrinsic
+def _element_pointer(typingctx, buf, offset):
+    """Pointer to element ``offset`` of the C-contiguous 1-D array ``buf``."""
+    if not (isinstance(buf, nbtypes.Array) and buf.ndim == 1 and buf.layout == "C"
+            and isinstance(offset, nbtypes.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = make_array(signature.args[0])(context, builder, value=args[0]).data
+        return builder.gep(data, [args[1]])
+
+    return nbtypes.CPointer(buf.dtype)(buf, offset), codegen
 
 
-@njit(inline="always", **JIT)
-def _f2(ib, fb, slot, n, c):
-    o = ib[slot]
-    return fb[o:o + n * c].reshape((n, c))
+@intrinsic
+def _float64_at(typingctx, address):
+    """The float64 pointer at the integer ``address`` [bytes] (an ``ndarray.ctypes.data``)."""
+    if not isinstance(address, nbtypes.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+    return nbtypes.CPointer(nbtypes.float64)(address), codegen
 
 
-@njit(inline="always", **JIT)
-def _f3(ib, fb, slot, n, a, c):
-    o = ib[slot]
-    return fb[o:o + n * a * c].reshape((n, a, c))
+# The view functions take the section's offset, read from ``ib`` by the caller, not its slot: a
+# call with a module constant (a literal) compiles a specialization per value (~57 more
+# compilations on a cold start).
+@njit(**JIT_INNER)
+def _i1(ib, o, n):
+    return carray(_element_pointer(ib, o), (n,))
+
+
+@njit(**JIT_INNER)
+def _f1(fb, o, n):
+    return carray(_element_pointer(fb, o), (n,))
+
+
+@njit(**JIT_INNER)
+def _f2(fb, o, n, c):
+    return carray(_element_pointer(fb, o), (n, c))
+
+
+@njit(**JIT_INNER)
+def _f3(fb, o, n, a, c):
+    return carray(_element_pointer(fb, o), (n, a, c))
+
+
+@njit(**JIT_INNER)
+def _state_views(ib):
+    """The state's arrays (:data:`STATE_ARRAYS`) at the addresses in ``ib[I_STATE:]``: ``s`` (N,
+    3), ``qref`` (E, 4), ``q`` (E, 4), ``omega`` (E, 3), ``vertex_x`` (N, 3), ``vertex_v`` (N, 3),
+    ``edge_ref_d1`` (E, 3), ``edge_theta`` (E,), ``joint_ref_twist`` (J,). The simulator checks
+    each array (C-contiguous, float64, writeable, this shape) and keeps a reference to it for as
+    long as its address is in ``ib``."""
+    N, E, J = ib[I_NV], ib[I_NE], ib[I_NJ]
+    a = I_STATE
+    return (carray(_float64_at(ib[a]), (N, 3)), carray(_float64_at(ib[a + 1]), (E, 4)),
+            carray(_float64_at(ib[a + 2]), (E, 4)), carray(_float64_at(ib[a + 3]), (E, 3)),
+            carray(_float64_at(ib[a + 4]), (N, 3)), carray(_float64_at(ib[a + 5]), (N, 3)),
+            carray(_float64_at(ib[a + 6]), (E, 3)), carray(_float64_at(ib[a + 7]), (E,)),
+            carray(_float64_at(ib[a + 8]), (J,)))
 
 
 def arenas(counts: dict, header: dict) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -91,12 +152,13 @@ def arenas(counts: dict, header: dict) -> tuple[np.ndarray, np.ndarray, dict]:
     return ib, fb, views
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _copy_rows(src, dst):
-    a = src.reshape(-1)
-    b = dst.reshape(-1)
-    for i in range(a.shape[0]):
-        b[i] = a[i]
+    """``dst[...] = src`` for 2-D arrays of one shape, as loops (a slice assignment compiles numba's
+    broadcasting error path; ``reshape(-1)`` calls numba's C layout check on every call)."""
+    for i in range(src.shape[0]):
+        for c in range(src.shape[1]):
+            dst[i, c] = src[i, c]
 
 
 @njit(**JIT)
@@ -119,36 +181,38 @@ def _drive_root(sr, qrefr, R, shift, x0, c0, q0):
         qrefr[0, c] = sign * target[c]
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def _arena_views(ib, fb):
     """The float sections of the arenas (:func:`arenas`) as views, in three groups: the
     constants (Newton tolerances, model rows, Dirichlet mask, gravity, rest poses of the moving
-    clamps), the step's starts and backups, and the workspaces. One compiled function of its own:
-    inlined into the driver, its ~50 small inlines made the driver's compile ~quadratic (numba's
-    inliner rescans the caller after every inline; cold start, issue #16)."""
+    clamps), the step's starts and backups, and the workspaces. Inlined into the driver
+    (``inline="always"``: LLVM then drops the views a call does not use and no 53-array tuple is
+    returned, -0.5 us a call); its view functions are calls, not inlines (inlined, their ~50 small
+    inlines made the driver's compile ~quadratic: numba's inliner rescans the caller after every
+    inline; cold start, issue #16)."""
     nr, N, E, J, D = ib[I_NROD], ib[I_NV], ib[I_NE], ib[I_NJ], ib[I_ND]
-    tol, static_tol = _f1(ib, fb, S_TOL, nr), _f1(ib, fb, S_STATIC_TOL, nr)
-    lengths, masses, Jr = _f1(ib, fb, S_LENGTHS, E), _f1(ib, fb, S_MASSES, N), _f2(ib, fb, S_JR, E, 3)
-    lbar, Kh, ubar = _f1(ib, fb, S_LBAR, J), _f2(ib, fb, S_KH, J, 3), _f2(ib, fb, S_UBAR, J, 3)
-    free, gravity = _f2(ib, fb, S_FREE, N, 3), _f1(ib, fb, S_GRAVITY, 3)
-    drive_x0, drive_c0, drive_q0 = _f2(ib, fb, S_DRIVE_X0, D, 3), _f2(ib, fb, S_DRIVE_C0, D, 3), \
-        _f2(ib, fb, S_DRIVE_Q0, D, 4)
-    p_t, q_t, p_pred, th_pred = _f2(ib, fb, S_P_T, N, 3), _f2(ib, fb, S_Q_T, E, 4), _f2(ib, fb, S_P_PRED, N, 3), \
-        _f2(ib, fb, S_TH_PRED, E, 3)
-    s_bk, qref_bk, q_bk = _f2(ib, fb, S_S_BK, N, 3), _f2(ib, fb, S_QREF_BK, E, 4), _f2(ib, fb, S_Q_BK, E, 4)
-    p_bk, v_bk, om_bk = _f2(ib, fb, S_P_BK, N, 3), _f2(ib, fb, S_V_BK, N, 3), _f2(ib, fb, S_OM_BK, E, 3)
-    wp, wq, Dj, Qj = _f2(ib, fb, S_WP, N, 3), _f2(ib, fb, S_WQ, E, 4), _f3(ib, fb, S_DJ, E, 3, 3), \
-        _f3(ib, fb, S_QJ, E, 4, 3)
-    gp, gq, Hp = _f2(ib, fb, S_GP, N, 3), _f2(ib, fb, S_GQ, E, 4), _f1(ib, fb, S_HP, N)
-    Hqd, Hqo = _f3(ib, fb, S_HQD, E, 4, 4), _f3(ib, fb, S_HQO, J, 4, 4)
-    b, ds, s_try = _f2(ib, fb, S_B, N, 3), _f2(ib, fb, S_DS, N, 3), _f2(ib, fb, S_S_TRY, N, 3)
-    diag, off, sinv = _f3(ib, fb, S_DIAG, N, 3, 3), _f3(ib, fb, S_OFF, E, 3, 3), _f3(ib, fb, S_SINV, N, 3, 3)
-    W, suffix = _f3(ib, fb, S_W, E, 3, 3), _f1(ib, fb, S_SUFFIX, N)
-    Bd, Bo = _f3(ib, fb, S_BD, N, 3, 3), _f3(ib, fb, S_BO, E, 3, 3)
-    r, zz, d, Ad = _f2(ib, fb, S_R, N, 3), _f2(ib, fb, S_ZZ, N, 3), _f2(ib, fb, S_D, N, 3), _f2(ib, fb, S_AD, N, 3)
-    tv, tp, y, G = _f2(ib, fb, S_TV, N, 3), _f2(ib, fb, S_TP, N, 3), _f2(ib, fb, S_Y, N, 3), \
-        _f3(ib, fb, S_G, N, 3, 3)
-    comps, stats, totals = _f2(ib, fb, S_COMPS, nr, 4), _f2(ib, fb, S_STATS, nr, 8), _f2(ib, fb, S_TOTALS, nr, 4)
+    tol, static_tol = _f1(fb, ib[S_TOL], nr), _f1(fb, ib[S_STATIC_TOL], nr)
+    lengths, masses, Jr = _f1(fb, ib[S_LENGTHS], E), _f1(fb, ib[S_MASSES], N), _f2(fb, ib[S_JR], E, 3)
+    lbar, Kh, ubar = _f1(fb, ib[S_LBAR], J), _f2(fb, ib[S_KH], J, 3), _f2(fb, ib[S_UBAR], J, 3)
+    free, gravity = _f2(fb, ib[S_FREE], N, 3), _f1(fb, ib[S_GRAVITY], 3)
+    drive_x0, drive_c0, drive_q0 = _f2(fb, ib[S_DRIVE_X0], D, 3), _f2(fb, ib[S_DRIVE_C0], D, 3), \
+        _f2(fb, ib[S_DRIVE_Q0], D, 4)
+    p_t, q_t, p_pred, th_pred = _f2(fb, ib[S_P_T], N, 3), _f2(fb, ib[S_Q_T], E, 4), _f2(fb, ib[S_P_PRED], N, 3), \
+        _f2(fb, ib[S_TH_PRED], E, 3)
+    s_bk, qref_bk, q_bk = _f2(fb, ib[S_S_BK], N, 3), _f2(fb, ib[S_QREF_BK], E, 4), _f2(fb, ib[S_Q_BK], E, 4)
+    p_bk, v_bk, om_bk = _f2(fb, ib[S_P_BK], N, 3), _f2(fb, ib[S_V_BK], N, 3), _f2(fb, ib[S_OM_BK], E, 3)
+    wp, wq, Dj, Qj = _f2(fb, ib[S_WP], N, 3), _f2(fb, ib[S_WQ], E, 4), _f3(fb, ib[S_DJ], E, 3, 3), \
+        _f3(fb, ib[S_QJ], E, 4, 3)
+    gp, gq, Hp = _f2(fb, ib[S_GP], N, 3), _f2(fb, ib[S_GQ], E, 4), _f1(fb, ib[S_HP], N)
+    Hqd, Hqo = _f3(fb, ib[S_HQD], E, 4, 4), _f3(fb, ib[S_HQO], J, 4, 4)
+    b, ds, s_try = _f2(fb, ib[S_B], N, 3), _f2(fb, ib[S_DS], N, 3), _f2(fb, ib[S_S_TRY], N, 3)
+    diag, off, sinv = _f3(fb, ib[S_DIAG], N, 3, 3), _f3(fb, ib[S_OFF], E, 3, 3), _f3(fb, ib[S_SINV], N, 3, 3)
+    W, suffix = _f3(fb, ib[S_W], E, 3, 3), _f1(fb, ib[S_SUFFIX], N)
+    Bd, Bo = _f3(fb, ib[S_BD], N, 3, 3), _f3(fb, ib[S_BO], E, 3, 3)
+    r, zz, d, Ad = _f2(fb, ib[S_R], N, 3), _f2(fb, ib[S_ZZ], N, 3), _f2(fb, ib[S_D], N, 3), _f2(fb, ib[S_AD], N, 3)
+    tv, tp, y, G = _f2(fb, ib[S_TV], N, 3), _f2(fb, ib[S_TP], N, 3), _f2(fb, ib[S_Y], N, 3), \
+        _f3(fb, ib[S_G], N, 3, 3)
+    comps, stats, totals = _f2(fb, ib[S_COMPS], nr, 4), _f2(fb, ib[S_STATS], nr, 8), _f2(fb, ib[S_TOTALS], nr, 4)
     consts = (tol, static_tol, lengths, masses, Jr, lbar, Kh, ubar, free, gravity, drive_x0, drive_c0, drive_q0)
     starts = (p_t, q_t, p_pred, th_pred, s_bk, qref_bk, q_bk, p_bk, v_bk, om_bk)
     work = (wp, wq, Dj, Qj, gp, gq, Hp, Hqd, Hqo, b, ds, s_try, diag, off, sinv, W, suffix, Bd, Bo, r, zz, d, Ad, tv, tp,
@@ -156,7 +220,7 @@ def _arena_views(ib, fb):
     return consts, starts, work
 
 
-def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta, ref_twist, drive, history, dense):
+def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
     """``nsteps`` implicit-Euler steps (``static``: one static solve, inertia dropped) of every rod
     (``advance_rods``: in parallel over rods; ``advance_rods_serial``, for one-rod worlds: without
     the parallel region's cost), then the common frame fields of the state (:func:`write_frames`).
@@ -165,14 +229,13 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
     prediction (:func:`rodlab.compact.sqp.predict_start`), solve the step by SQP
     (:func:`rodlab.compact.sqp.sqp_solve`, Zhao et al., Alg. 1), then velocities and re-centering
     (:func:`rodlab.compact.sqp.finish_step`) and the exponential damping factor ``decay``. The
-    state's arrays are flat over rods, rod ``k``'s rows at ``vstart`` (vertices), ``estart``
-    (edges), ``jstart`` (hinges); constants and workspaces are in the arenas ``ib``, ``fb``
-    (:func:`arenas`). Options (``ib[I_IOPT:]``, ``ib[I_SIOPT:]`` for a static solve) =
+    state's arrays (:data:`STATE_ARRAYS`, at the addresses in ``ib[I_STATE:]``: :func:`_state_views`)
+    are flat over rods, rod ``k``'s rows at ``vstart`` (vertices), ``estart`` (edges), ``jstart``
+    (hinges); constants and workspaces are in the arenas ``ib``, ``fb`` (:func:`arenas`). Options (``ib[I_IOPT:]``, ``ib[I_SIOPT:]`` for a static solve) =
     (preconditioner kind, max Newton iterations, PCG max iterations, line-search steps, tension
     stiffness, re-center every iteration, warm start); ``fb``: PCG rtol and atol, Newton
     tolerance per rod (``tol``, ``static_tol``). If any rod's step is not finite, every rod is put
-    back to the previous step and the number of steps done is returned (else ``nsteps``); ``failed``
-    (R,) marks the rods that failed. ``totals`` (R, 4) accumulates Newton iterations, PCG
+    back to the previous step; ``failed`` (R,) marks the rods that failed. ``totals`` (R, 4) accumulates Newton iterations, PCG
     iterations, linear solves and steps that stopped on a PCG or line-search failure, summed over
     rods into ``fb[F_NEWTON:F_RESIDUAL]``; ``stats`` (R, 8) holds the last step's, its worst
     residual in ``fb[F_RESIDUAL]``. Moving root clamps (``drive`` None: none): ``drive`` =
@@ -195,11 +258,15 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
     ``drive``, ``history`` and ``dense`` are None or not in the compiled signature, and numba
     prunes the branches ``if drive is not None`` (...) of a None: a plain rod's driver never
     compiles the moving clamps, BDF2 or the dense preconditioners (cold start, issue #16).
+
+    Returns ``(steps done, Newton iterations, PCG iterations, stalled steps, worst residual)``:
+    ``nsteps`` steps unless one was not finite, the call's sums over rods (as in ``fb``), and
+    ``fb[F_RESIDUAL]`` (the report of a call, without reading ``fb`` back from Python).
     """
-    nr, N, E, J, D = ib[I_NROD], ib[I_NV], ib[I_NE], ib[I_NJ], ib[I_ND]
-    vstart, estart, jstart = ib[ib[I_VSTART]:ib[I_VSTART] + nr + 1], ib[ib[I_ESTART]:ib[I_ESTART] + nr + 1], \
-        ib[ib[I_JSTART]:ib[I_JSTART] + nr + 1]
-    rod_drive, failed = ib[ib[I_DRIVE]:ib[I_DRIVE] + nr], ib[ib[I_FAILED]:ib[I_FAILED] + nr]
+    s, qref, q, omega, p, v, ref_d1, theta, ref_twist = _state_views(ib)
+    nr = ib[I_NROD]
+    vstart, estart, jstart = _i1(ib, ib[I_VSTART], nr + 1), _i1(ib, ib[I_ESTART], nr + 1), _i1(ib, ib[I_JSTART], nr + 1)
+    rod_drive, failed = _i1(ib, ib[I_DRIVE], nr), _i1(ib, ib[I_FAILED], nr)
     io = I_SIOPT if static else I_IOPT
     kind = ib[io]
     max_newton = ib[io + 1]
@@ -346,15 +413,17 @@ def _advance_rods(nsteps, static, ib, fb, s, qref, q, p, v, omega, ref_d1, theta
         worst = max(worst, stats[ri, 3])
     fb[F_RESIDUAL] = worst
     _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist)
-    return done
+    return done, int(fb[F_NEWTON]), int(fb[F_PCG]), int(fb[F_STALLED]), worst
 
 
 
 
-@njit(**JIT)
+@njit(**JIT_INNER)
 def _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist):
-    """:func:`write_frames` on scalars (no array views: ~25 ns per edge); each joint's reference
-    twist by :func:`rodlab.geometry.curves.reference_twist3`, the one scalar copy of the transport."""
+    """:func:`write_frames` on scalars (no array views: ~25 ns per edge, about half of it the reference
+    twist's transport and ``atan2``); each joint's reference twist by
+    :func:`rodlab.geometry.curves.reference_twist3`, the one scalar copy of the transport. Compiled
+    code only (``JIT_INNER``); Python calls :func:`write_frames`."""
     for ri in range(vstart.shape[0] - 1):
         j = vstart[ri]
         h = jstart[ri]
@@ -406,4 +475,4 @@ advance_rods_serial = njit_as("advance_rods_serial", _advance_rods, **JIT)
 advance_rods.__doc__ = advance_rods_serial.__doc__ = _advance_rods.__doc__
 
 
-__all__ = ["I_NROD", "I_NV", "I_NE", "I_NJ", "I_ND", "I_NDENSE", "I_VSTART", "I_ESTART", "I_JSTART", "I_DRIVE", "I_FAILED", "I_IOPT", "I_SIOPT", "I_SECTIONS", "F_DT", "F_A_IN", "F_A_D", "F_DECAY", "F_RTOL", "F_ATOL", "F_SRTOL", "F_SATOL", "F_NEWTON", "F_PCG", "F_SOLVES", "F_STALLED", "F_RESIDUAL", "F_HEADER", "FSECTIONS", "arenas", "advance_rods", "advance_rods_serial", "write_frames"]
+__all__ = ["I_NROD", "I_NV", "I_NE", "I_NJ", "I_ND", "I_NDENSE", "I_VSTART", "I_ESTART", "I_JSTART", "I_DRIVE", "I_FAILED", "I_IOPT", "I_SIOPT", "I_STATE", "STATE_ARRAYS", "I_SECTIONS", "F_DT", "F_A_IN", "F_A_D", "F_DECAY", "F_RTOL", "F_ATOL", "F_SRTOL", "F_SATOL", "F_NEWTON", "F_PCG", "F_SOLVES", "F_STALLED", "F_RESIDUAL", "F_HEADER", "FSECTIONS", "arenas", "advance_rods", "advance_rods_serial", "write_frames"]

@@ -65,8 +65,8 @@ import numpy as np
 
 from ..compact.batch import (F_A_D, F_A_IN, F_ATOL, F_DECAY, F_DT, F_NEWTON, F_RESIDUAL, F_RTOL, F_SATOL, F_SRTOL,
                               FSECTIONS, I_DRIVE, I_ESTART, I_FAILED, I_IOPT, I_JSTART, I_NDENSE, I_ND, I_NE,
-                              I_NJ, I_NROD, I_NV, I_SECTIONS, I_SIOPT, I_VSTART, _drive_root, advance_rods,
-                              advance_rods_serial, arenas, write_frames)
+                              I_NJ, I_NROD, I_NV, I_SECTIONS, I_SIOPT, I_STATE, I_VSTART, STATE_ARRAYS, _drive_root,
+                              advance_rods, advance_rods_serial, arenas, write_frames)
 from ..compact.chain import chain_forward, frames_from_polyline
 from ..compact.end_clamps import needs_rows
 from ..compact.energies import darboux, eval_energy
@@ -392,7 +392,9 @@ class CompactSimulator(Simulator):
     def _own(self, state: State) -> dict:
         """The compact unknowns of ``state``; a state of another method is converted from its common
         fields (positions, velocities, material frames; the segments' angular velocity from the
-        tangents' rates, without spin about them)."""
+        tangents' rates, without spin about them). Checks the nine arrays the driver steps
+        (``batch.STATE_ARRAYS``: shape, C-contiguous float64, writeable, aligned) and records
+        their addresses in ``ibuf`` for it (docs/compact.md, "Per-call cost")."""
         w = self.world
         shapes = {"s": (w.n_vertices, 3), "qref": (w.n_edges, 4), "q": (w.n_edges, 4), "omega": (w.n_edges, 3)}
         if state.method == self.method:
@@ -431,8 +433,16 @@ class CompactSimulator(Simulator):
             require(a.shape == shape and a.flags.c_contiguous and a.dtype == np.float64,
                     f"state.{name} must be a C-contiguous float64 array of shape {shape} (got {a.shape})")
         sv = state.solver
-        self._checked = (sv, sv["s"], sv["qref"], sv["q"], sv["omega"], state.vertex_x, state.vertex_v,
-                         state.edge_ref_d1, state.edge_theta, state.joint_ref_twist)
+        arrays = tuple(sv[name] if k < 4 else getattr(state, name) for k, (name, _, _) in enumerate(STATE_ARRAYS))
+        for (name, _, _), a in zip(STATE_ARRAYS, arrays):
+            where = f"state.solver[{name!r}]" if name in shapes else f"state.{name}"
+            require(a.flags.writeable and a.flags.aligned, f"{where} must be a writeable, aligned array (it is "
+                                                           f"{'read-only' if not a.flags.writeable else 'unaligned'})")
+        # the compiled driver reads and writes these arrays at their addresses (batch._state_views):
+        # _checked keeps them alive while their addresses are in ib, and advance calls the driver
+        # only after checking (_own_fast) that the state still holds these very arrays
+        self._ib[I_STATE:I_STATE + len(STATE_ARRAYS)] = [a.ctypes.data for a in arrays]
+        self._checked = (sv, *arrays)
         return sv
 
     def _own_fast(self, state: State) -> dict:
@@ -474,23 +484,23 @@ class CompactSimulator(Simulator):
                 "clamp motion must return a finite rotation and translation")
         return dR, dd
 
-    def _run(self, state: State, nsteps: int, static: bool) -> tuple[int, float]:
+    def _run(self, state: State, nsteps: int, static: bool) -> tuple[int, int, int, int, float, float]:
         """``nsteps`` steps (or one static solve) of every rod in one compiled call, which also
-        writes the common frame fields; returns (steps done, wall time [s])."""
+        writes the common frame fields; returns (steps done, Newton iterations, PCG iterations,
+        stalled steps, worst residual, wall time [s])."""
         sv = self._own_fast(state)
         drive = self._drive_targets(state.t, nsteps, static) if self._drives else None
         hist = self._history(sv) if self._integ else self._no_history(sv)
         t0 = perf_counter()
-        done = self._driver(nsteps, static, self._ib, self._fb, sv["s"], sv["qref"], sv["q"], state.vertex_x,
-                            state.vertex_v, sv["omega"], state.edge_ref_d1, state.edge_theta, state.joint_ref_twist,
-                            drive, hist, self._dense)
+        done, newton, linear, stalled, residual = self._driver(nsteps, static, self._ib, self._fb, drive, hist,
+                                                               self._dense)
         wall = perf_counter() - t0
         if not static:
             dt = self._dt
             for _ in range(done):
-                state.t += dt
+                state.t += dt  # step by step: t as a loop of advance(state, 1) calls makes it
         self._last = done
-        return done, wall
+        return done, newton, linear, stalled, residual, wall
 
     def _history(self, sv: dict) -> tuple:
         """BDF2's history in ``sv`` (the previous step's start: ``bdf2_x``, ``bdf2_v`` (N, 3),
@@ -670,9 +680,7 @@ class CompactSimulator(Simulator):
                 return StepReport(done, True, "ok", newton, linear, residual, wall, **extra)
             return StepReport(done, False, f"{last.stalled_steps} rod step(s) stopped on a PCG or line-search failure "
                               "(kept)", newton, linear, residual, wall, **extra)
-        done, wall = self._run(state, nsteps, False)
-        newton, linear, _, stalled, residual = self._fb[F_NEWTON:F_RESIDUAL + 1].tolist()
-        newton, linear, stalled = int(newton), int(linear), int(stalled)
+        done, newton, linear, stalled, residual, wall = self._run(state, nsteps, False)
         if done == 0:
             residual = 0.0
         if done < nsteps:
@@ -694,7 +702,7 @@ class CompactSimulator(Simulator):
             what = "rod contact or point forces" if self._joint is not None else "obstacles"
             raise UnsupportedFeature(f"method compact has no static solve with {what} (step it in time, with damping)")
         snapshot = state.copy()
-        done, wall = self._run(state, 1, True)
+        done, _, _, _, _, wall = self._run(state, 1, True)
         stats = self._f["stats"]
         iters, residual = int(self._f["totals"][:, 0].sum()), float(stats[:, 3].max())
         if done < 1:
