@@ -568,7 +568,7 @@ def warm_store(warm, rows, K, lam_n, lam_t):
 
 @njit(**JIT_INNER)
 def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
-            rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm, near_x, near):
+            rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm, near_x, near, touched):
     """The contact response after one DER step from ``x0`` to ``x_step`` (= ``x`` on entry)
     (docs/contact-der.md, steps 2-5), in place on the state arrays. ``cfg`` = (margin, smallest
     radius, penetration tolerance, impulse tolerance, CCD tolerance, h, skin of the candidate pair
@@ -578,8 +578,12 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     Newton cluster, Newton iterations).
     ``clear`` (2,): the clearance bound and its key; ``warm``: the warm-start table
     (``WARM_COLUMNS``; used when its key is that of ``x0``); ``near_x``, ``near``: the candidate
-    pair list. Returns ``(active contacts, smallest row gap at the end, rows table, warm-start
-    table, candidate pair list)``."""
+    pair list; ``touched`` (R,) is set to the rods whose state the response changed (every other
+    rod's positions, velocities, angles and reference frames are left as they were). Returns
+    ``(active contacts, smallest row gap at the end, rows table, warm-start table, candidate pair
+    list)``."""
+    for r in range(touched.shape[0]):
+        touched[r] = False
     margin, rmin, pen_tol, tolerance, ccd_tol = cfg[0], cfg[1], cfg[2], cfg[3], cfg[4]
     max_iter, max_rounds, max_outer = icfg[0], icfg[1], icfg[2]
     rods_on, has_mesh, warm_on = icfg[3] != 0, icfg[4] != 0, icfg[5] != 0
@@ -595,8 +599,6 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     clear[0] = 0.0
     clear[1] = 0.0
     h = cfg[5]
-    R = rod_closed.shape[0]
-    touched = np.zeros(R, dtype=np.bool_)
     keys = np.empty(16)
     nkeys = 0
     end_gap = np.inf
@@ -732,7 +734,7 @@ def respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu,
     m, w = B.unpack(f, i, b, L)
     n, gap, rows, warm, near = respond(m, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg,
                                        vertex_rod, rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm,
-                                       near_x, near)
+                                       near_x, near, np.zeros(rod_closed.shape[0], dtype=np.bool_))
     return n, gap, _finite(X) and _finite(V), rows, warm, near
 
 
