@@ -3,8 +3,8 @@
 Bergou, Wardetzky, Robinson, Audoly, Grinspun, "Discrete Elastic Rods" (ACM TOG 2008) handle
 contact in their explicit simulations (Table 1, Figs. 1, 9, 10) with impulses after the elastic
 update; here, after each step of the unchanged compiled DER kernel (symplectic Euler, fast or
-symplectic projection, quasistatic twist), the contact response runs, all of it inside one
-compiled call per step (:func:`rodlab.der.contact_loop.respond_packed`; this module holds
+symplectic projection, quasistatic twist), the contact response runs, the steps of a call and
+their responses in one compiled loop (:func:`rodlab.der.contact_steps.advance_contact_steps`; this module holds
 its impulse, projection and frame kernels and :class:`DERContact`, the contact data):
 
 1. **Rows.** Contacts are detected at the step's end positions ``x1`` (the kernels of
@@ -439,7 +439,7 @@ def refresh_frames(rods, x_old, x, theta, ref_d1, ref_twist, rod_vertex_start, r
 # ---- the step -------------------------------------------------------------------------------------
 class DERContact:
     """Contact data of a :class:`rodlab.solvers.der.DERSimulator` whose world has obstacles or rod
-    contact, for the compiled contact response :func:`rodlab.der.contact_loop.respond_packed`
+    contact, for the compiled contact response :func:`rodlab.der.contact_steps.advance_contact_steps`
     (module docstring).
 
     Parameters

@@ -1,11 +1,10 @@
-"""The contact response of explicit DER as one compiled call per step, serial
-(docs/contact-der.md, "The step").
+"""The contact response of explicit DER, compiled and serial (docs/contact-der.md, "The step").
 
-After each DER step (the contact-free path's compiled step, one step per call of
-:func:`rodlab.der.batch.advance_rods_serial`), :func:`respond_packed` runs :func:`respond`: the
-clearance skip, detection (:func:`detect_rows`: the grid broadphase, narrowphase and, when
-needed, CCD kernels of :mod:`rodlab.contact`, called from compiled code, serially), impulses and
-inextensibility (:func:`rodlab.der.contact.resolve`) in rounds, the velocity step of RATTLE with
+After each DER step, :func:`respond` (called per step from the compiled loop
+:func:`rodlab.der.contact_steps.advance_contact_steps`) runs the clearance skip, detection
+(:func:`detect_rows`: the grid broadphase, narrowphase and, when needed, CCD kernels of
+:mod:`rodlab.contact`, called from compiled code, serially), impulses and inextensibility
+(:func:`rodlab.der.contact.resolve`) in rounds, the velocity step of RATTLE with
 ``projection="symplectic"``, and the frame update (:func:`rodlab.der.contact.refresh_frames`).
 Nothing runs on numba's thread pool: a contact world's step is a few hundred vertices, where
 waking threads costs more per step than the work.
@@ -705,37 +704,4 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     return n_active, end_gap, rows, warm, near
 
 
-@njit(inline="always", **JIT)
-def _finite(a):
-    probe = 0.0
-    for i in range(a.shape[0]):
-        for c in range(3):
-            probe += a[i, c] - a[i, c]
-    return probe == 0.0
-
-
-@njit(**JIT)
-def respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
-                   rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm, near_x, near):
-    """:func:`respond` on the simulator's packed model (:func:`rodlab.der.batch.unpack`): the
-    whole contact response of one step as one compiled call. ``cfg`` (7,) = (margin, smallest
-    radius, penetration tolerance, impulse tolerance, CCD tolerance, h, pair list skin); ``vertex_rod`` (N,),
-    ``rod_closed``, ``rod_uniform``, ``rod_twist_free`` (R,) from the model; ``stats`` (7,)
-    accumulates detections, impulse/projection alternations, rows, Gauss-Seidel sweeps, round-1
-    checks done on round 0's pairs, Newton cluster solves and Newton iterations. Returns ``(active contacts, smallest row gap at the end,
-    whether the state is finite, rows table, warm-start table, candidate pair list)`` (the
-    tables and the list are kept by the caller for the next step; the list with ``near_x``).
-
-    The DER step is *not* called from here but from Python, one step per call of
-    :func:`rodlab.der.batch.advance_rods_serial`: numba re-optimises the whole call tree of
-    every compiled function that calls it, and a loop calling the DER step from compiled code
-    cost 76 s of compile CPU on top of the contact-free path's (2 shared cores, empty cache),
-    against ~5 us per step of Python between the two calls."""
-    m, w = B.unpack(f, i, b, L)
-    n, gap, rows, warm, near = respond(m, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg,
-                                       vertex_rod, rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm,
-                                       near_x, near, np.zeros(rod_closed.shape[0], dtype=np.bool_))
-    return n, gap, _finite(X) and _finite(V), rows, warm, near
-
-
-__all__ = ["detect_rows", "grid_pairs_serial", "listed_pairs", "respond", "respond_packed", "rod_min_gap"]
+__all__ = ["detect_rows", "grid_pairs_serial", "listed_pairs", "respond", "rod_min_gap"]
