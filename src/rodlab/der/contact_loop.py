@@ -159,7 +159,9 @@ def listed_pairs(lo, hi, x, skin, g, near_x, near):
     cells' keys, then of their sorted positions: in the order of the sorted positions. So the
     overlapping candidates sorted by (lower sorted position, higher sorted position), with the
     sort and the grid of :func:`grid_pairs_serial` (:func:`rodlab.contact.broadphase._grid`,
-    ``_grid_keys``, a stable sort), are its output."""
+    ``_grid_keys``, a stable sort), are its output. Only the relative order of the surviving
+    pairs' boxes matters, so only those are sorted (by cell key, then id: the stable sort's
+    order), not every box."""
     n = lo.shape[0]
     if n < 2:
         return np.empty((0, 2), dtype=np.int64), near
@@ -179,16 +181,9 @@ def listed_pairs(lo, hi, x, skin, g, near_x, near):
         near[0, 1] = builds + 1
         copy_rows2(near[1:], found, found.shape[0])
         copy_rows2(near_x, x, x.shape[0])
-    gmin, h, dims = _grid(lo, hi)
-    keys = np.empty(n, dtype=np.int64)
-    _grid_keys(lo, gmin, h, dims, keys)
-    order = np.argsort(keys, kind="mergesort")
-    rank = np.empty(n, dtype=np.int64)
-    for ii in range(n):
-        rank[order[ii]] = ii
     count = near[0, 0]
     out = np.empty((count, 2), dtype=np.int64)
-    sort_key = np.empty(count, dtype=np.int64)
+    used = np.zeros(n, dtype=np.bool_)
     m = 0
     for p in range(1, count + 1):
         i, j = near[p, 0], near[p, 1]
@@ -197,9 +192,29 @@ def listed_pairs(lo, hi, x, skin, g, near_x, near):
             continue
         out[m, 0] = i
         out[m, 1] = j
-        sort_key[m] = min(rank[i], rank[j]) * n + max(rank[i], rank[j])
+        used[i] = True
+        used[j] = True
         m += 1
-    by = np.argsort(sort_key[:m])
+    # the boxes of the surviving pairs in increasing id, ranked by the stable sort of their cell keys: the
+    # relative order of their positions in the sort of all boxes (which ranks by (key, id) too)
+    box = np.empty(2 * m, dtype=np.int64)
+    nb = 0
+    for e in range(n):
+        if used[e]:
+            box[nb] = e
+            nb += 1
+    gmin, h, dims = _grid(lo, hi)
+    keys = np.empty(nb, dtype=np.int64)
+    _grid_keys(lo[box[:nb]], gmin, h, dims, keys)
+    order = np.argsort(keys, kind="mergesort")
+    rank = np.empty(n, dtype=np.int64)
+    for q in range(nb):
+        rank[box[order[q]]] = q
+    sort_key = np.empty(m, dtype=np.int64)
+    for q in range(m):
+        ri, rj = rank[out[q, 0]], rank[out[q, 1]]
+        sort_key[q] = min(ri, rj) * nb + max(ri, rj)
+    by = np.argsort(sort_key)
     pairs = np.empty((m, 2), dtype=np.int64)
     for q in range(m):
         pairs[q, 0] = out[by[q], 0]
