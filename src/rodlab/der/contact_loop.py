@@ -582,7 +582,8 @@ def warm_store(warm, rows, K, lam_n, lam_t):
 
 @njit(**JIT_INNER)
 def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
-            rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm, near_x, near, touched):
+            rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm, near_x, near, scratch_e3, scratch_s,
+            scratch_kb, scratch_omega):
     """The contact response after one DER step from ``x0`` to ``x_step`` (= ``x`` on entry)
     (docs/contact-der.md, steps 2-5), in place on the state arrays. ``cfg`` = (margin, smallest
     radius, penetration tolerance, impulse tolerance, CCD tolerance, h, skin of the candidate pair
@@ -592,12 +593,10 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     Newton cluster, Newton iterations).
     ``clear`` (2,): the clearance bound and its key; ``warm``: the warm-start table
     (``WARM_COLUMNS``; used when its key is that of ``x0``); ``near_x``, ``near``: the candidate
-    pair list; ``touched`` (R,) is set to the rods whose state the response changed (every other
-    rod's positions, velocities, angles and reference frames are left as they were). Returns
-    ``(active contacts, smallest row gap at the end, rows table, warm-start table, candidate pair
-    list)``."""
-    for r in range(touched.shape[0]):
-        touched[r] = False
+    pair list; ``scratch_*``: the serial driver's per-rod work arrays, where the frame update of
+    the rods the response moved leaves their new geometry (:func:`rodlab.der.contact.refresh_frames`;
+    every other rod's state is left as it was). Returns ``(active contacts, smallest row gap at the
+    end, rows table, warm-start table, candidate pair list)``."""
     margin, rmin, pen_tol, tolerance, ccd_tol = cfg[0], cfg[1], cfg[2], cfg[3], cfg[4]
     max_iter, max_rounds, max_outer = icfg[0], icfg[1], icfg[2]
     rods_on, has_mesh, warm_on = icfg[3] != 0, icfg[4] != 0, icfg[5] != 0
@@ -613,6 +612,7 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     clear[0] = 0.0
     clear[1] = 0.0
     h = cfg[5]
+    touched = np.zeros(rod_closed.shape[0], dtype=np.bool_)
     keys = np.empty(16)
     nkeys = 0
     end_gap = np.inf
@@ -707,7 +707,7 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
                        m.rod_joint_start, m.rod_clamp_start, rod_closed, rod_uniform, rod_twist_free, m.clamp_edge,
                        m1_step, m.edge_rest_length, m.edge_bend_stiffness, m.edge_stretch_stiffness, m.edge_free_theta,
                        m.joint_voronoi_length, m.joint_rest_curvature, m.joint_rest_twist, m.joint_twist_stiffness,
-                       m.rod_twist_tol, m.option_int[1])
+                       m.rod_twist_tol, m.option_int[1], scratch_e3, scratch_s, scratch_kb, scratch_omega)
     n_active = 0
     if nkeys:
         srt = np.sort(keys[:nkeys])

@@ -127,9 +127,9 @@ def advance_contact_steps(f, i, b, L, nsteps, h, t, X, V, TH, D1, TW, call_presc
     x0 = np.empty_like(X)
     x_step = np.empty_like(X)
     R = w.rod_status.shape[0]
-    touched = np.zeros(R, dtype=np.bool_)
     # rods stepped by _step_rod (any other: the serial driver's _advance_rod, energy check, twist-free
     # frames and time-dependent forces included), and those whose scratch holds their state's geometry
+    # (after their step; the response's frame update leaves it there for the rods it moves)
     fast = np.zeros(R, dtype=np.bool_)
     kept = np.zeros(R, dtype=np.bool_)
     for r in range(R):
@@ -171,9 +171,8 @@ def advance_contact_steps(f, i, b, L, nsteps, h, t, X, V, TH, D1, TW, call_presc
                 m1_step = call_m1[s]
         n, gap, rows, warm, near = respond(m, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg,
                                            vertex_rod, rod_closed, rod_uniform, rod_twist_free, clear, stats, rows,
-                                           warm, near_x, near, touched)
-        for r in range(R):
-            kept[r] = kept[r] and not touched[r]
+                                           warm, near_x, near, w.serial_e3, w.serial_s, w.serial_kb,
+                                           w.serial_omega)
         if not (_finite(X) and _finite(V)):
             return 0, s + 1, False, t, n_sum, n_max, gap_min, warn, rows, warm, near
         n_sum += n
