@@ -1,13 +1,18 @@
 """The steps of one ``advance`` call of a DER world in contact, as one compiled loop
-(docs/contact-der.md, "The step" and "One compiled loop per call").
+(docs/contact-der.md, "The step" and "One compiled loop per call, kept geometry").
 
-Per step, exactly what the contact branch of :meth:`rodlab.solvers.der.DERSimulator.advance`
-did from Python before: the DER step of every rod (the serial driver's body of
-:func:`rodlab.der.batch.advance_rods_serial` for one step: :func:`rodlab.der.batch._advance_rod`
-rod after rod, then its finish and call cache), then the whole contact response
+Per step, bit for bit what the contact branch of :meth:`rodlab.solvers.der.DERSimulator.advance`
+did from Python before (one call of :func:`rodlab.der.batch.advance_rods_serial` for one step,
+then one of the contact response): the DER step of every rod, then the whole contact response
 (:func:`rodlab.der.contact_loop.respond`). Both are called without Python wrappers
 (``JIT_INNER``), so this function links each call tree once; the per-step dispatch of two compiled
 calls, the named-tuple typing of the contact geometry and the Python between them are gone.
+
+A rod without the energy check, twist-free frames or time-dependent forces is stepped by
+:func:`_step_rod`, which keeps the rod's geometry in its scratch from one step to the next (the
+response's frame update leaves a moved rod's new geometry there too) instead of recomputing it,
+and skips the snapshot copies; any other rod by the serial driver's own
+:func:`rodlab.der.batch._advance_rod`, its call cache included.
 """
 from __future__ import annotations
 
