@@ -3,8 +3,8 @@
 Bergou, Wardetzky, Robinson, Audoly, Grinspun, "Discrete Elastic Rods" (ACM TOG 2008) handle
 contact in their explicit simulations (Table 1, Figs. 1, 9, 10) with impulses after the elastic
 update; here, after each step of the unchanged compiled DER kernel (symplectic Euler, fast or
-symplectic projection, quasistatic twist), the contact response runs, all of it inside one
-compiled call per step (:func:`rodlab.der.contact_loop.respond_packed`; this module holds
+symplectic projection, quasistatic twist), the contact response runs, the steps of a call and
+their responses in one compiled loop (:func:`rodlab.der.contact_steps.advance_contact_steps`; this module holds
 its impulse, projection and frame kernels and :class:`DERContact`, the contact data):
 
 1. **Rows.** Contacts are detected at the step's end positions ``x1`` (the kernels of
@@ -399,10 +399,16 @@ def velocity_project_rods(rods, x, v, inv_mass, rod_vertex_start, rod_edge_start
 def refresh_frames(rods, x_old, x, theta, ref_d1, ref_twist, rod_vertex_start, rod_edge_start, rod_joint_start,
                    rod_clamp_start, rod_closed, rod_uniform, rod_twist_free, clamp_edge, clamp_m1, edge_rest_length,
                    edge_bend_stiffness, edge_stretch_stiffness, edge_free_theta, joint_voronoi_length,
-                   joint_rest_curvature, joint_rest_twist, joint_twist_stiffness, rod_twist_tol, twist_max_iter):
+                   joint_rest_curvature, joint_rest_twist, joint_twist_stiffness, rod_twist_tol, twist_max_iter,
+                   scratch_e3, scratch_s, scratch_kb, scratch_omega):
     """Reference frames of each rod in ``rods`` transported in time from the edges of ``x_old``
     to those of ``x``, reference twist recomputed, clamped angles set from ``clamp_m1`` and the
-    quasistatic twist re-solved (the DER step's own kernels)."""
+    quasistatic twist re-solved (the DER step's own kernels). The work arrays of a rod are its
+    rows of the serial driver's scratch (``scratch_e3`` (18 E,), ``scratch_s`` (7 E,),
+    ``scratch_kb`` (J, 3), ``scratch_omega`` (J, 4): :class:`rodlab.der.batch.BatchWork`'s
+    ``serial_*``, laid out as the DER step lays them out), so that they end holding the geometry
+    of the rod's new state (edges, lengths, tangents, second reference directors, curvature
+    binormals), which is what the next step's refresh would compute from it."""
     for q in range(rods.shape[0]):
         r = rods[q]
         vs, ve = rod_vertex_start[r], rod_vertex_start[r + 1]
@@ -411,10 +417,11 @@ def refresh_frames(rods, x_old, x, theta, ref_d1, ref_twist, rod_vertex_start, r
         cs, ce = rod_clamp_start[r], rod_clamp_start[r + 1]
         ne, nj = ee - es, je - js
         closed = rod_closed[r]
-        edges, tangents, ref_d2 = np.empty((ne, 3)), np.empty((ne, 3)), np.empty((ne, 3))
-        m1, m2 = np.empty((ne, 3)), np.empty((ne, 3))
-        lengths, grad, h_diag, h_lower, step = np.empty(ne), np.empty(ne), np.empty(ne), np.empty(ne), np.empty(ne)
-        kb, omega = np.empty((nj, 3)), np.empty((nj, 4))
+        e3 = scratch_e3[18 * es:18 * ee].reshape((6, ne, 3))
+        s = scratch_s[7 * es:7 * ee].reshape((7, ne))
+        edges, tangents, ref_d2, m1, m2 = e3[0], e3[1], e3[3], e3[4], e3[5]
+        lengths, grad, h_diag, h_lower, step = s[0], s[1], s[2], s[3], s[4]
+        kb, omega = scratch_kb[js:je], scratch_omega[js:je]
         compute_edges(x_old[vs:ve], closed, edges)
         compute_tangents(edges, lengths, tangents)
         d1 = ref_d1[es:ee].copy()
@@ -439,7 +446,7 @@ def refresh_frames(rods, x_old, x, theta, ref_d1, ref_twist, rod_vertex_start, r
 # ---- the step -------------------------------------------------------------------------------------
 class DERContact:
     """Contact data of a :class:`rodlab.solvers.der.DERSimulator` whose world has obstacles or rod
-    contact, for the compiled contact response :func:`rodlab.der.contact_loop.respond_packed`
+    contact, for the compiled contact response :func:`rodlab.der.contact_steps.advance_contact_steps`
     (module docstring).
 
     Parameters

@@ -1,11 +1,10 @@
-"""The contact response of explicit DER as one compiled call per step, serial
-(docs/contact-der.md, "The step").
+"""The contact response of explicit DER, compiled and serial (docs/contact-der.md, "The step").
 
-After each DER step (the contact-free path's compiled step, one step per call of
-:func:`rodlab.der.batch.advance_rods_serial`), :func:`respond_packed` runs :func:`respond`: the
-clearance skip, detection (:func:`detect_rows`: the grid broadphase, narrowphase and, when
-needed, CCD kernels of :mod:`rodlab.contact`, called from compiled code, serially), impulses and
-inextensibility (:func:`rodlab.der.contact.resolve`) in rounds, the velocity step of RATTLE with
+After each DER step, :func:`respond` (called per step from the compiled loop
+:func:`rodlab.der.contact_steps.advance_contact_steps`) runs the clearance skip, detection
+(:func:`detect_rows`: the grid broadphase, narrowphase and, when needed, CCD kernels of
+:mod:`rodlab.contact`, called from compiled code, serially), impulses and inextensibility
+(:func:`rodlab.der.contact.resolve`) in rounds, the velocity step of RATTLE with
 ``projection="symplectic"``, and the frame update (:func:`rodlab.der.contact.refresh_frames`).
 Nothing runs on numba's thread pool: a contact world's step is a few hundred vertices, where
 waking threads costs more per step than the work.
@@ -160,7 +159,9 @@ def listed_pairs(lo, hi, x, skin, g, near_x, near):
     cells' keys, then of their sorted positions: in the order of the sorted positions. So the
     overlapping candidates sorted by (lower sorted position, higher sorted position), with the
     sort and the grid of :func:`grid_pairs_serial` (:func:`rodlab.contact.broadphase._grid`,
-    ``_grid_keys``, a stable sort), are its output."""
+    ``_grid_keys``, a stable sort), are its output. Only the relative order of the surviving
+    pairs' boxes matters, so only those are sorted (by cell key, then id: the stable sort's
+    order), not every box."""
     n = lo.shape[0]
     if n < 2:
         return np.empty((0, 2), dtype=np.int64), near
@@ -180,16 +181,9 @@ def listed_pairs(lo, hi, x, skin, g, near_x, near):
         near[0, 1] = builds + 1
         copy_rows2(near[1:], found, found.shape[0])
         copy_rows2(near_x, x, x.shape[0])
-    gmin, h, dims = _grid(lo, hi)
-    keys = np.empty(n, dtype=np.int64)
-    _grid_keys(lo, gmin, h, dims, keys)
-    order = np.argsort(keys, kind="mergesort")
-    rank = np.empty(n, dtype=np.int64)
-    for ii in range(n):
-        rank[order[ii]] = ii
     count = near[0, 0]
     out = np.empty((count, 2), dtype=np.int64)
-    sort_key = np.empty(count, dtype=np.int64)
+    used = np.zeros(n, dtype=np.bool_)
     m = 0
     for p in range(1, count + 1):
         i, j = near[p, 0], near[p, 1]
@@ -198,9 +192,29 @@ def listed_pairs(lo, hi, x, skin, g, near_x, near):
             continue
         out[m, 0] = i
         out[m, 1] = j
-        sort_key[m] = min(rank[i], rank[j]) * n + max(rank[i], rank[j])
+        used[i] = True
+        used[j] = True
         m += 1
-    by = np.argsort(sort_key[:m])
+    # the boxes of the surviving pairs in increasing id, ranked by the stable sort of their cell keys: the
+    # relative order of their positions in the sort of all boxes (which ranks by (key, id) too)
+    box = np.empty(2 * m, dtype=np.int64)
+    nb = 0
+    for e in range(n):
+        if used[e]:
+            box[nb] = e
+            nb += 1
+    gmin, h, dims = _grid(lo, hi)
+    keys = np.empty(nb, dtype=np.int64)
+    _grid_keys(lo[box[:nb]], gmin, h, dims, keys)
+    order = np.argsort(keys, kind="mergesort")
+    rank = np.empty(n, dtype=np.int64)
+    for q in range(nb):
+        rank[box[order[q]]] = q
+    sort_key = np.empty(m, dtype=np.int64)
+    for q in range(m):
+        ri, rj = rank[out[q, 0]], rank[out[q, 1]]
+        sort_key[q] = min(ri, rj) * nb + max(ri, rj)
+    by = np.argsort(sort_key)
     pairs = np.empty((m, 2), dtype=np.int64)
     for q in range(m):
         pairs[q, 0] = out[by[q], 0]
@@ -568,7 +582,8 @@ def warm_store(warm, rows, K, lam_n, lam_t):
 
 @njit(**JIT_INNER)
 def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
-            rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm, near_x, near):
+            rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm, near_x, near, scratch_e3, scratch_s,
+            scratch_kb, scratch_omega):
     """The contact response after one DER step from ``x0`` to ``x_step`` (= ``x`` on entry)
     (docs/contact-der.md, steps 2-5), in place on the state arrays. ``cfg`` = (margin, smallest
     radius, penetration tolerance, impulse tolerance, CCD tolerance, h, skin of the candidate pair
@@ -578,8 +593,10 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     Newton cluster, Newton iterations).
     ``clear`` (2,): the clearance bound and its key; ``warm``: the warm-start table
     (``WARM_COLUMNS``; used when its key is that of ``x0``); ``near_x``, ``near``: the candidate
-    pair list. Returns ``(active contacts, smallest row gap at the end, rows table, warm-start
-    table, candidate pair list)``."""
+    pair list; ``scratch_*``: the serial driver's per-rod work arrays, where the frame update of
+    the rods the response moved leaves their new geometry (:func:`rodlab.der.contact.refresh_frames`;
+    every other rod's state is left as it was). Returns ``(active contacts, smallest row gap at the
+    end, rows table, warm-start table, candidate pair list)``."""
     margin, rmin, pen_tol, tolerance, ccd_tol = cfg[0], cfg[1], cfg[2], cfg[3], cfg[4]
     max_iter, max_rounds, max_outer = icfg[0], icfg[1], icfg[2]
     rods_on, has_mesh, warm_on = icfg[3] != 0, icfg[4] != 0, icfg[5] != 0
@@ -595,8 +612,7 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     clear[0] = 0.0
     clear[1] = 0.0
     h = cfg[5]
-    R = rod_closed.shape[0]
-    touched = np.zeros(R, dtype=np.bool_)
+    touched = np.zeros(rod_closed.shape[0], dtype=np.bool_)
     keys = np.empty(16)
     nkeys = 0
     end_gap = np.inf
@@ -691,7 +707,7 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
                        m.rod_joint_start, m.rod_clamp_start, rod_closed, rod_uniform, rod_twist_free, m.clamp_edge,
                        m1_step, m.edge_rest_length, m.edge_bend_stiffness, m.edge_stretch_stiffness, m.edge_free_theta,
                        m.joint_voronoi_length, m.joint_rest_curvature, m.joint_rest_twist, m.joint_twist_stiffness,
-                       m.rod_twist_tol, m.option_int[1])
+                       m.rod_twist_tol, m.option_int[1], scratch_e3, scratch_s, scratch_kb, scratch_omega)
     n_active = 0
     if nkeys:
         srt = np.sort(keys[:nkeys])
@@ -703,37 +719,4 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     return n_active, end_gap, rows, warm, near
 
 
-@njit(inline="always", **JIT)
-def _finite(a):
-    probe = 0.0
-    for i in range(a.shape[0]):
-        for c in range(3):
-            probe += a[i, c] - a[i, c]
-    return probe == 0.0
-
-
-@njit(**JIT)
-def respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg, vertex_rod,
-                   rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm, near_x, near):
-    """:func:`respond` on the simulator's packed model (:func:`rodlab.der.batch.unpack`): the
-    whole contact response of one step as one compiled call. ``cfg`` (7,) = (margin, smallest
-    radius, penetration tolerance, impulse tolerance, CCD tolerance, h, pair list skin); ``vertex_rod`` (N,),
-    ``rod_closed``, ``rod_uniform``, ``rod_twist_free`` (R,) from the model; ``stats`` (7,)
-    accumulates detections, impulse/projection alternations, rows, Gauss-Seidel sweeps, round-1
-    checks done on round 0's pairs, Newton cluster solves and Newton iterations. Returns ``(active contacts, smallest row gap at the end,
-    whether the state is finite, rows table, warm-start table, candidate pair list)`` (the
-    tables and the list are kept by the caller for the next step; the list with ``near_x``).
-
-    The DER step is *not* called from here but from Python, one step per call of
-    :func:`rodlab.der.batch.advance_rods_serial`: numba re-optimises the whole call tree of
-    every compiled function that calls it, and a loop calling the DER step from compiled code
-    cost 76 s of compile CPU on top of the contact-free path's (2 shared cores, empty cache),
-    against ~5 us per step of Python between the two calls."""
-    m, w = B.unpack(f, i, b, L)
-    n, gap, rows, warm, near = respond(m, x0, x_step, X, V, TH, D1, TW, m1_step, g, rod_mu, obstacle_mu, cfg, icfg,
-                                       vertex_rod, rod_closed, rod_uniform, rod_twist_free, clear, stats, rows, warm,
-                                       near_x, near)
-    return n, gap, _finite(X) and _finite(V), rows, warm, near
-
-
-__all__ = ["detect_rows", "grid_pairs_serial", "listed_pairs", "respond", "respond_packed", "rod_min_gap"]
+__all__ = ["detect_rows", "grid_pairs_serial", "listed_pairs", "respond", "rod_min_gap"]

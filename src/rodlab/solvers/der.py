@@ -356,54 +356,37 @@ class DERSimulator(Simulator):
         return StepReport(nsteps, wall_s=time.perf_counter() - t0)
 
     def _advance_contact(self, state: State, nsteps: int, t0: float) -> StepReport:
-        """The contact branch of :meth:`advance` (docs/contact-der.md): per step one compiled DER
-        step (serial driver) and one compiled call of the whole contact response
-        (:func:`rodlab.der.contact_loop.respond_packed`). The clearance bound that lets
+        """The contact branch of :meth:`advance` (docs/contact-der.md): the call's steps as one
+        compiled loop (:func:`rodlab.der.contact_steps.advance_contact_steps`: per step the DER
+        step of every rod, then the whole contact response). The clearance bound that lets
         contact-free steps skip detection lives in ``state.solver["der_contact_clear"]``, the last
         step's impulses that start the next one's in ``state.solver["der_contact_warm"]``."""
-        from ..der.contact_loop import WARM_COLUMNS, respond_packed
+        from ..der.contact_loop import WARM_COLUMNS
+        from ..der.contact_steps import advance_contact_steps
 
         c = self._contact
         presc, m1, timed = self._call_loads(state, nsteps)
         p = self._packed
-        f, i, b, L, h = p.f, p.i, p.b, p.layout, self._dt
-        X, V, TH, D1, TW = state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1, state.joint_ref_twist
         start = state.copy()
         clear = state.solver.get("der_contact_clear")
         clear = np.array(clear, dtype=float) if clear is not None and np.shape(clear) == (2,) else np.zeros(2)
         warm = state.solver.get("der_contact_warm")  # copied: a state's copy may share the array
         ok = warm is not None and np.ndim(warm) == 2 and np.shape(warm)[0] > 0 and np.shape(warm)[1] == WARM_COLUMNS
         warm = np.array(warm, dtype=float) if ok else np.zeros((16, WARM_COLUMNS))
-        x0, x_step = np.empty_like(X), np.empty_like(X)
-        moving, timed_on, clamp_m1 = bool(self._moving), bool(self._timed), self.model.clamp_m1
-        g, rows, warn = c.geometry, c.rows, 0
-        gap_min, n_sum, n_max = math.inf, 0, 0
-        for s in range(nsteps):
-            np.copyto(x0, X)
-            ps = presc[s:s + 1] if moving else presc
-            ms = m1[s:s + 1] if moving else m1
-            ts = timed[s:s + 1] if timed_on else timed
-            code = B.advance_rods_serial(f, i, b, L, 1, h, X, V, TH, D1, TW, ps, ms, ts, self._symplectic)
-            if code & B.STATUS_FAILED:
-                state.assign(start)
-                self._check_code(state, code, 1, t0)
-            warn |= code
-            state.t += h
-            np.copyto(x_step, X)
-            n, gap, finite, rows, warm, c.near = respond_packed(f, i, b, L, x0, x_step, X, V, TH, D1, TW,
-                                                                ms[0] if moving else clamp_m1, g, c.rod_mu,
-                                                                c.obstacle_mu, c.cfg, c.icfg, c.vertex_rod,
-                                                                c.rod_closed, c.rod_uniform, c.rod_twist_free, clear,
-                                                                c.stats, rows, warm, c.near_x, c.near)
-            if not finite:
-                state.assign(start)
-                report = StepReport(0, False, "contact response produced a non-finite state", wall_s=time.perf_counter() - t0)
-                self._fail(state, None, report, f"der contact: the state became non-finite at step {s + 1} of {nsteps} "
-                                                "(try a smaller dt); the state is restored to the call's start")
-            n_sum += n
-            n_max = max(n_max, n)
-            gap_min = min(gap_min, gap)
-        c.rows = rows
+        code, done, finite, t, n_sum, n_max, gap_min, warn, c.rows, warm, c.near = advance_contact_steps(
+            p.f, p.i, p.b, p.layout, nsteps, self._dt, float(state.t), state.vertex_x, state.vertex_v, state.edge_theta,
+            state.edge_ref_d1, state.joint_ref_twist, presc, m1, timed, self._symplectic, bool(self._moving),
+            bool(self._timed), c.geometry, c.rod_mu, c.obstacle_mu, c.cfg, c.icfg, c.vertex_rod, c.rod_closed,
+            c.rod_uniform, c.rod_twist_free, clear, c.stats, c.rows, warm, c.near_x, c.near)
+        if code & B.STATUS_FAILED:
+            state.assign(start)
+            self._check_code(state, code, 1, t0)
+        if not finite:
+            state.assign(start)
+            report = StepReport(0, False, "contact response produced a non-finite state", wall_s=time.perf_counter() - t0)
+            self._fail(state, None, report, f"der contact: the state became non-finite at step {done} of {nsteps} "
+                                            "(try a smaller dt); the state is restored to the call's start")
+        state.t = t
         if warn & B.STATUS_PROJECTION_WARN:
             self._check_code(state, B.STATUS_PROJECTION_WARN, 1, t0)
         state.solver["der_contact_clear"] = clear
