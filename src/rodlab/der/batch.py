@@ -716,6 +716,10 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
             w.rod_cache[r, 2] = k1
             w.rod_cache[r, 3] = el1
             w.rod_cache[r, 0] = CACHE_PENDING
+    elif twist_free and private is None and nsteps > 0 and m.rod_flag[r, FLAG_PASSIVE] == 0:
+        # a twist-free rod without the energy check (driven, in wind, energy_check=False): its
+        # steps and rebuild left the end geometry in the scratch (no energies cached: none read)
+        w.rod_cache[r, 0] = CACHE_PENDING
     if private is not None:
         _copy2(X[vs:ve], x)
         _copy2(V[vs:ve], v)
