@@ -102,7 +102,8 @@ if __name__ == "__main__":
         sys.exit(compare(sys.argv[2], sys.argv[3]))
     res = {}
     for name in WORLDS:
-        for label, opts in (("default", {}), ("symplectic", {"projection": "symplectic"}), ("nocheck", {"energy_check": False})):
+        for label, opts in (("default", {}), ("symplectic", {"projection": "symplectic"}),
+                            ("nocheck", {"energy_check": False})):
             if label != "default" and name not in ("cant10", "helix", "several"):
                 continue
             res[f"{name}/{label}"] = run(name, opts)
