@@ -117,6 +117,20 @@ def reference_twist3(tx, ty, tz, sx, sy, sz, ux, uy, uz, vx, vy, vz, previous):
     return angle + two_pi * math.floor((previous - angle) / two_pi + 0.5)
 
 
+@njit(inline="always", **JIT)
+def orthonormalize3(tx, ty, tz, ax, ay, az):
+    """:func:`orthonormalize_against` on scalars: ``a`` minus its component along unit ``t``,
+    normalised, as a 3-tuple (the same arithmetic). A vector parallel to ``t``: ValueError."""
+    d = ax * tx + ay * ty + az * tz
+    o0 = ax - d * tx
+    o1 = ay - d * ty
+    o2 = az - d * tz
+    nrm = math.sqrt(o0 * o0 + o1 * o1 + o2 * o2)
+    if not nrm > 1e-300:
+        raise ValueError("frame vector is parallel to the tangent")
+    return o0 / nrm, o1 / nrm, o2 / nrm
+
+
 @njit(**JIT)
 def parallel_transport_into(t1, t2, u, out):
     """Parallel transport ``u`` from unit tangent ``t1`` to unit tangent ``t2``.
@@ -201,12 +215,15 @@ def time_parallel_update(old_tangents, new_tangents, a1):
     """Transport each edge's reference director ``a1`` in time, from its old tangent to its new one.
 
     The time-parallel reference frame of later DER work (Bergou et al. 2010): the smallest
-    rotation taking the old tangent to the new one. Updated in place, re-orthonormalised.
+    rotation taking the old tangent to the new one. Updated in place, re-orthonormalised. On
+    scalars (:func:`transport3`, :func:`orthonormalize3`): no scratch array, bitwise the array
+    forms :func:`parallel_transport_into` + :func:`orthonormalize_against`.
     """
-    tmp = np.empty(3)
     for j in range(a1.shape[0]):
-        parallel_transport_into(old_tangents[j], new_tangents[j], a1[j], tmp)
-        orthonormalize_against(new_tangents[j], tmp, a1[j])
+        o0, o1, o2 = transport3(old_tangents[j, 0], old_tangents[j, 1], old_tangents[j, 2], new_tangents[j, 0],
+                                new_tangents[j, 1], new_tangents[j, 2], a1[j, 0], a1[j, 1], a1[j, 2])
+        a1[j, 0], a1[j, 1], a1[j, 2] = orthonormalize3(new_tangents[j, 0], new_tangents[j, 1], new_tangents[j, 2],
+                                                       o0, o1, o2)
 
 
 @njit(**JIT)
@@ -226,17 +243,18 @@ def reference_twist(tangents, a1, closed, previous, out):
 
     ``P`` is parallel transport along the rod from edge ``e = k`` to edge ``f = k + 1``. The
     angle is only known modulo 2 pi; it is unwrapped against ``previous`` (last step's value)
-    so accumulated twist is never lost.
+    so accumulated twist is never lost. On scalars (:func:`reference_twist3`: no scratch array,
+    bitwise :func:`parallel_transport_into` + :func:`signed_angle` + :func:`unwrap_near`);
+    ``previous`` may be ``out``.
     """
     ne = tangents.shape[0]
-    tmp = np.empty(3)
     for k in range(out.shape[0]):
         f = k + 1
         if f == ne:
             f = 0
-        parallel_transport_into(tangents[k], tangents[f], a1[k], tmp)
-        ang = signed_angle(tmp, a1[f], tangents[f])
-        out[k] = unwrap_near(ang, previous[k])
+        out[k] = reference_twist3(tangents[k, 0], tangents[k, 1], tangents[k, 2], tangents[f, 0], tangents[f, 1],
+                                  tangents[f, 2], a1[k, 0], a1[k, 1], a1[k, 2], a1[f, 0], a1[f, 1], a1[f, 2],
+                                  previous[k])
 
 
 @njit(inline="always", **JIT)
