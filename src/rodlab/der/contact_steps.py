@@ -162,7 +162,9 @@ def advance_contact_steps(f, i, b, L, nsteps, h, t, X, V, TH, D1, TW, call_presc
             else:
                 B._advance_rod(m, w, np.int64(r), np.int64(1), h, X, V, TH, D1, TW, ps, ms, ts, None, symplectic)
         code = _step_code(m, w)
-        B._commit_cache(m, w, code, X, V, TH, D1, TW)
+        B._commit_cache(m.rod_vertex_start, m.rod_edge_start, m.rod_joint_start, w.rod_cache, w.vertex_snap_x,
+                        w.vertex_snap_v, w.edge_snap_theta, w.edge_snap_ref_d1, w.joint_snap_ref_twist, code, X, V,
+                        TH, D1, TW)
         if code & B.STATUS_FAILED:
             return code, s, True, t, n_sum, n_max, gap_min, warn, rows, warm, near
         warn |= code
