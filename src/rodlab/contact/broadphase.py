@@ -229,30 +229,48 @@ def grid_pairs_serial(lo, hi, edge_rod, edge_local, rod_edge_count, rod_closed, 
     compiled callers: the same pairs in the same order (the stable sort of the same cell keys,
     then each box's visit of :func:`_visit`, written out here in one pass into a table that
     doubles when full). The two parallel passes of :func:`_grid_pairs`, even on one thread, cost
-    about 90 us on 100 segments (a call of ``_visit`` and a pointer table per box), this about 13 us."""
+    about 90 us on 100 segments (a call of ``_visit`` and a pointer table per box), this about 10 us.
+    The boxes are first copied in sorted order, so the visit reads its neighbours' boxes from
+    contiguous rows (10-20 % faster at 300-3000 segments than reading them through ``order``)."""
     n = lo.shape[0]
     if n < 2:
         return np.empty((0, 2), dtype=np.int64)
     gmin, h, dims = _grid(lo, hi)
     keys = np.empty(n, dtype=np.int64)
     _grid_keys(lo, gmin, h, dims, keys)
-    order = np.argsort(keys, kind="mergesort")  # stable, as numpy's radix sort in grid_pairs
+    order = np.argsort(keys, kind="mergesort")
     skeys = keys[order]
     run_end = np.empty(n, dtype=np.int64)
     _run_end(skeys, run_end)
-    reach = 0.5 * h
+    box = 0.5 * h
+    slo = np.empty((n, 3))
+    shi = np.empty((n, 3))
+    srod = np.empty(n, dtype=np.int64)
+    slocal = np.empty(n, dtype=np.int64)
+    for ii in range(n):
+        i = order[ii]
+        for a in range(3):
+            slo[ii, a] = lo[i, a]
+            shi[ii, a] = hi[i, a]
+        srod[ii] = edge_rod[i]
+        slocal[ii] = edge_local[i]
     out = np.empty((max(2 * n, 16), 2), dtype=np.int64)
     count = 0
     ptr = np.full(27, -1, dtype=np.int64)
     for ii in range(n):
-        i = order[ii]
         own = skeys[ii]
-        ox = _cell(lo[i, 0], gmin[0], h, dims[0])
-        oy = _cell(lo[i, 1], gmin[1], h, dims[1])
-        oz = _cell(lo[i, 2], gmin[2], h, dims[2])
-        for cx in range(_cell(lo[i, 0] - reach, gmin[0], h, dims[0]), _cell(hi[i, 0], gmin[0], h, dims[0]) + 1):
-            for cy in range(_cell(lo[i, 1] - reach, gmin[1], h, dims[1]), _cell(hi[i, 1], gmin[1], h, dims[1]) + 1):
-                for cz in range(_cell(lo[i, 2] - reach, gmin[2], h, dims[2]), _cell(hi[i, 2], gmin[2], h, dims[2]) + 1):
+        ox = _cell(slo[ii, 0], gmin[0], h, dims[0])
+        oy = _cell(slo[ii, 1], gmin[1], h, dims[1])
+        oz = _cell(slo[ii, 2], gmin[2], h, dims[2])
+        cx0 = _cell(slo[ii, 0] - box, gmin[0], h, dims[0])
+        cy0 = _cell(slo[ii, 1] - box, gmin[1], h, dims[1])
+        cz0 = _cell(slo[ii, 2] - box, gmin[2], h, dims[2])
+        cx1 = _cell(shi[ii, 0], gmin[0], h, dims[0])
+        cy1 = _cell(shi[ii, 1], gmin[1], h, dims[1])
+        cz1 = _cell(shi[ii, 2], gmin[2], h, dims[2])
+        for cx in range(cx0, cx1 + 1):
+            for cy in range(cy0, cy1 + 1):
+                for cz in range(cz0, cz1 + 1):
                     key = (cx * dims[1] + cy) * dims[2] + cz
                     if key < own:
                         continue
@@ -270,26 +288,24 @@ def grid_pairs_serial(lo, hi, edge_rod, edge_local, rod_edge_count, rod_closed, 
                         if p >= n or skeys[p] != key:
                             continue
                         first, end = p, run_end[p]
-                    for m in range(first, end):
-                        j = order[m]
-                        # the tests of _boxes_overlap and are_neighbours written out: a call with
-                        # array arguments in this loop costs their reference counting (~60 us here)
-                        if not (lo[i, 0] <= hi[j, 0] and lo[j, 0] <= hi[i, 0] and lo[i, 1] <= hi[j, 1]
-                                and lo[j, 1] <= hi[i, 1] and lo[i, 2] <= hi[j, 2] and lo[j, 2] <= hi[i, 2]):
+                    for q in range(first, end):
+                        if not (slo[ii, 0] <= shi[q, 0] and slo[q, 0] <= shi[ii, 0] and slo[ii, 1] <= shi[q, 1]
+                                and slo[q, 1] <= shi[ii, 1] and slo[ii, 2] <= shi[q, 2] and slo[q, 2] <= shi[ii, 2]):
                             continue
-                        r = edge_rod[i]
-                        if edge_rod[j] == r:
-                            k = abs(edge_local[i] - edge_local[j])
+                        if srod[ii] == srod[q]:
+                            r = srod[ii]
+                            d = abs(slocal[ii] - slocal[q])
                             if rod_closed[r]:
-                                k = min(k, rod_edge_count[r] - k)
-                            if k <= rod_skip[r]:
+                                d = min(d, rod_edge_count[r] - d)
+                            if d <= rod_skip[r]:
                                 continue
                         if count == out.shape[0]:
                             grown = np.empty((2 * count, 2), dtype=np.int64)
-                            for q in range(count):
-                                grown[q, 0] = out[q, 0]
-                                grown[q, 1] = out[q, 1]
+                            for k in range(count):
+                                grown[k, 0] = out[k, 0]
+                                grown[k, 1] = out[k, 1]
                             out = grown
+                        i, j = order[ii], order[q]
                         out[count, 0] = min(i, j)
                         out[count, 1] = max(i, j)
                         count += 1

@@ -20,13 +20,12 @@ import math
 import numpy as np
 from numba import njit
 
-from ..contact.broadphase import _cell, _grid, _grid_keys, _lower_bound, _run_end
+from ..contact.broadphase import _grid, _grid_keys, grid_pairs_serial
 from ..contact.ccd import _mesh_toi_of, ccd_segment_obstacle, ccd_segment_segment
 from ..contact.detect import _mesh_of
 from ..contact.narrowphase import MESH, point_obstacle, segment_obstacle, segment_segment, segment_triangle, vlerp, vrow
 from ..geometry._vec import JIT, JIT_INNER
 
-from . import batch as B
 from .contact import copy_rows, copy_rows2, refresh_frames, resolve, velocity_project_rods
 
 # row table columns
@@ -41,90 +40,8 @@ SUB_MID, SUB_END0, SUB_END1, SUB_MESH, SUB_CCD = 0.0, 1.0, 2.0, 3.0, 4.0
 # then one row per entry, sorted by its first column: (row key * 8 + C_SUB, lambda_n, lambda_t (3))
 WARM_COLUMNS = 5
 
-# ---- broadphase, serial ------------------------------------------------------------------------
-@njit(**JIT)
-def grid_pairs_serial(lo, hi, edge_rod, edge_local, rod_edge_count, rod_closed, rod_skip):
-    """:func:`rodlab.contact.broadphase.grid_pairs` on the calling thread: the same pairs in the
-    same order (a stable sort of the same keys, then the visit of
-    :func:`rodlab.contact.broadphase._visit` written inline, in one pass into a growing table:
-    a call of ``_visit`` per box costs ~1.5 us in reference counting of its 17 arguments,
-    measured, against ~0.1 us of work in a small world)."""
-    n = lo.shape[0]
-    if n < 2:
-        return np.empty((0, 2), dtype=np.int64)
-    gmin, h, dims = _grid(lo, hi)
-    keys = np.empty(n, dtype=np.int64)
-    _grid_keys(lo, gmin, h, dims, keys)
-    order = np.argsort(keys, kind="mergesort")
-    skeys = keys[order]
-    run_end = np.empty(n, dtype=np.int64)
-    _run_end(skeys, run_end)
-    box = 0.5 * h
-    slo = np.empty((n, 3))
-    shi = np.empty((n, 3))
-    srod = np.empty(n, dtype=np.int64)
-    slocal = np.empty(n, dtype=np.int64)
-    for ii in range(n):
-        i = order[ii]
-        for a in range(3):
-            slo[ii, a] = lo[i, a]
-            shi[ii, a] = hi[i, a]
-        srod[ii] = edge_rod[i]
-        slocal[ii] = edge_local[i]
-    out = np.empty((max(2 * n, 16), 2), dtype=np.int64)
-    count = 0
-    ptr = np.full(27, -1, dtype=np.int64)
-    for ii in range(n):
-        own = skeys[ii]
-        ox = _cell(slo[ii, 0], gmin[0], h, dims[0])
-        oy = _cell(slo[ii, 1], gmin[1], h, dims[1])
-        oz = _cell(slo[ii, 2], gmin[2], h, dims[2])
-        cx0 = _cell(slo[ii, 0] - box, gmin[0], h, dims[0])
-        cy0 = _cell(slo[ii, 1] - box, gmin[1], h, dims[1])
-        cz0 = _cell(slo[ii, 2] - box, gmin[2], h, dims[2])
-        cx1 = _cell(shi[ii, 0], gmin[0], h, dims[0])
-        cy1 = _cell(shi[ii, 1], gmin[1], h, dims[1])
-        cz1 = _cell(shi[ii, 2], gmin[2], h, dims[2])
-        for cx in range(cx0, cx1 + 1):
-            for cy in range(cy0, cy1 + 1):
-                for cz in range(cz0, cz1 + 1):
-                    key = (cx * dims[1] + cy) * dims[2] + cz
-                    if key < own:
-                        continue
-                    if key == own:
-                        first, end = ii + 1, run_end[ii]
-                    else:
-                        o = (cx - ox + 1) * 9 + (cy - oy + 1) * 3 + (cz - oz + 1)
-                        p = ptr[o]
-                        if p < 0:
-                            p = _lower_bound(skeys, key)
-                        else:
-                            while p < n and skeys[p] < key:
-                                p += 1
-                        ptr[o] = p
-                        if p >= n or skeys[p] != key:
-                            continue
-                        first, end = p, run_end[p]
-                    for q in range(first, end):
-                        if not (slo[ii, 0] <= shi[q, 0] and slo[q, 0] <= shi[ii, 0] and slo[ii, 1] <= shi[q, 1]
-                                and slo[q, 1] <= shi[ii, 1] and slo[ii, 2] <= shi[q, 2] and slo[q, 2] <= shi[ii, 2]):
-                            continue
-                        if srod[ii] == srod[q]:
-                            r = srod[ii]
-                            d = abs(slocal[ii] - slocal[q])
-                            if rod_closed[r]:
-                                d = min(d, rod_edge_count[r] - d)
-                            if d <= rod_skip[r]:
-                                continue
-                        if count >= out.shape[0]:
-                            bigger = np.empty((2 * out.shape[0], 2), dtype=np.int64)
-                            copy_rows2(bigger, out, count)
-                            out = bigger
-                        i, j = order[ii], order[q]
-                        out[count, 0] = min(i, j)
-                        out[count, 1] = max(i, j)
-                        count += 1
-    return out[:count]
+# The serial grid broadphase is rodlab.contact.broadphase.grid_pairs_serial (one definition, shared
+# with compact's detection).
 
 
 # ---- the segment pairs of a detection from a kept candidate list (a Verlet list) ----------------
