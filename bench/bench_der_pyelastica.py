@@ -66,11 +66,9 @@ def main(argv=None) -> int:
                 continue
             run, tried = res
             if run is None:
-                bad = tried[0]
                 rows.append([n, name, "no dt met the accuracy", "", "", "", "", "", f"{len(tried)} tried down to {tried[-1].dt:.3g} s"])
                 continue
             unstable = [r.dt for r in tried if not r.ok]
-            inaccurate = [r.dt for r in tried if r.ok and r.extra['tip_error'] > tol]
             why = (f"next larger dt {tried[-2].dt:.3g} s: " + ("unstable" if tried[-2].dt in unstable else "inaccurate")) if len(tried) > 1 else "largest dt tried"
             w = run.wall_s / scene.t_end
             walls[name] = run.cpu_s / scene.t_end  # CPU time: the machine is shared

@@ -11,7 +11,6 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
 
 from rodlab.analytic.elastica import cantilever_elastica_tip
 from rodlab.galpha import Boundary, GAlphaOptions, GAlphaRod, GAlphaSolver

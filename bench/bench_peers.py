@@ -169,7 +169,6 @@ def measure(name, make, scene, budget, log):
     if not probe.ok:
         log(f"    probe at dt0={dt0:.3g} s: {probe.message}")
     rate0 = probe.wall_s / probe_t if probe.ok else math.nan
-    cpu0 = probe.cpu_s / probe_t if probe.ok else math.nan
     projected = rate0 * scene.t_end
     log(f"    dt0 = {dt0:.3g} s, probe {probe_t:.3g} s: {rate0:.3g} wall s per simulated s (projected {projected:.3g} s)")
     tried = []

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from rodlab.compact.baselines import QD, CartesianSolver, cartesian_state_at_rest, quad_director, run_cartesian
+from rodlab.compact.baselines import CartesianSolver, quad_director, run_cartesian
 from rodlab.compact.simulate import simulate
 from rodlab.scenes.compact_scenes import HELIX_PARAMS, build_helix
 

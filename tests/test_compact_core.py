@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from rodlab.compact.chain import Chain, frames_from_polyline, jac_mul, jac_t_mul
+from rodlab.compact.chain import Chain, jac_mul, jac_t_mul
 from rodlab.compact.energies import dense_hessian, eval_energy
 from rodlab.compact.pcg import (PRECONDITIONERS, a_mul, a_mul_q, apply_preconditioner, build_block_preconditioner,
                                 build_dense_a, factor_preconditioner, reduce_q_blocks)
@@ -138,7 +138,6 @@ def test_gauss_newton_hessian_is_psd_and_bending_value():
     ch = Chain(md.lengths, md.rest_q)
     s = np.zeros((n, 3))
     d1 = np.array([0.0, 0.0, 0.0])
-    from rodlab.compact.chain import directors
     R0 = md.rest_q[0]
     # material d1 of the rest frame (world) = first column
     w_, x_, y_, z_ = R0
@@ -228,7 +227,6 @@ def test_preconditioners_match_definition(kind):
     if k == 4:
         P = A
     else:
-        ch = Chain(md.lengths, md.rest_q)
         P = np.zeros_like(A)
         for j in range(n):
             P[3 * j:3 * j + 3, 3 * j:3 * j + 3] = A[3 * j:3 * j + 3, 3 * j:3 * j + 3]

@@ -8,7 +8,7 @@ import pytest
 
 from rodlab.der.stepper import DEROptions, DERStepper, suggested_time_step
 from rodlab.model import Loads, ModelError, twist_about_axis
-from rodlab.solvers import SimulationError, UnsupportedFeature, make_simulator
+from rodlab.solvers import SimulationError, make_simulator
 from rodlab.world import WorldBuilder, shapes
 
 MAT = dict(E=1e7, G=1e7 / 3, rho=1000.0, radius=0.01)

@@ -47,7 +47,7 @@ def test_rest_frame_and_overrides_set_the_rest_curvature():
     overrides land on the interior vertices with the explicit DER's joint numbering."""
     x = shapes.helix(10, 0.1, 0.05, 1.0)
     rod0 = WorldBuilder()
-    r = rod0.add_rod(x, E=E, G=G, rho=RHO, radius=R)
+    rod0.add_rod(x, E=E, G=G, rho=RHO, radius=R)
     base = rod0.build().rods[0]
     m0, _ = rod_model(base)
     t = np.diff(x, axis=0)

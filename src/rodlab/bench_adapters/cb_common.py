@@ -8,8 +8,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 
 try:
-    from cosseratbench import Capability, Diverged, Trajectory
-    from cosseratbench.scenario import End, EndCondition
+    from cosseratbench import Capability, Diverged, Trajectory  # noqa: F401 (re-exported to the adapters)
+    from cosseratbench.scenario import End, EndCondition  # noqa: F401 (re-exported to the adapters)
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("rodlab.bench_adapters.cosseratbench needs the optional extra: pip install 'rodlab[bench]'") from exc
 

@@ -51,7 +51,6 @@ def refresh_geometry(x, closed, ref_d1, ref_twist, transport_frames, edges, leng
     time from the tangents held in ``tangents`` on entry to the new ones; the reference twist
     is then recomputed (unwrapped against its previous value).
     """
-    ne = edges.shape[0]
     old = tangents.copy() if transport_frames else tangents
     compute_edges(x, closed, edges)
     compute_tangents(edges, lengths, tangents)
@@ -346,7 +345,6 @@ def isotropic_bending_forces(kb, tangents, lengths, lbar, bend_k, forces):
     ``wbar = 0`` the bending energy is ``sum_k (b_e + b_f) |kb_k|^2 / (2 lbar_k)`` (Bergou 2008,
     Eq. 6), so ``g = dE/d(kb) = (b_e + b_f) kb / lbar`` needs no material frame."""
     nv = forces.shape[0]
-    ne = tangents.shape[0]
     for i in range(nv):
         forces[i, 0] = 0.0
         forces[i, 1] = 0.0

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..geometry.curves import (
-    bishop_frames,
     compute_curvature_binormals,
     compute_edges,
     compute_tangents,
@@ -399,7 +398,6 @@ class DERStepper:
             self._ext_force[pf.vertex] += pf.at(t)
 
     def _run(self, state, nsteps, h, ext_accel, presc, clamp_m1, tol, diag) -> int:
-        opt = self.options
         if self.twist_free:
             t_start = self._e3[1].copy()
         done = self._run_kernel(state, nsteps, h, ext_accel, presc, clamp_m1, tol, diag)

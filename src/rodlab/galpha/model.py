@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model import ModelError, require
+from ..model import require
 
 
 @dataclass(frozen=True)

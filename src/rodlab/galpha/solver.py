@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from ..model import ModelError, check_steps, require
-from .boundary import _TIPS, Boundary, TipLoad, column_map, free_mask
+from .boundary import _TIPS, Boundary, column_map, free_mask
 from .model import BACKWARD_EULER, Coefficients, GAlphaRod
 from .newton import (  # noqa: F401  (apply_bc, the pinned root's kernels: imported from here by others; _LU_*: compiled callers only)
     _LU_FACTOR, _LU_SOLVE, _LU_SOLVE1, F_TOL, I_ADAPT, I_CAY, I_COUPLED, I_EXACT, I_KIND, I_MAXIT, I_NEEDF, M_COUPLED,

@@ -158,7 +158,6 @@ def make_problem(x: np.ndarray, *, radius: float, E: float, G: float, rho: float
 
     model, state = build_rod(x, radius=radius, E=E, G=G, rho=rho, gravity=gravity, theta=theta, u0=u0)
     nv = model.nv
-    ne = nv - 1
     W0 = np.zeros((nv, 4))
     JWv = np.zeros((nv, 4, 11))
     GM = np.zeros((nv, 11))
