@@ -369,6 +369,21 @@ def _rod_energy(twist_free, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega, re
 
 
 @njit(inline="always", **JIT_INNER)
+def _fill_step_inputs(m, w, vs, ve, ps, pe, x, ext_force, presc):
+    """A rod's per-call step inputs: its external forces (constant point forces plus wind) into
+    ``ext_force`` and its prescribed vertices' current positions into ``presc[0]`` (inlined: the
+    model and work groups do not cross a compiled call)."""
+    force, wind = m.vertex_force[vs:ve], w.vertex_wind_force[vs:ve]  # (field reads out of the loops)
+    for i in range(ve - vs):
+        for d in range(3):
+            ext_force[i, d] = force[i, d] + wind[i, d]
+    presc_vertex = m.presc_vertex[ps:pe]
+    for c in range(pe - ps):
+        for d in range(3):
+            presc[0, c, d] = x[presc_vertex[c], d]
+
+
+@njit(inline="always", **JIT_INNER)
 def _chunk(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3, s, kb, omega, t_start, diag,
            symplectic):
     """``n`` steps of rod ``r`` (``run_steps``), then the twist-free frame rebuild."""
@@ -557,14 +572,7 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
                                       stretch_stiffness, mass, gravity, force0)
         w.rod_energy[r, 1] = k0 + abs(el0) + m.rod_energy_load[r] + 1e-300
         w.rod_energy[r, 2] = e0
-    force, wind = m.vertex_force[vs:ve], w.vertex_wind_force[vs:ve]  # (field reads out of the loops)
-    for i in range(nv):
-        for d in range(3):
-            ext_force[i, d] = force[i, d] + wind[i, d]
-    presc_vertex = m.presc_vertex[ps:pe]
-    for c in range(pe - ps):
-        for d in range(3):
-            presc[0, c, d] = x[presc_vertex[c], d]
+    _fill_step_inputs(m, w, vs, ve, ps, pe, x, ext_force, presc)
     m1 = m.clamp_m1[cs:ce].reshape((1, ce - cs, 3))
     if call_presc is not None:
         if m.rod_flag[r, FLAG_MOVING] != 0:

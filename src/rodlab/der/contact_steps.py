@@ -64,14 +64,7 @@ def _step_rod(m, w, r, h, X, V, TH, D1, TW, call_presc, call_m1, k_move, refresh
     w.rod_status[r] = B.ROD_OK
     if refresh:
         K.refresh_geometry(x, closed, ref_d1, ref_twist, np.bool_(False), e3[0], s[0], e3[1], kb, e3[3])
-    force, wind = m.vertex_force[vs:ve], w.vertex_wind_force[vs:ve]
-    for i in range(nv):
-        for d in range(3):
-            ext_force[i, d] = force[i, d] + wind[i, d]
-    presc_vertex = m.presc_vertex[ps:pe]
-    for c in range(pe - ps):
-        for d in range(3):
-            presc[0, c, d] = x[presc_vertex[c], d]
+    B._fill_step_inputs(m, w, vs, ve, ps, pe, x, ext_force, presc)
     m1 = m.clamp_m1[cs:ce].reshape((1, ce - cs, 3))
     if call_presc is not None:
         if m.rod_flag[r, B.FLAG_MOVING] != 0:
