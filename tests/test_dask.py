@@ -127,12 +127,13 @@ def test_strand_cpu_time_is_its_own_threads(monkeypatch):
     import threading
     import time
 
-    stop = threading.Event()
+    stop, running = threading.Event(), threading.Event()
     data = bytes(8 << 20)
 
     def burn():
         while not stop.is_set():
             hashlib.sha256(data).digest()  # releases the GIL: runs beside the strand on the other core
+            running.set()
 
     jobs = [(k, np.ascontiguousarray(x, dtype=float)) for k, x in enumerate(synthetic_hairstyle(12, 60, seed=2))]
     opts = dict(radius=5e-4, E=5e8, rho=1000.0, scheme="alm", delta=0.4, max_iters=200, t_end=0.0, precond="asc-schur")
@@ -140,9 +141,15 @@ def test_strand_cpu_time_is_its_own_threads(monkeypatch):
     t = threading.Thread(target=burn)
     t.start()
     try:
-        c0, p0 = time.thread_time(), time.process_time()
-        rows = work_batch(jobs, opts)
-        thread_cpu, process_cpu = time.thread_time() - c0, time.process_time() - p0
+        assert running.wait(10.0)
+        # on a loaded CI machine (pytest-xdist workers on every core) the burner may get no core during one
+        # batch: retry until it demonstrably ran beside the strands, else the test proves nothing
+        for _attempt in range(8):
+            c0, p0 = time.thread_time(), time.process_time()
+            rows = work_batch(jobs, opts)
+            thread_cpu, process_cpu = time.thread_time() - c0, time.process_time() - p0
+            if process_cpu > thread_cpu + 0.01:
+                break
     finally:
         stop.set()
         t.join()
