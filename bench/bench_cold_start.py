@@ -1,8 +1,9 @@
 """Cold start: the first `rodlab run cantilever --set method=M` on an empty numba cache, per method,
 plus the welded rigid body example (`examples/weld-body.toml`, method der: the largest compiled call
-tree), and where their compile time goes. Writes docs/benchmarks-cold-start.md.
+tree) and `rodlab demo` (the README's first command), and where their compile time goes. Writes
+docs/benchmarks-cold-start.md.
 
-    python bench/bench_cold_start.py [--methods der der-implicit compact galpha] [--no-weld] [--t-end 0.05]
+    python bench/bench_cold_start.py [--methods der der-implicit compact galpha] [--no-weld] [--no-demo] [--t-end 0.05]
 
 Each method runs in a fresh interpreter with a fresh ``NUMBA_CACHE_DIR`` (so nothing is cached),
 then once more with that now-warm cache. Reported per run: wall seconds of the whole command, CPU
@@ -10,7 +11,7 @@ seconds of the process, and CPU seconds inside numba's outermost ``numba:compile
 time; a CPU time, so a shared machine inflates it less than wall time). The compile profile lists
 each compiled function's *exclusive* CPU time (its own compile minus the compiles nested in it) and
 *inclusive* time, largest first: the places where compiling less pays. Issue #16's target: a cold
-run within 10 s per method on the 2-core development machine.
+run within 10 s per method, a cold `rodlab demo` within 15 s, on the 2-core development machine.
 """
 from __future__ import annotations
 
@@ -89,7 +90,9 @@ WHY = [
 
 
 def cli_args(case: str, t_end: float, out: Path) -> list[str]:
-    """The ``rodlab`` command line of a case: a cantilever method, or ``weld-body`` (the example)."""
+    """The ``rodlab`` command line of a case: a cantilever method, ``weld-body`` (the example) or ``demo``."""
+    if case == "demo":
+        return ["demo", "--out", str(out)]
     if case == "weld-body":
         return ["run", str(ROOT / "examples" / "weld-body.toml"), "--set", f"simulation.t_end={t_end}", "--out", str(out)]
     return ["run", "cantilever", "--set", "method=" + case, "--set", f"t_end={t_end}", "--out", str(out)]
@@ -119,9 +122,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--methods", nargs="+", default=["der", "der-implicit", "compact", "galpha"])
     ap.add_argument("--no-weld", action="store_true", help="skip the welded rigid body example")
+    ap.add_argument("--no-demo", action="store_true", help="skip `rodlab demo`")
     ap.add_argument("--t-end", type=float, default=0.05, help="simulated seconds of each run [s]")
     a = ap.parse_args()
-    cases = list(a.methods) + ([] if a.no_weld else ["weld-body"])
+    cases = list(a.methods) + ([] if a.no_weld else ["weld-body"]) + ([] if a.no_demo else ["demo"])
     rows, profiles = [], []
     loads = [load_average()]
     with tempfile.TemporaryDirectory() as tmp:
@@ -145,7 +149,8 @@ def main() -> None:
         f"`rodlab run cantilever --set method=M --set t_end={a.t_end}` in a fresh interpreter with an empty "
         "`NUMBA_CACHE_DIR` (cold), then again with that cache (warm). Compile CPU = CPU seconds inside "
         "numba's outermost compile events. Issue #16's target: cold within 10 s per method. Row `weld-body`: "
-        f"`rodlab run examples/weld-body.toml --set simulation.t_end={a.t_end}` (method der, a rod welded to a rigid body).",
+        f"`rodlab run examples/weld-body.toml --set simulation.t_end={a.t_end}` (method der, a rod welded to a rigid body). "
+        "Row `demo`: `rodlab demo` (the README's quickstart; issue #16's target: cold within 15 s).",
         "",
         "| method / case | cold wall [s] | cold CPU [s] | compile CPU [s] | functions compiled | compilations | warm wall [s] |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
