@@ -1,7 +1,7 @@
 """Compiled driver of the ``compact`` simulator (:mod:`rodlab.solvers.compact`): every rod of a
 world stepped by the SQP of Zhao et al., "Compact inextensible Cosserat rods" (Alg. 1), in one
-call that loops the steps and, in parallel, the rods, over two flat arenas; then the common frame
-fields of the state.
+call that loops the steps and, in parallel, the rods, over two flat arenas (and, after a static
+solve, the common frame fields of the state).
 """
 from __future__ import annotations
 
@@ -223,7 +223,8 @@ def _arena_views(ib, fb):
 def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
     """``nsteps`` implicit-Euler steps (``static``: one static solve, inertia dropped) of every rod
     (``advance_rods``: in parallel over rods; ``advance_rods_serial``, for one-rod worlds: without
-    the parallel region's cost), then the common frame fields of the state (:func:`write_frames`).
+    the parallel region's cost); after a static solve also the common frame fields of the state
+    (:func:`write_frames`; after time steps the simulator defers them to their first read).
 
     Per step and rod, in parallel over rods: back up the rod, start from the constant-velocity
     prediction (:func:`rodlab.compact.sqp.predict_start`), solve the step by SQP
@@ -412,7 +413,8 @@ def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
     for ri in range(nr):
         worst = max(worst, stats[ri, 3])
     fb[F_RESIDUAL] = worst
-    _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist)
+    if static:  # a time step leaves the frames to its simulator, which defers them (State.defer)
+        _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist)
     return done, int(fb[F_NEWTON]), int(fb[F_PCG]), int(fb[F_STALLED]), worst
 
 
