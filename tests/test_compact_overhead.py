@@ -214,3 +214,23 @@ def test_solver_edit_in_place_with_method_kept_is_stepped():
     ref_sim = make_simulator(one_rod(), "compact")
     ref_sim.advance(b, 2)
     _same(a, b)
+
+
+@pytest.mark.parametrize("integrator", ["backward-euler", "bdf2"])
+def test_a_non_finite_step_puts_every_array_back(integrator):
+    """A rod whose step turns non-finite mid-call: the other rod, stepped in the same step, is put
+    back too (backward Euler from the step's start copies ``p_t``, ``q_t``; BDF2 from its
+    backups), every array bitwise the state after the last good step."""
+    from rodlab.solvers import SimulationError
+
+    w = two_rods()
+    sim = make_simulator(w, "compact", integrator=integrator)
+    state = sim.initial_state()
+    sim.advance(state, 3)
+    good = state.copy()
+    state.solver["omega"][2, 0] = 1e300  # rod 0's rotation blows up in the next step
+    with pytest.raises(SimulationError, match="step 1 of this call is not finite"):
+        sim.advance(state, 3)
+    state.solver["omega"][2, 0] = good.solver["omega"][2, 0]
+    _same(state, good)
+    assert state.t == good.t

@@ -309,8 +309,9 @@ def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
             pr, vr, omr = p[v0:v1], v[v0:v1], omega[e0:e1]
             _copy_rows(sr, s_bk[v0:v1])
             _copy_rows(qrefr, qref_bk[e0:e1])
-            _copy_rows(qr, q_bk[e0:e1])
-            _copy_rows(pr, p_bk[v0:v1])
+            if history is not None:  # BDF2's history is the step's start; backward Euler restores from p_t, q_t
+                _copy_rows(qr, q_bk[e0:e1])
+                _copy_rows(pr, p_bk[v0:v1])
             _copy_rows(vr, v_bk[v0:v1])
             _copy_rows(omr, om_bk[e0:e1])
             ptr, qtr, ppr, thr = p_t[v0:v1], q_t[e0:e1], p_pred[v0:v1], th_pred[e0:e1]
@@ -384,8 +385,12 @@ def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
         if bad:
             _copy_rows(s_bk, s)
             _copy_rows(qref_bk, qref)
-            _copy_rows(q_bk, q)
-            _copy_rows(p_bk, p)
+            if history is None:  # p_t, q_t: every rod's copy of its step's start (read-only in the step)
+                _copy_rows(q_t, q)
+                _copy_rows(p_t, p)
+            else:
+                _copy_rows(q_bk, q)
+                _copy_rows(p_bk, p)
             _copy_rows(v_bk, v)
             _copy_rows(om_bk, omega)
             done = k
