@@ -525,7 +525,13 @@ class CompactSimulator(Simulator):
         frames = None if static else state.deferred_by(self)
         sv, pending = self._own_fast(state, frames)
         drive = self._drive_targets(state.t, nsteps, static) if self._drives else None
-        hist = self._history(sv) if self._integ else self._no_history(sv)
+        if self._integ:
+            hist = self._history(sv)
+        else:  # backward Euler keeps no history; a BDF2 history left in sv is marked stale (bdf2_dt = 0)
+            hist = None
+            stale = sv.get("bdf2_dt")
+            if stale is not None:
+                stale[...] = 0.0
         t0 = perf_counter()
         done, newton, linear, stalled, residual = self._driver(nsteps, static, self._ib, self._fb, drive, hist,
                                                                self._dense)
@@ -560,14 +566,6 @@ class CompactSimulator(Simulator):
             a = sv["bdf2_dt"] = np.zeros(1)
         out.append(a)
         return tuple(out)
-
-    def _no_history(self, sv: dict) -> None:
-        """Backward Euler keeps no history (None); a BDF2 history left in ``sv`` by a ``bdf2``
-        simulator is marked stale (``bdf2_dt = 0``), so a later BDF2 step restarts by backward Euler."""
-        stale = sv.get("bdf2_dt")
-        if stale is not None:
-            stale[...] = 0.0
-        return None
 
     @property
     def last_call(self) -> CallStats:
