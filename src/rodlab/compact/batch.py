@@ -1,7 +1,7 @@
 """Compiled driver of the ``compact`` simulator (:mod:`rodlab.solvers.compact`): every rod of a
 world stepped by the SQP of Zhao et al., "Compact inextensible Cosserat rods" (Alg. 1), in one
-call that loops the steps and, in parallel, the rods, over two flat arenas; then the common frame
-fields of the state.
+call that loops the steps and, in parallel, the rods, over two flat arenas (and, after a static
+solve, the common frame fields of the state).
 """
 from __future__ import annotations
 
@@ -223,7 +223,8 @@ def _arena_views(ib, fb):
 def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
     """``nsteps`` implicit-Euler steps (``static``: one static solve, inertia dropped) of every rod
     (``advance_rods``: in parallel over rods; ``advance_rods_serial``, for one-rod worlds: without
-    the parallel region's cost), then the common frame fields of the state (:func:`write_frames`).
+    the parallel region's cost); after a static solve also the common frame fields of the state
+    (:func:`write_frames`; after time steps the simulator defers them to their first read).
 
     Per step and rod, in parallel over rods: back up the rod, start from the constant-velocity
     prediction (:func:`rodlab.compact.sqp.predict_start`), solve the step by SQP
@@ -308,8 +309,9 @@ def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
             pr, vr, omr = p[v0:v1], v[v0:v1], omega[e0:e1]
             _copy_rows(sr, s_bk[v0:v1])
             _copy_rows(qrefr, qref_bk[e0:e1])
-            _copy_rows(qr, q_bk[e0:e1])
-            _copy_rows(pr, p_bk[v0:v1])
+            if history is not None:  # BDF2's history is the step's start; backward Euler restores from p_t, q_t
+                _copy_rows(qr, q_bk[e0:e1])
+                _copy_rows(pr, p_bk[v0:v1])
             _copy_rows(vr, v_bk[v0:v1])
             _copy_rows(omr, om_bk[e0:e1])
             ptr, qtr, ppr, thr = p_t[v0:v1], q_t[e0:e1], p_pred[v0:v1], th_pred[e0:e1]
@@ -383,8 +385,12 @@ def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
         if bad:
             _copy_rows(s_bk, s)
             _copy_rows(qref_bk, qref)
-            _copy_rows(q_bk, q)
-            _copy_rows(p_bk, p)
+            if history is None:  # p_t, q_t: every rod's copy of its step's start (read-only in the step)
+                _copy_rows(q_t, q)
+                _copy_rows(p_t, p)
+            else:
+                _copy_rows(q_bk, q)
+                _copy_rows(p_bk, p)
             _copy_rows(v_bk, v)
             _copy_rows(om_bk, omega)
             done = k
@@ -412,7 +418,8 @@ def _advance_rods(nsteps, static, ib, fb, drive, history, dense):
     for ri in range(nr):
         worst = max(worst, stats[ri, 3])
     fb[F_RESIDUAL] = worst
-    _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist)
+    if static:  # a time step leaves the frames to its simulator, which defers them (State.defer)
+        _write_frames(vstart, estart, jstart, p, q, ref_d1, theta, ref_twist)
     return done, int(fb[F_NEWTON]), int(fb[F_PCG]), int(fb[F_STALLED]), worst
 
 

@@ -41,8 +41,10 @@ State layout (``state.method == "compact"``): ``vertex_x``/``vertex_v`` are the 
 ``p`` and velocities ``v``; ``state.solver`` holds ``s`` (N, 3) (per rod: root position, then the
 axis-angles ``w_i`` relative to ``qref``, zero after every step), ``qref`` and ``q`` (E, 4) segment
 quaternions (w, x, y, z) and ``omega`` (E, 3) body-frame angular velocities [rad/s]. The common
-frame fields are written after every call: ``edge_ref_d1`` = the first director of ``q`` (m1),
-``edge_theta = 0``, ``joint_ref_twist`` from those frames. In a world with obstacles
+frame fields are ``edge_ref_d1`` = the first director of ``q`` (m1), ``edge_theta = 0``,
+``joint_ref_twist`` from those frames; after time steps without contact they are deferred to
+their first read (:meth:`rodlab.world.State.defer`: a loop of ``advance(state, 1)`` that nobody
+reads in between pays no O(n) output per call; docs/compact.md, "Per-call cost"). In a world with obstacles
 ``state.solver["contact_active"]`` (K, 3) int64 lists the active contacts (rod, obstacle, vertex);
 with rod contact or point forces it is (K, 4): ``(0, segment a, segment b, 0)`` for an edge-edge
 row, ``(1, rod, obstacle, vertex)`` for an obstacle row.
@@ -84,6 +86,7 @@ CONTACT_PRECONDS = PRECONDS + ("exact",)
 INTEGRATORS = ("backward-euler", "bdf2")
 _HISTORY = (("bdf2_x", "v", 3), ("bdf2_v", "v", 3), ("bdf2_q", "e", 4), ("bdf2_omega", "e", 3))
 _SOLVER_KEYS = ("s", "qref", "q", "omega")
+FRAME_FIELDS = ("edge_ref_d1", "edge_theta", "joint_ref_twist")  # written by write_frames, deferred by advance
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,6 +345,7 @@ class CompactSimulator(Simulator):
         self._driver = advance_rods if R > 1 else advance_rods_serial
         self._dense = (f["A"], f["L"]) if o["precond"] == "direct" else None  # the driver's dense storage
         self._checked = None  # the arrays of the last state checked by _own (advance's fast path)
+        self._frames = None  # the arrays of the frame fields last deferred, while _checked holds them
         self._contact = None
         self._joint = None
         self._cgeom = None
@@ -443,19 +447,48 @@ class CompactSimulator(Simulator):
         # only after checking (_own_fast) that the state still holds these very arrays
         self._ib[I_STATE:I_STATE + len(STATE_ARRAYS)] = [a.ctypes.data for a in arrays]
         self._checked = (sv, *arrays)
+        self._frames = None
         return sv
 
-    def _own_fast(self, state: State) -> dict:
-        """:meth:`_own` in about a microsecond when ``state`` holds the very arrays it checked last
-        (an array's shape, dtype and layout cannot change in place), else :meth:`_own`."""
+    def _own_fast(self, state: State, frames: dict | None) -> tuple[dict, bool]:
+        """:meth:`_own` in about half a microsecond when ``state`` holds the very arrays it checked
+        last (an array's shape, dtype and layout cannot change in place), else :meth:`_own`.
+        ``frames``: the frame fields this simulator left unwritten on ``state``
+        (``state.deferred_by(self)``), or None; the dict of the last deferral (:attr:`_frames`)
+        holds the checked frame arrays. Returns ``(state.solver, whether that deferral is still
+        pending)``: the slow path fills it first (from the arrays of the call that deferred it)."""
         c, sv = self._checked, state.solver
-        if (c is not None and c[0] is sv and state.method == "compact" and c[1] is sv.get("s")
-                and c[2] is sv.get("qref") and c[3] is sv.get("q") and c[4] is sv.get("omega")
-                and c[5] is state.vertex_x and c[6] is state.vertex_v and c[7] is state.edge_ref_d1
-                and c[8] is state.edge_theta and c[9] is state.joint_ref_twist):
-            return sv
+        if frames is None or frames is not self._frames:
+            if frames is None:
+                d1, theta, twist = state.edge_ref_d1, state.edge_theta, state.joint_ref_twist
+            else:
+                d1, theta, twist = frames["edge_ref_d1"], frames["edge_theta"], frames["joint_ref_twist"]
+            same = c is not None and c[7] is d1 and c[8] is theta and c[9] is twist
+        else:
+            same = True
+        if (same and c[0] is sv and state.method == "compact" and c[1] is sv.get("s") and c[2] is sv.get("qref")
+                and c[3] is sv.get("q") and c[4] is sv.get("omega") and c[5] is state.vertex_x
+                and c[6] is state.vertex_v):
+            return sv, frames is not None
+        state.resolve()
         self._check_layout(state)
-        return self._own(state)
+        return self._own(state), False
+
+    def _defer_frames(self, state: State) -> None:
+        """Leave the frame fields (``edge_ref_d1``, ``edge_theta``, ``joint_ref_twist``) of the call
+        just made unwritten until they are read (:meth:`State.defer`, docs/world.md "Deferred
+        outputs"): the fill is :func:`write_frames` on the arrays this call stepped (those recorded
+        by :meth:`_own`), the computation the driver would have made at the call's end. The next
+        ``advance`` of this simulator finds them unread (``state.deferred_by``) and leaves them
+        pending, so a loop of ``advance(state, 1)`` pays no O(n) output per call."""
+        _, _, _, q, _, p, _, d1, theta, twist = self._checked
+        vs, es, js = self._vstart, self._estart, self._jstart
+
+        def fill(_state):
+            write_frames(vs, es, js, p, q, d1, theta, twist)
+
+        state.defer(FRAME_FIELDS, fill, self)
+        self._frames = state.deferred_by(self)
 
     def _write_common(self, state: State) -> None:
         write_frames(self._vstart, self._estart, self._jstart, state.vertex_x, state.solver["q"], state.edge_ref_d1,
@@ -485,12 +518,20 @@ class CompactSimulator(Simulator):
         return dR, dd
 
     def _run(self, state: State, nsteps: int, static: bool) -> tuple[int, int, int, int, float, float]:
-        """``nsteps`` steps (or one static solve) of every rod in one compiled call, which also
-        writes the common frame fields; returns (steps done, Newton iterations, PCG iterations,
+        """``nsteps`` steps (or one static solve) of every rod in one compiled call; the common
+        frame fields are written by the static solve and deferred after time steps
+        (:meth:`_defer_frames`); returns (steps done, Newton iterations, PCG iterations,
         stalled steps, worst residual, wall time [s])."""
-        sv = self._own_fast(state)
+        frames = None if static else state.deferred_by(self)
+        sv, pending = self._own_fast(state, frames)
         drive = self._drive_targets(state.t, nsteps, static) if self._drives else None
-        hist = self._history(sv) if self._integ else self._no_history(sv)
+        if self._integ:
+            hist = self._history(sv)
+        else:  # backward Euler keeps no history; a BDF2 history left in sv is marked stale (bdf2_dt = 0)
+            hist = None
+            stale = sv.get("bdf2_dt")
+            if stale is not None:
+                stale[...] = 0.0
         t0 = perf_counter()
         done, newton, linear, stalled, residual = self._driver(nsteps, static, self._ib, self._fb, drive, hist,
                                                                self._dense)
@@ -499,6 +540,8 @@ class CompactSimulator(Simulator):
             dt = self._dt
             for _ in range(done):
                 state.t += dt  # step by step: t as a loop of advance(state, 1) calls makes it
+            if not pending:
+                self._defer_frames(state)
         self._last = done
         return done, newton, linear, stalled, residual, wall
 
@@ -523,14 +566,6 @@ class CompactSimulator(Simulator):
             a = sv["bdf2_dt"] = np.zeros(1)
         out.append(a)
         return tuple(out)
-
-    def _no_history(self, sv: dict) -> None:
-        """Backward Euler keeps no history (None); a BDF2 history left in ``sv`` by a ``bdf2``
-        simulator is marked stale (``bdf2_dt = 0``), so a later BDF2 step restarts by backward Euler."""
-        stale = sv.get("bdf2_dt")
-        if stale is not None:
-            stale[...] = 0.0
-        return None
 
     @property
     def last_call(self) -> CallStats:
