@@ -19,6 +19,13 @@ offsets, kept here too so a state knows its own layout):
 
 ``copy()`` is deep; ``save``/``load`` write ``.npz`` plus JSON metadata (format version, no
 pickle). The common fields are the authoritative output of every ``advance``.
+
+Deferred outputs (:meth:`State.defer`, docs/world.md "Deferred outputs"): a simulator may leave an
+array field unwritten at the end of a call and hand the state a ``fill`` that writes it; the first
+read of that field (attribute access, ``copy``, ``save``, comparison, the next ``advance`` of
+another simulator) runs the fill first, so a reader never sees a stale value. The simulator that
+deferred may take the unwritten arrays back without filling (:meth:`State.deferred_by`) when its next
+call does not need them, which is how a call of one step avoids an O(n) output nobody read.
 """
 from __future__ import annotations
 
@@ -57,6 +64,76 @@ class State:
     rod_closed: np.ndarray
     method: str = ""
     solver: dict = field(default_factory=dict)
+
+    # the pending deferral, or None: (names, {name: array}, fill, owner); not a dataclass field
+    _deferred = None
+
+    # ---- deferred outputs ----------------------------------------------------------------------
+    def defer(self, names, fill, owner=None) -> None:
+        """Leave the array fields ``names`` unwritten until they are read: the first read of any of
+        them (or of :meth:`copy`, :meth:`save`, ...) runs ``fill(self)``, which must write every one
+        of them in place (their arrays are kept: views and shapes stay valid). ``owner`` (the
+        simulator) may later take them back unfilled with :meth:`deferred_by`. A deferral already
+        pending from another owner, or over other names, is filled first."""
+        names = tuple(names)
+        pending = self._deferred
+        if pending is not None and (pending[3] is not owner or owner is None or pending[0] != names):
+            self.resolve()
+            pending = None
+        for name in names:
+            require(name in _ARRAYS, f"State.defer: {name!r} is not an array field of State (one of {', '.join(_ARRAYS)})")
+        arrays = pending[1] if pending is not None else {name: self.__dict__.pop(name) for name in names}
+        self.__dict__["_deferred"] = (names, arrays, fill, owner)
+
+    def deferred_by(self, owner) -> dict | None:
+        """The unwritten arrays (name -> array) of the deferral ``owner`` left pending, without
+        running its fill; None when there is none (a reader filled it, or another owner deferred).
+        The deferral stays pending: the owner either defers again or writes the arrays itself and
+        calls :meth:`drop_deferred`."""
+        pending = self._deferred
+        if pending is None or pending[3] is not owner or owner is None:
+            return None
+        d = self.__dict__
+        for name in pending[0]:
+            if name in d:  # the user re-bound a deferred field: the owner's arrays are no longer the state's
+                self.resolve()
+                return None
+        return pending[1]
+
+    def drop_deferred(self) -> None:
+        """Put the deferred arrays back as they are, without their fill (their owner wrote them, or
+        they are about to be overwritten). A field the user re-bound meanwhile keeps its new array."""
+        pending = self._deferred
+        if pending is not None:
+            d = self.__dict__
+            d["_deferred"] = None
+            for name, array in pending[1].items():
+                d.setdefault(name, array)
+
+    def resolve(self) -> None:
+        """Run the pending fill, if any: afterwards every field holds its value. A field the user
+        re-bound meanwhile (``state.edge_theta = a``) keeps the user's array, unfilled."""
+        pending = self._deferred
+        if pending is not None:
+            names, arrays, fill, _ = pending
+            d = self.__dict__
+            rebound = {name: d[name] for name in names if name in d}
+            d["_deferred"] = None
+            d.update(arrays)
+            fill(self)
+            d.update(rebound)
+
+    def __getattr__(self, name):
+        # only reached when normal lookup fails: a deferred field (or a real AttributeError)
+        pending = self.__dict__.get("_deferred") if name != "__dict__" else None
+        if pending is not None and name in pending[0]:
+            self.resolve()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __getstate__(self):  # pickling (Dask, multiprocessing) fills first: a fill is not data
+        self.resolve()
+        return {k: v for k, v in self.__dict__.items() if k != "_deferred"}
 
     @classmethod
     def zeros_for(cls, world, t: float = 0.0) -> "State":
@@ -119,6 +196,7 @@ class State:
 
     def assign(self, other: "State") -> None:
         """Copy ``other``'s values into this state's arrays (same layout), e.g. to restore a snapshot."""
+        self.drop_deferred()  # every array is overwritten below: no fill needed
         for name in _ARRAYS:
             getattr(self, name)[...] = getattr(other, name)
         self.t = other.t
