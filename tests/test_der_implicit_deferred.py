@@ -164,3 +164,23 @@ def test_options_that_write_eagerly():
     s = sim.initial_state()
     sim.advance(s, 1)
     assert s._deferred is not None and s.deferred_by(sim) is not None
+
+
+def test_a_read_output_makes_the_next_calls_write_eagerly():
+    """A deferred output that was read before the next call saved nothing: the simulator then writes
+    eagerly for EAGER_AFTER_FILL calls and tries again; a loop that reads after every call steps as
+    the eager simulator does."""
+    from rodlab.solvers.der_implicit import EAGER_AFTER_FILL
+
+    a, e, sa, se = _pair()
+    a.advance(sa, 1)
+    e.advance(se, 1)
+    assert sa._deferred is not None
+    deferred = []
+    for _ in range(EAGER_AFTER_FILL + 3):
+        assert np.array_equal(sa.vertex_x, se.vertex_x)  # a read after every call
+        a.advance(sa, 1)
+        e.advance(se, 1)
+        deferred.append(sa._deferred is not None)
+    assert deferred == [False] * EAGER_AFTER_FILL + [True, False, False]
+    assert np.array_equal(_fields(sa), _fields(se))
