@@ -166,21 +166,30 @@ def test_options_that_write_eagerly():
     assert s._deferred is not None and s.deferred_by(sim) is not None
 
 
-def test_a_read_output_makes_the_next_calls_write_eagerly():
-    """A deferred output that was read before the next call saved nothing: the simulator then writes
-    eagerly for EAGER_AFTER_FILL calls and tries again; a loop that reads after every call steps as
-    the eager simulator does."""
+def test_outputs_read_at_once_make_the_next_calls_write_eagerly():
+    """A deferred output read before any call went on from it saved nothing: the simulator then writes
+    eagerly for 1, 2, 4, ... (at most EAGER_AFTER_FILL) calls before it defers again; a deferral some
+    call went on from resets that. Every way steps as the eager simulator does."""
     from rodlab.solvers.der_implicit import EAGER_AFTER_FILL
 
     a, e, sa, se = _pair()
-    a.advance(sa, 1)
-    e.advance(se, 1)
-    assert sa._deferred is not None
     deferred = []
-    for _ in range(EAGER_AFTER_FILL + 3):
-        assert np.array_equal(sa.vertex_x, se.vertex_x)  # a read after every call
+    for _ in range(40):
         a.advance(sa, 1)
         e.advance(se, 1)
         deferred.append(sa._deferred is not None)
-    assert deferred == [False] * EAGER_AFTER_FILL + [True, False, False]
+        assert np.array_equal(sa.vertex_x, se.vertex_x)  # a read after every call
+    # deferring calls, each followed by 1, 2, 4, 8, 16 eager ones
+    expect = []
+    for k in (1, 2, 4, 8, 16, 32):
+        expect += [True] + [False] * min(k, EAGER_AFTER_FILL)
+    assert deferred == expect[:40]
+    for _ in range(a._eager_left + 4):  # the eager rest, then a deferral gone on from (resumed) three times
+        a.advance(sa, 1)
+        e.advance(se, 1)
+    assert a._resumed == 3
+    sa.vertex_x
+    a.advance(sa, 1)
+    e.advance(se, 1)
+    assert sa._deferred is not None and a._eager_streak == 0
     assert np.array_equal(_fields(sa), _fields(se))

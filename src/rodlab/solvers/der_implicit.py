@@ -95,7 +95,8 @@ DEFAULT_DT = 1.0 / 240.0
 FRAMES_KEY = "vertex_x_frames"
 """``state.solver`` key: the positions (N, 3) the state's reference frames belong to (module docstring)."""
 EAGER_AFTER_FILL = 64
-"""Calls that write their output eagerly after a deferred output was read before the next call."""
+"""The most calls that write their output eagerly after deferred outputs were read before the next
+call (:meth:`DERImplicitSimulator._fill`)."""
 DEFERRED = ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist")
 """The state fields a plain call leaves unwritten until they are read (:meth:`State.defer`; the
 solver's ``edge_theta_v`` and ``vertex_x_frames`` are written with them): module docstring."""
@@ -325,7 +326,9 @@ class DERImplicitSimulator(Simulator):
         self._pending = None  # weak reference to the state whose deferred output the buffers hold
         self._pending_mark = (None, 0)  # that state's deferral record and the size of its __dict__
         self._pending_arrays = ()  # its arrays: the five deferred fields, edge_theta_v, vertex_x_frames
-        self._eager_left = 0  # calls that write eagerly before the next deferral (a filled deferral sets it)
+        self._eager_left = 0  # calls that write eagerly before the next deferral (_fill sets it)
+        self._eager_streak = 0  # the last such count (doubles while deferrals are read at once)
+        self._resumed = 0  # calls that went on from the pending deferral
         self._flags = None  # (ibuf[I_RESUME], ibuf[I_DEFER]) as the one-rod path last left them; None: unknown
 
     def _setup_contact(self) -> None:
@@ -535,10 +538,15 @@ class DERImplicitSimulator(Simulator):
         ref, self._pending, self._pending_arrays = self._pending, None, ()
         if ref is None or ref() is not state:  # never write another state's values (cannot happen: _settle)
             raise RuntimeError("der-implicit: a deferred output's buffers were reused before it was filled")
-        # the output was wanted before the next call: deferring it saved nothing and this fill costs a
-        # few microseconds, so the next calls write eagerly (a loop that reads after every call pays
-        # one fill in EAGER_AFTER_FILL + 1 calls), then deferring is tried again
-        self._eager_left = EAGER_AFTER_FILL
+        # read before any call went on from it: deferring saved nothing and this fill costs a few
+        # microseconds, so the next calls write eagerly, 1, 2, 4, ... up to EAGER_AFTER_FILL calls
+        # after each such deferral (a loop that reads after every call pays one fill in 65 calls),
+        # then deferring is tried again; a deferral that some call went on from resets the count
+        if self._resumed == 0:
+            self._eager_streak = min(2 * self._eager_streak, EAGER_AFTER_FILL) if self._eager_streak else 1
+            self._eager_left = self._eager_streak
+        else:
+            self._eager_streak = 0
         tv, fx = self._own(state)
         self._call(state.vertex_x, state.vertex_v, state.edge_theta, tv, state.edge_ref_d1, state.joint_ref_twist, fx,
                    self.batch.no_prev, False, 0, True, True)
@@ -576,6 +584,7 @@ class DERImplicitSimulator(Simulator):
             # driver's flags are normally still those the deferring call left (I_RESUME = I_DEFER = 1).
             t0 = perf_counter()
             b = self.batch
+            self._resumed += 1
             x, xv, theta, d1, mref, tv, fx = self._pending_arrays
             if self._parallel:
                 failed = b.advance(x, xv, theta, tv, d1, mref, nsteps, True, b.no_prev, False, fx, resume=True,
@@ -669,6 +678,9 @@ class DERImplicitSimulator(Simulator):
         if self._bdf2:
             self._mark_prev(state)
         if defer:
+            if self._resumed:  # the last deferral was gone on from (then dropped or filled): it paid
+                self._eager_streak = 0
+            self._resumed = 0
             state.defer(DEFERRED, self._fill, self)
             self._pending = weakref.ref(state)
             d = state.__dict__
