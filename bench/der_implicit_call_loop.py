@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_overhead import one_rod_world  # noqa: E402
+from bench_overhead import one_rod_world
 
-from rodlab.solvers import simulator_class  # noqa: E402
+from rodlab.solvers import simulator_class
 
 
 def call_loop(n: int, calls: int, rounds: int) -> dict:
@@ -35,7 +35,7 @@ def call_loop(n: int, calls: int, rounds: int) -> dict:
             if mode == "read":
                 for _ in range(calls):
                     sim.advance(s, 1)
-                    s.vertex_x
+                    _ = s.vertex_x
             else:
                 for _ in range(calls):
                     sim.advance(s, 1)

@@ -698,5 +698,14 @@ class RodBatch:
         return out
 
 
-__all__ = ["BDF2_BETA", "I_DEFER", "I_RESUME", "INTEGRATOR_BACKWARD_EULER", "INTEGRATOR_BDF2", "RodBatch", "advance_parallel",
-           "advance_serial", "elastic_energies"]
+__all__ = [
+    "BDF2_BETA",
+    "INTEGRATOR_BACKWARD_EULER",
+    "INTEGRATOR_BDF2",
+    "I_DEFER",
+    "I_RESUME",
+    "RodBatch",
+    "advance_parallel",
+    "advance_serial",
+    "elastic_energies",
+]
