@@ -58,9 +58,12 @@ vertices on 2 shared cores). Set from Python around the call: inside a kernel it
 
 # ---- ibuf header: sizes and options, then the offsets of its sections -------------------------
 I_NROD, I_NDRIVE, I_BENDING, I_LSMAX, I_NEWTON, I_ROD, I_FIXED, I_DRIVE, I_FAILED, I_BRANCH, I_EXACT, I_INTEGRATOR, \
-    I_HAVE_PREV = range(13)
-I_HEADER = 13  # I_BENDING: BENDING_*; I_BRANCH, I_EXACT: the slerped model's options (2d-slerp only)
+    I_HAVE_PREV, I_RESUME, I_DEFER = range(15)
+I_HEADER = 15  # I_BENDING: BENDING_*; I_BRANCH, I_EXACT: the slerped model's options (2d-slerp only)
 # I_INTEGRATOR: INTEGRATOR_*; I_HAVE_PREV: 1 when the call's previous-step arrays hold step n - 1 (bdf2), set per call
+# I_RESUME, I_DEFER (set per call, 0 or 1): the state arrays passed hold nothing yet, the work buffers hold the
+# state (the last call deferred its write-back): write them there first, then step without packing; leave
+# this call's write-back undone (its result stays in the work buffers). See _rod_steps and _advance.
 INTEGRATOR_BACKWARD_EULER, INTEGRATOR_BDF2 = 0, 1
 BDF2_BETA = 2.0 / 3.0
 """BDF2's ``beta``: ``x_{n+1} - 4/3 x_n + 1/3 x_{n-1} = beta h v_{n+1}`` (docs/integrators.md,
@@ -246,32 +249,39 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
     # assembly the last call ended with (if kept) is the one this call would make first.
     moved = False
     stale = False
-    for i in range(nv):
-        for c in range(3):
-            xi = vertex_x[vs + i, c]
-            if q[4 * i + c] != xi:
-                moved = True
-            if vertex_x_frames[vs + i, c] != xi:
-                stale = True
-            q[4 * i + c] = xi
-            v[4 * i + c] = vertex_v[vs + i, c]
-    same = not moved
-    for j in range(ne):
-        th = edge_theta[es + j]
-        if q[4 * j + 3] != th:
-            same = False
-        q[4 * j + 3] = th
-        v[4 * j + 3] = edge_theta_v[es + j]
-        for c in range(3):
-            d = edge_ref_d1[es + j, c]
-            if a1[j, c] != d:
+    same = True
+    if ib[I_RESUME] == 1:
+        # the state is the one these buffers hold (the last call's result, its write-back deferred):
+        # that write-back now, so that a failed call leaves the state where the call started; no pack
+        _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
+                        vertex_x_frames, dof_prev)
+    else:  # pack the state into the buffers, comparing (above)
+        for i in range(nv):
+            for c in range(3):
+                xi = vertex_x[vs + i, c]
+                if q[4 * i + c] != xi:
+                    moved = True
+                if vertex_x_frames[vs + i, c] != xi:
+                    stale = True
+                q[4 * i + c] = xi
+                v[4 * i + c] = vertex_v[vs + i, c]
+        same = not moved
+        for j in range(ne):
+            th = edge_theta[es + j]
+            if q[4 * j + 3] != th:
                 same = False
-            a1[j, c] = d
-    for k in range(nj):
-        mk = joint_ref_twist[js + k]
-        if mref[k] != mk:
-            same = False
-        mref[k] = mk
+            q[4 * j + 3] = th
+            v[4 * j + 3] = edge_theta_v[es + j]
+            for c in range(3):
+                d = edge_ref_d1[es + j, c]
+                if a1[j, c] != d:
+                    same = False
+                a1[j, c] = d
+        for k in range(nj):
+            mk = joint_ref_twist[js + k]
+            if mref[k] != mk:
+                same = False
+            mref[k] = mk
     kept = _fsec(fb, S_ROD_HELD, 3 * r, 3)  # (kept?, elastic energy [J], buffer)
     slerp = ib[I_BENDING] == BENDING_2D_SLERP
     if same and not stale and not has_drive and not slerp and kept[0] == 1.0:
@@ -366,7 +376,7 @@ def _rod_steps(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref
         for i in range(n):
             if not (math.isfinite(q[i]) and math.isfinite(v[i])):
                 return step
-    if held >= 0 and nsteps > 0:  # keep the elastic part at the final unknowns and frames (a cache)
+    if held >= 0:  # keep the elastic part at the final unknowns and frames (a cache; nsteps = 0: the same)
         if own:
             kept[2] = held
         else:
@@ -481,7 +491,10 @@ def _advance(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, 
     positions its frames belong to (:func:`_rod_steps`; written on success). ``dof_prev`` (D, 2): BDF2's previous step (read when
     ``ib[I_HAVE_PREV]``, written on success; any (0, 2) array for backward Euler). ``slerp_rest``:
     :attr:`RodBatch.slerp_rest` (the slerped bending's rest curvature, or None: :func:`_rod_steps`).
-    Returns 0, or the first step (1-based) at which some rod failed; the state arrays are then unchanged."""
+    Returns 0, or the first step (1-based) at which some rod failed; the state arrays then hold the state
+    the call started from. ``ib[I_RESUME]``: the state arrays are to be written from the work buffers
+    first (the last call's deferred write-back); ``ib[I_DEFER]``: no write-back at the end (the result
+    stays in the work buffers: the next call with ``I_RESUME`` writes it, one with ``nsteps = 0`` only that)."""
     nrod = ib[I_NROD]
     failed = ib[ib[I_FAILED]:ib[I_FAILED] + nrod]
     for r in prange(nrod):
@@ -490,6 +503,9 @@ def _advance(ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, 
     first = _collect(ib, fb, failed)
     if first > 0:
         return first
+    if ib[I_DEFER] == 1:  # the result stays in the buffers: a call that goes on from it resumes
+        ib[I_RESUME] = 1  # (the caller's next call, or its fill, writes the state; any other call resets it)
+        return 0
     for r in prange(nrod):
         _rod_write_back(r, ib, fb, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
                         vertex_x_frames, dof_prev)
@@ -645,13 +661,15 @@ class RodBatch:
 
     def advance(self, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps: int,
                 parallel: bool, dof_prev: np.ndarray | None = None, have_prev: bool = False,
-                vertex_x_frames: np.ndarray | None = None) -> int:
+                vertex_x_frames: np.ndarray | None = None, resume: bool = False, defer: bool = False) -> int:
         """``nsteps`` steps of every rod on the flat state arrays (in place when all succeed).
         BDF2: ``dof_prev`` (D, 2) the previous step's interleaved unknowns and velocities, read when
         ``have_prev`` and written on success (``None``: backward Euler only). ``vertex_x_frames``
         (N, 3): the positions the state's frames belong to (:func:`_rod_steps`; a simulator passes
         the state's own record, ``None`` uses one kept by this batch for arrays stepped only here).
-        Returns 0 or the first failed step (1-based; the arrays are then untouched)."""
+        ``resume``, ``defer``: ``ibuf[I_RESUME]``, ``ibuf[I_DEFER]`` (:func:`_advance`: the arrays are
+        first written from the buffers, which hold their state; the result is left in the buffers).
+        Returns 0 or the first failed step (1-based; the arrays then hold the state the call started from)."""
         if vertex_x_frames is None:
             if self.vertex_x_frames.shape != vertex_x.shape:
                 self.vertex_x_frames = np.full(vertex_x.shape, np.nan)
@@ -661,6 +679,8 @@ class RodBatch:
                 raise ValueError("a BDF2 batch needs dof_prev, the (D, 2) previous-step array")
             dof_prev = self.no_prev
         self.ibuf[I_HAVE_PREV] = 1 if have_prev else 0
+        self.ibuf[I_RESUME] = 1 if resume else 0
+        self.ibuf[I_DEFER] = 1 if defer else 0
         if not parallel:
             return advance_serial(self.ibuf, self.fbuf, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
                                   joint_ref_twist, vertex_x_frames, dof_prev, nsteps, self.slerp_rest)
@@ -678,5 +698,14 @@ class RodBatch:
         return out
 
 
-__all__ = ["BDF2_BETA", "INTEGRATOR_BACKWARD_EULER", "INTEGRATOR_BDF2", "RodBatch", "advance_parallel",
-           "advance_serial", "elastic_energies"]
+__all__ = [
+    "BDF2_BETA",
+    "INTEGRATOR_BACKWARD_EULER",
+    "INTEGRATOR_BDF2",
+    "I_DEFER",
+    "I_RESUME",
+    "RodBatch",
+    "advance_parallel",
+    "advance_serial",
+    "elastic_energies",
+]

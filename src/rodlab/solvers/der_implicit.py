@@ -55,17 +55,30 @@ of step ``n - 1`` (rods one after the other), and ``"bdf2_prev_at"`` ``[t_n, dt]
 they belong to. A state without them, from another method, with another ``t`` (a state changed or
 reset by hand) or another ``dt``, starts with one backward-Euler step; the steps after it are BDF2.
 ``solve_static`` drops them. How a run is split into ``advance`` calls changes nothing (bit for bit).
+
+Deferred output (:meth:`rodlab.world.State.defer`; backward Euler without driven clamps, timed
+forces, wind or contact): a call leaves its result in the batch's buffers and defers the state's
+``vertex_x``, ``vertex_v``, ``edge_theta``, ``edge_ref_d1`` and ``joint_ref_twist`` (with the solver's
+``edge_theta_v`` and ``vertex_x_frames``); the first read of any of them, a copy, a save, a pickle,
+another simulator's call or this simulator's use of its buffers for another state (:meth:`_settle`)
+writes them, bitwise what the call would have written. A call on the same state with its output
+still unread and no field re-bound writes that output first (so a failed step still leaves the
+state where the call started) and steps from the buffers without packing and comparing the state
+against them: at 200 vertices about 1.5 us less per ``advance(state, 1)``. An array object taken from
+the state before a call (``x = state.vertex_x``) holds the new values only after the state's field
+is read again (``state.vertex_x``), as for every deferred output.
 """
 from __future__ import annotations
 
 import math
 import time
+import weakref
 from time import perf_counter
 
 import numpy as np
 
-from ..der_implicit.batch import (F_NEWTON_MAX, F_RESIDUAL_MAX, I_HAVE_PREV, INTEGRATOR_BACKWARD_EULER,
-                                  INTEGRATOR_BDF2, RodBatch, advance_serial)
+from ..der_implicit.batch import (F_NEWTON_MAX, F_RESIDUAL_MAX, I_DEFER, I_HAVE_PREV, I_RESUME,
+                                  INTEGRATOR_BACKWARD_EULER, INTEGRATOR_BDF2, RodBatch, advance_serial)
 from ..der_implicit.energies import material_curvature_all, pack_dofs, update_frames
 from ..der_implicit.slerp_bending import BRANCHES, GRADIENTS
 from ..der_implicit.stepper import DERImplicitModel, DERImplicitState, solve_static, with_params
@@ -81,6 +94,12 @@ BENDING_MODELS = ("4d", "2d-average", "2d-slerp")
 DEFAULT_DT = 1.0 / 240.0
 FRAMES_KEY = "vertex_x_frames"
 """``state.solver`` key: the positions (N, 3) the state's reference frames belong to (module docstring)."""
+EAGER_AFTER_FILL = 64
+"""The most calls that write their output eagerly after deferred outputs were read before the next
+call (:meth:`DERImplicitSimulator._fill`)."""
+DEFERRED = ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist")
+"""The state fields a plain call leaves unwritten until they are read (:meth:`State.defer`; the
+solver's ``edge_theta_v`` and ``vertex_x_frames`` are written with them): module docstring."""
 
 
 def rod_model(rod: Rod, *, gravity=(0.0, 0.0, 0.0), damping: float = 0.0, point_forces=(), curv2d: bool = False,
@@ -302,6 +321,15 @@ class DERImplicitSimulator(Simulator):
         self._setup_contact()
         self._parallel = w.n_rods > 1
         self._shape_x, self._shape_e = (w.n_vertices, 3), (w.n_edges,)
+        # deferred outputs (module docstring): backward Euler without per-step loads or contact
+        self._defers = not (self._stepwise or self._bdf2 or self._contact is not None)
+        self._pending = None  # weak reference to the state whose deferred output the buffers hold
+        self._pending_mark = (None, 0)  # that state's deferral record and the size of its __dict__
+        self._pending_arrays = ()  # its arrays: the five deferred fields, edge_theta_v, vertex_x_frames
+        self._eager_left = 0  # calls that write eagerly before the next deferral (_fill sets it)
+        self._eager_streak = 0  # the last such count (doubles while deferrals are read at once)
+        self._resumed = 0  # calls that went on from the pending deferral
+        self._flags = None  # (ibuf[I_RESUME], ibuf[I_DEFER]) as the one-rod path last left them; None: unknown
 
     def _setup_contact(self) -> None:
         """Check the contact options; a world with obstacles or rod contact gets its
@@ -478,46 +506,129 @@ class DERImplicitSimulator(Simulator):
             fx = sv[FRAMES_KEY] = np.full(self._shape_x, np.nan)
         return tv, fx
 
+    # ---- deferred outputs ----------------------------------------------------------------------
+    def _settle(self) -> None:
+        """Fill the pending deferred output (:meth:`_fill`) before anything changes the buffers that hold it."""
+        ref = self._pending
+        if ref is not None:
+            st = ref()
+            # (deferred_by itself fills when a deferred field was re-bound; the fill checks self._pending)
+            if st is not None and st.deferred_by(self) is not None:
+                st.resolve()
+            self._pending, self._pending_arrays = None, ()
+
+    def _still_pending(self, state: State) -> bool:
+        """``state.deferred_by(self) is not None`` for the state this simulator deferred last, in 0.1
+        instead of 0.65 us: its pending deferral is still the one :meth:`_advance_plain` made (the same
+        record, so not filled, dropped or deferred again by another owner) and no field was re-bound
+        (a re-bound deferred field comes back into ``state.__dict__``, which then has more entries;
+        any other new entry only sends the call down the general path). The solver's two arrays must
+        still be the ones deferred with it."""
+        d = state.__dict__
+        deferred, size = self._pending_mark
+        sv = state.solver
+        arrays = self._pending_arrays
+        return d.get("_deferred") is deferred and len(d) == size and sv.get("edge_theta_v") is arrays[5] \
+            and sv.get(FRAMES_KEY) is arrays[6]
+
+    def _fill(self, state: State) -> None:
+        """The deferred write-back of the last call on ``state``: the batch's buffers into its arrays
+        (``vertex_x`` ..., the solver's ``edge_theta_v`` and ``vertex_x_frames``), bitwise what the
+        call would have written."""
+        ref, self._pending, self._pending_arrays = self._pending, None, ()
+        if ref is None or ref() is not state:  # never write another state's values (cannot happen: _settle)
+            raise RuntimeError("der-implicit: a deferred output's buffers were reused before it was filled")
+        # read before any call went on from it: deferring saved nothing and this fill costs a few
+        # microseconds, so the next calls write eagerly, 1, 2, 4, ... up to EAGER_AFTER_FILL calls
+        # after each such deferral (a loop that reads after every call pays one fill in 65 calls),
+        # then deferring is tried again; a deferral that some call went on from resets the count
+        if self._resumed == 0:
+            self._eager_streak = min(2 * self._eager_streak, EAGER_AFTER_FILL) if self._eager_streak else 1
+            self._eager_left = self._eager_streak
+        else:
+            self._eager_streak = 0
+        tv, fx = self._own(state)
+        self._call(state.vertex_x, state.vertex_v, state.edge_theta, tv, state.edge_ref_d1, state.joint_ref_twist, fx,
+                   self.batch.no_prev, False, 0, True, True)
+
+    def _call(self, x, xv, theta, tv, d1, mref, fx, prev, have, nsteps, resume, defer) -> int:
+        """The compiled driver on these arrays (parallel over rods where there are several); returns
+        its failed step (0: none). ``nsteps = 0`` with ``resume``: only the deferred write-back."""
+        b = self.batch
+        if self._parallel:
+            return b.advance(x, xv, theta, tv, d1, mref, nsteps, True, prev, have, fx, resume=resume, defer=defer)
+        ib = b.ibuf  # one rod: the compiled call directly (the fewest microseconds per call)
+        ib[I_HAVE_PREV] = have
+        flags = (resume, defer)
+        if self._flags != flags:  # (a NumPy item assignment costs ~0.2 us)
+            ib[I_RESUME] = resume
+            ib[I_DEFER] = defer
+        self._flags = None
+        failed = advance_serial(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
+        self._flags = (True, True) if defer and not failed else flags  # (a deferring call sets I_RESUME)
+        return failed
+
+    def __getstate__(self):  # pickling: the pending output written first, no weak reference kept
+        self._settle()
+        return self.__dict__ | {"_pending": None, "_pending_mark": (None, 0), "_pending_arrays": ()}
+
     def advance(self, state: State, nsteps: int = 1) -> StepReport:
         # the base class's checks, on their slow path only (a call should cost a few microseconds)
         if nsteps.__class__ is not int or nsteps < 0:
             self._check_steps(state, nsteps)
+        ref = self._pending
+        if ref is not None and nsteps > 0 and ref() is state and self._still_pending(state):
+            # this state's output of the last call is unwritten and unread: the buffers hold the state,
+            # so the call writes it first (a failed step needs it there) and steps from the buffers
+            # (no pack, no comparison); the deferral stays pending, now for the new values. The
+            # driver's flags are normally still those the deferring call left (I_RESUME = I_DEFER = 1).
+            t0 = perf_counter()
+            b = self.batch
+            self._resumed += 1
+            x, xv, theta, d1, mref, tv, fx = self._pending_arrays
+            if self._parallel:
+                failed = b.advance(x, xv, theta, tv, d1, mref, nsteps, True, b.no_prev, False, fx, resume=True,
+                                   defer=True)
+            else:
+                ib = b.ibuf
+                if self._flags != (True, True):
+                    ib[I_RESUME] = ib[I_DEFER] = 1
+                    self._flags = (True, True)
+                failed = advance_serial(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, b.no_prev, nsteps, b.slerp_rest)
+            if failed:  # the call wrote the state it started from: nothing is pending any more
+                self._pending, self._pending_arrays = None, ()
+                state.drop_deferred()
+                self._replay_and_fail(state, tv, nsteps, failed, t0, fx=fx)
+            state.t += nsteps * self._dt
+            state.method = self.method
+            fb = b.fbuf
+            return step_report(nsteps, True, "ok", int(fb[F_NEWTON_MAX]), 0, float(fb[F_RESIDUAL_MAX]),
+                               perf_counter() - t0)
+        sv = state.solver
+        if nsteps == 0:
+            return ok_report(0, 0.0)
+        if ref is not None:
+            self._settle()
         x, theta = state.vertex_x, state.edge_theta
         if x.shape != self._shape_x or theta.shape != self._shape_e:
             self._check_layout(state)
-        sv = state.solver
         tv, fx = sv.get("edge_theta_v"), sv.get(FRAMES_KEY)
         if state.method != self.method or tv is None or fx is None or tv.shape != self._shape_e \
                 or fx.shape != self._shape_x:
             tv, fx = self._own(state)
-        t0 = perf_counter()
-        if nsteps == 0:
-            return ok_report(0, 0.0)
         if self._contact is not None:
             return self._advance_contact(state, nsteps, tv)
+        if not self._stepwise:
+            return self._advance_plain(state, nsteps, x, state.vertex_v, theta, tv, state.edge_ref_d1,
+                                       state.joint_ref_twist, fx)
+        t0 = perf_counter()
         b = self.batch
         if self._bdf2:
             prev, have = self._prev(state)
         else:
             prev, have = b.no_prev, False
-        if not self._stepwise:
-            if self._parallel:
-                failed = b.advance(x, state.vertex_v, theta, tv, state.edge_ref_d1, state.joint_ref_twist, nsteps, True,
-                                   prev, have, fx)
-            else:  # one rod: the compiled call directly (the fewest microseconds per call)
-                b.ibuf[I_HAVE_PREV] = have
-                failed = advance_serial(b.ibuf, b.fbuf, x, state.vertex_v, theta, tv, state.edge_ref_d1,
-                                        state.joint_ref_twist, fx, prev, nsteps, b.slerp_rest)
-            if failed:
-                self._replay_and_fail(state, tv, nsteps, failed, t0, prev=prev, have=have, fx=fx)
-            state.t += nsteps * self._dt
-            state.method = self.method
-            if self._bdf2:
-                self._mark_prev(state)
-            fb = b.fbuf
-            return step_report(nsteps, True, "ok", int(fb[F_NEWTON_MAX]), 0, float(fb[F_RESIDUAL_MAX]),
-                               perf_counter() - t0)
         iters, residual = 0, 0.0
+        self._flags = None  # (RodBatch.advance sets the driver's flags)
         for s in range(nsteps):
             self._set_step_loads(state)
             failed = b.advance(state.vertex_x, state.vertex_v, state.edge_theta, tv, state.edge_ref_d1,
@@ -533,12 +644,59 @@ class DERImplicitSimulator(Simulator):
             residual = float(b.fbuf[F_RESIDUAL_MAX])
         return StepReport(nsteps, newton_iters=iters, residual=residual, wall_s=time.perf_counter() - t0)
 
+    def _advance_plain(self, state: State, nsteps: int, x, xv, theta, tv, d1, mref, fx) -> StepReport:
+        """``nsteps`` steps in one compiled call (no per-step loads, no contact), from the state's
+        arrays. Where the simulator defers (``self._defers``), the result is left in the buffers and
+        the state's fields deferred to :meth:`_fill` (module docstring)."""
+        t0 = perf_counter()
+        b = self.batch
+        if self._bdf2:
+            prev, have = self._prev(state)
+        else:
+            prev, have = b.no_prev, False
+        if self._eager_left:
+            self._eager_left -= 1
+            defer = False
+        else:
+            defer = self._defers
+        if self._parallel:
+            failed = b.advance(x, xv, theta, tv, d1, mref, nsteps, True, prev, have, fx, defer=defer)
+        else:  # (_call, written out: this is the per-call path of a one-rod world)
+            ib = b.ibuf
+            ib[I_HAVE_PREV] = have
+            flags = (False, defer)
+            if self._flags != flags:
+                ib[I_RESUME] = 0
+                ib[I_DEFER] = defer
+            self._flags = None
+            failed = advance_serial(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
+            self._flags = (True, True) if defer and not failed else flags
+        if failed:
+            self._replay_and_fail(state, tv, nsteps, failed, t0, prev=prev, have=have, fx=fx)
+        state.t += nsteps * self._dt
+        state.method = self.method
+        if self._bdf2:
+            self._mark_prev(state)
+        if defer:
+            if self._resumed:  # the last deferral was gone on from (then dropped or filled): it paid
+                self._eager_streak = 0
+            self._resumed = 0
+            state.defer(DEFERRED, self._fill, self)
+            self._pending = weakref.ref(state)
+            d = state.__dict__
+            self._pending_mark = (d.get("_deferred"), len(d))
+            self._pending_arrays = (x, xv, theta, d1, mref, tv, fx)
+        fb = b.fbuf
+        return step_report(nsteps, True, "ok", int(fb[F_NEWTON_MAX]), 0, float(fb[F_RESIDUAL_MAX]),
+                           perf_counter() - t0)
+
     def _replay_and_fail(self, state: State, tv: np.ndarray, nsteps: int, failed: int, t0: float,
                          done: int | None = None, prev: np.ndarray | None = None, have: bool = False,
                          fx: np.ndarray | None = None):
         """Step ``failed`` of this call failed (the state is still at the call's start, or at step
         ``done`` of a stepwise call): redo the good steps, then raise :class:`SimulationError`."""
         b = self.batch
+        self._flags = None  # (RodBatch.advance sets the driver's flags)
         rods = [int(r) for r in np.flatnonzero(b.rod_failed_step == (1 if done is not None else failed))]
         if done is None:
             done = failed - 1
@@ -557,6 +715,7 @@ class DERImplicitSimulator(Simulator):
         """Static equilibrium per rod (:func:`rodlab.der_implicit.stepper.solve_static`, loads ramped in 8
         stages) under gravity, point forces at ``state.t`` and the wind at the current positions
         (no velocity drag); held unknowns stay where they are. Velocities are set to zero."""
+        self._settle()
         self._check_layout(state)
         if self._contact is not None:
             raise ModelError("der-implicit: solve_static is not available in worlds with contact (obstacles or rod "
@@ -604,6 +763,7 @@ class DERImplicitSimulator(Simulator):
     def elastic_energy(self, state: State) -> float:
         """Stretching + bending + twisting energy [J] of every rod (the implicit-DER energies,
         :mod:`rodlab.der_implicit.energies`)."""
+        self._settle()  # (the kernel uses the buffers as scratch)
         self._check_layout(state)
         return float(self.batch.elastic_energies(state.vertex_x, state.edge_theta, state.edge_ref_d1,
                                                  state.joint_ref_twist).sum())
