@@ -161,17 +161,21 @@ def _write_common(R, x, vertex_x, ref_d1, theta, ref_twist, vertex_v, v0, v1, e0
 
 @njit(**JIT)
 def advance_rods(nsteps, first_rod, t, dt, sfb, sib, vertex_x, vertex_v, edge_ref_d1, edge_theta, joint_ref_twist, bc,
-                 fb, ib):
+                 fb, ib, common):
     """Up to ``nsteps`` steps of ``dt`` [s] from time ``t`` [s] of the rods ``first_rod ..`` of a
     world (module docstring), rod after rod; returns 0 when every one took them all (the common
-    fields then written for every rod), ``r + 1`` when rod ``r`` stopped at a failed step (its
+    fields then written for every rod if ``common`` is nonzero), ``r + 1`` when rod ``r`` stopped
+    at a failed step (its
     state at the last good one, its ``out`` and ``res`` views saying why; the rods after it not
     stepped, nothing written to the common fields), -1 when an argument's shape does not fit the
     layout (nothing changed). ``sfb``, ``sib``: the packed state; ``vertex_x`` .. ``joint_ref_twist``:
     the common state's arrays; ``bc`` (rods, 1 or nsteps, BC_SIZE): every rod's boundary rows;
     ``fb``, ``ib``: the rods' buffers (:class:`RodsLayout`). A call from the first rod of more than
     one step or rod first copies what a failure puts back (``SNAPSHOT_*`` fields, ``vertex_x``) to
-    the snapshot in ``fb``; ``nsteps = 0`` only writes the common fields."""
+    the snapshot in ``fb``; ``nsteps = 0`` only writes the common fields (with ``common`` nonzero).
+    ``vertex_x`` (the positions along the frames) is written by every step; ``vertex_v``,
+    ``edge_ref_d1``, ``edge_theta`` and ``joint_ref_twist`` are functions of the state after the
+    call, written only with ``common`` (the simulator defers them to their first read)."""
     nr, nv, ne, nj = ib[H_RODS], ib[H_VERTS], ib[H_EDGES], ib[H_JOINTS]
     if (sfb.shape[0] != ib[H_SFB] or sib.shape[0] != ib[H_SIB] or vertex_x.shape[0] != nv or vertex_x.shape[1] != 3
             or vertex_v.shape[0] != nv or vertex_v.shape[1] != 3 or edge_ref_d1.shape[0] != ne
@@ -237,7 +241,7 @@ def advance_rods(nsteps, first_rod, t, dt, sfb, sib, vertex_x, vertex_v, edge_re
         last_residual[r] = out[1]
         last_iters[r] = np.int64(out[0])
         result[C_RESIDUAL] = max(result[C_RESIDUAL], out[1])
-    for r in range(nr):
+    for r in range(nr if common != 0 else 0):
         row = ib[H_TABLE + T_COLS * r:H_TABLE + T_COLS * (r + 1)]
         n, v0, e0 = row[T_NODES], row[T_V0], row[T_E0]
         _write_common(R, x, vertex_x, edge_ref_d1, edge_theta, joint_ref_twist, vertex_v, v0, v0 + n, e0, row[T_J0])
