@@ -24,7 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 from ..geometry._vec import JIT, JIT_INNER, python_entry
 from ..geometry.curves import reference_twist3
@@ -57,6 +59,26 @@ T_COLS = 12
 C_ITERS, C_RESIDUAL, C_TIME = range(3)
 RESULT_SIZE = 3
 PRM_SIZE = 22  # (2, 11): GAlphaSolver.step_parameters
+
+
+@intrinsic
+def _borrowed(typingctx, arr):
+    """``arr`` without its reference count inside compiled code: the same data, shape and strides,
+    a null meminfo and parent. numba increments and decrements the meminfo's count (an atomic
+    instruction) for every view it makes of an array and for every array passed to a function it
+    does not inline; views of a borrowed array skip that (a null check). For the arguments of
+    :func:`advance_rods` (the caller keeps them alive for the call) and views that do not outlive
+    it (der's ``rodlab.der.batch.borrow`` is the same device)."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        src = make_array(signature.args[0])(context, builder, value=args[0])
+        out = make_array(signature.return_type)(context, builder)
+        populate_array(out, data=src.data, shape=src.shape, strides=src.strides, itemsize=src.itemsize, meminfo=None)
+        return out._getvalue()
+
+    return arr(arr), codegen
 
 
 @njit(inline="always", **JIT)
@@ -182,6 +204,10 @@ def advance_rods(nsteps, first_rod, t, dt, sfb, sib, vertex_x, vertex_v, edge_re
             or edge_ref_d1.shape[1] != 3 or edge_theta.shape[0] != ne or joint_ref_twist.shape[0] != nj
             or bc.shape[0] != nr or not (bc.shape[1] == 1 or bc.shape[1] >= nsteps) or nsteps < 0):
         return -1
+    # every array below is a view of these, passed on to the step kernels: no reference counting
+    sfb, sib, fb, ib, bc = _borrowed(sfb), _borrowed(sib), _borrowed(fb), _borrowed(ib), _borrowed(bc)
+    vertex_x, vertex_v, edge_ref_d1 = _borrowed(vertex_x), _borrowed(vertex_v), _borrowed(edge_ref_d1)
+    edge_theta, joint_ref_twist = _borrowed(edge_theta), _borrowed(joint_ref_twist)
     f = H_FIELDS
     x = sfb[ib[f + S_X]:ib[f + S_X] + nv * NV].reshape((nv, NV))
     xdot = sfb[ib[f + S_XDOT]:ib[f + S_XDOT] + nv * NV].reshape((nv, NV))
