@@ -56,8 +56,14 @@ therefore depends only on the state: ``advance(state, 1)`` K times is bitwise ``
 K)``, a warm-up on a copy changes nothing and a fresh simulator continues a saved state bitwise.
 A state without them (an older file) gets empty ones (refactored at the first step).
 
-Every rod steps in one compiled call (:func:`rodlab.galpha.batch.advance_rods`, which also writes
-the common fields), so ``state.solver`` is a :class:`rodlab.galpha.batch.SolverFields`: its galpha
+The common fields are functions of these unknowns, so a call leaves them to their first read
+(:meth:`rodlab.world.State.defer` of ``vertex_x``, ``vertex_v``, ``edge_ref_d1``, ``edge_theta``,
+``joint_ref_twist``; ``vertex_x`` itself is written by every step, the others by the fill): reading
+any of them (or ``copy``, ``save``, pickling, another simulator) writes them all as the call would
+have, and a loop of calls nobody reads in between does not pay them (docs/galpha.md, "Third stop").
+
+Every rod steps in one compiled call (:func:`rodlab.galpha.batch.advance_rods`, which writes the
+common fields when asked), so ``state.solver`` is a :class:`rodlab.galpha.batch.SolverFields`: its galpha
 entries are views of two buffers passed whole. A state whose ``solver`` is a plain dict (a copy,
 a loaded file) or was changed through the dict (an entry set or removed) is checked and gets a
 packed copy of its ``solver`` at its next call: arrays taken from ``state.solver`` before that
@@ -475,7 +481,8 @@ class GAlphaSimulator(Simulator):
     # ---- stepping ----------------------------------------------------------------------------
     def advance(self, state: State, nsteps: int = 1) -> StepReport:
         """Advance ``state`` in place by ``nsteps`` generalized-alpha steps (GA paper, Algorithm 1),
-        every rod in turn, in one compiled call (:func:`rodlab.galpha.batch.advance_rods`); a
+        every rod in turn, in one compiled call (:func:`rodlab.galpha.batch.advance_rods`), the
+        common fields left to their first read (module docstring); a
         failed Newton solve is retried in substeps (from Python), then raises
         :class:`rodlab.solvers.SimulationError` with the state as it was before the call (its LU
         factors excepted: left valid for what ``lu_meta`` says they were made for)."""
