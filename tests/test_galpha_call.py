@@ -2,7 +2,8 @@
 compiled call (rodlab.galpha.stepping.advance_steps) with the boundary rows made in Python. K
 calls of one step equal one call of K steps bit for bit (time-dependent boundaries, pinned root,
 substeps, two rods), the compiled run equals the per-step Python loop, edits of the state between
-calls are honoured, and a failure reports the same step and leaves the state as it was."""
+calls are honoured, and a failure reports the same step and leaves the state as it was. The
+common fields are left to their first read (State.defer): never read stale, bitwise as written."""
 import math
 
 import numpy as np
