@@ -41,7 +41,7 @@ def parts(n: int) -> dict:
     s = sim.initial_state()
     sim.advance(s, 20)
     sv, lay = s.solver, sim.layout
-    common = (s.vertex_v, s.edge_ref_d1, s.edge_theta, s.joint_ref_twist, sim._bc, lay.fb, lay.ib)
+    common = (s.vertex_v, s.edge_ref_d1, s.edge_theta, s.joint_ref_twist, sim._bc, lay.fb, lay.ib, 1)
     misfit = (0, 0, s.t, sim.dt, sv.sfb, sv.sib, s.vertex_x[:1], *common)
     assert advance_rods(*misfit) == -1
     fits = (0, 0, s.t, sim.dt, sv.sfb, sv.sib, s.vertex_x, *common)

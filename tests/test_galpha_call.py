@@ -2,7 +2,8 @@
 compiled call (rodlab.galpha.stepping.advance_steps) with the boundary rows made in Python. K
 calls of one step equal one call of K steps bit for bit (time-dependent boundaries, pinned root,
 substeps, two rods), the compiled run equals the per-step Python loop, edits of the state between
-calls are honoured, and a failure reports the same step and leaves the state as it was."""
+calls are honoured, and a failure reports the same step and leaves the state as it was. The
+common fields are left to their first read (State.defer): never read stale, bitwise as written."""
 import math
 
 import numpy as np
@@ -225,3 +226,91 @@ def test_packed_state_fields_stay_honest(tmp_path):
         sim.advance(s, 3)
         assert type(s.solver) is SolverFields and s.solver.intact, edit
         _equal(s, reference)
+
+
+CALLS = (1, 1, 3, 1, 7, 1, 1, 20)
+
+
+@pytest.mark.parametrize("kind, copies, options", [("clamped", 2, {}), ("moving", 1, {}),
+                                                   ("clamped", 3, {"max_iter": 8, "dt": 0.08, "substeps": 0}),
+                                                   ("clamped", 2, {"max_iter": 7, "dt": 0.06, "substeps": 2})],
+                         ids=["two-rods", "moving-clamp", "failing-calls", "substeps"])
+def test_deferred_common_fields_read_as_if_written_by_every_call(kind, copies, options):
+    """A call leaves the common fields to their first read (State.defer; docs/galpha.md): a state
+    never read between calls ends bitwise where a state read after every call ends, failed calls
+    (the rods put back) and substep retries included."""
+    from rodlab.model import ModelError
+
+    sim = make_simulator(world(kind, n=12, copies=copies), "galpha", **{"dt": 0.02, **options})
+    start = sim.initial_state()
+    lazy, read = start.copy(), start.copy()
+    outcomes, deferred = [], 0
+    for calls in CALLS:
+        got = []
+        for s in (lazy, read):
+            try:
+                sim.advance(s, calls)
+                got.append("ok")
+            except (SimulationError, ModelError) as exc:
+                got.append(str(exc))
+        deferred += lazy.deferred_by(sim) is not None
+        read.copy()  # a read: fills
+        assert read.deferred_by(sim) is None
+        assert got[0] == got[1]
+        outcomes.append(got[0])
+    assert deferred >= 4
+    if "substeps" in options and options["substeps"] == 0:
+        assert outcomes.count("ok") not in (0, len(CALLS))  # failures and successes both ran
+    _equal(lazy, read)
+
+
+def test_an_edit_after_a_read_is_honoured():
+    """The documented way to edit a state by hand (docs/world.md "The state"): read, edit in place,
+    ``state.method = ""``. Reading any common field fills them all as the call would have written
+    them, so the frames are not recomputed from the edited positions; galpha then refuses the
+    state (it starts only from its own unknowns) and another method starts from exactly the
+    edited arrays, as from a state that was never deferred."""
+    from rodlab.model import ModelError
+    from rodlab.world import State
+
+    w = world(n=12)
+    sim = make_simulator(w, "galpha", dt=0.02)
+    state = sim.initial_state()
+    sim.advance(state, 5)
+    eager = state.copy()  # filled: what the call wrote
+    sim.advance(state, 1)
+    sim.advance(eager, 1)
+    assert state.deferred_by(sim) is not None
+    x = state.vertex_x  # the read fills every common field
+    assert state.deferred_by(sim) is None
+    x[-1] += (0.0, 0.01, -0.02)
+    x[5] += (0.003, 0.0, 0.0)
+    for name in COMMON[1:]:
+        assert np.array_equal(getattr(state, name), getattr(eager, name)), name  # not from the edited positions
+    state.method, state.solver = "", {}
+    with pytest.raises(ModelError, match="starts only from a galpha state"):
+        sim.advance(state, 1)
+    plain = State(state.t, *(np.array(state.__dict__[name]) for name in
+                             ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist", "body_x", "body_q",
+                              "body_v", "body_w", "rod_vertex_start", "rod_edge_start", "rod_joint_start", "rod_closed")))
+    der = make_simulator(w, "der")
+    der.advance(state, 3)
+    make_simulator(w, "der").advance(plain, 3)
+    for name in COMMON:
+        assert np.array_equal(getattr(state, name), getattr(plain, name)), name
+
+
+def test_a_repacked_state_fills_from_the_call_that_deferred():
+    """A state whose ``solver`` entry was replaced after an unread call is packed anew at the next
+    call; the pending fill (which reads the old buffers) runs first, so the fields equal those of
+    a state read after every call."""
+    sim = make_simulator(world(copies=2), "galpha", dt=0.02)
+    lazy = sim.initial_state()
+    read = lazy.copy()
+    for s in (lazy, read):
+        sim.advance(s, 3)
+    read.copy()
+    for s in (lazy, read):
+        s.solver["x"] = s.solver["x"].copy()
+        sim.advance(s, 2)
+    _equal(lazy, read)

@@ -24,7 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 from ..geometry._vec import JIT, JIT_INNER, python_entry
 from ..geometry.curves import reference_twist3
@@ -32,6 +34,7 @@ from .newton import META_SIZE, NEWTON_CONVERGED, NEWTON_CONVERGED_STEP
 from .residual import NV
 from .stepping import (COUNTS_SIZE, I_COLMAPS, K_FACTS, K_ITERS, K_STEPS, R_CODE, R_FACTS, R_ITERS, R_TIME, R_TRIED,
                        RES_SIZE, _advance_steps)
+from .views import view1, view2, view3
 
 # the packed state: float fields in ``sfb`` and int64 fields in ``sib``, in this order (the first
 # SNAPSHOT_FLOAT / SNAPSHOT_INT fields are what a failed call puts back, with ``vertex_x``)
@@ -57,6 +60,26 @@ T_COLS = 12
 C_ITERS, C_RESIDUAL, C_TIME = range(3)
 RESULT_SIZE = 3
 PRM_SIZE = 22  # (2, 11): GAlphaSolver.step_parameters
+
+
+@intrinsic
+def _borrowed(typingctx, arr):
+    """``arr`` without its reference count inside compiled code: the same data, shape and strides,
+    a null meminfo and parent. numba increments and decrements the meminfo's count (an atomic
+    instruction) for every view it makes of an array and for every array passed to a function it
+    does not inline; views of a borrowed array skip that (a null check). For the arguments of
+    :func:`advance_rods` (the caller keeps them alive for the call) and views that do not outlive
+    it (der's ``rodlab.der.batch.borrow`` is the same device)."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        src = make_array(signature.args[0])(context, builder, value=args[0])
+        out = make_array(signature.return_type)(context, builder)
+        populate_array(out, data=src.data, shape=src.shape, strides=src.strides, itemsize=src.itemsize, meminfo=None)
+        return out._getvalue()
+
+    return arr(arr), codegen
 
 
 @njit(inline="always", **JIT)
@@ -161,40 +184,48 @@ def _write_common(R, x, vertex_x, ref_d1, theta, ref_twist, vertex_v, v0, v1, e0
 
 @njit(**JIT)
 def advance_rods(nsteps, first_rod, t, dt, sfb, sib, vertex_x, vertex_v, edge_ref_d1, edge_theta, joint_ref_twist, bc,
-                 fb, ib):
+                 fb, ib, common):
     """Up to ``nsteps`` steps of ``dt`` [s] from time ``t`` [s] of the rods ``first_rod ..`` of a
     world (module docstring), rod after rod; returns 0 when every one took them all (the common
-    fields then written for every rod), ``r + 1`` when rod ``r`` stopped at a failed step (its
+    fields then written for every rod if ``common`` is nonzero), ``r + 1`` when rod ``r`` stopped
+    at a failed step (its
     state at the last good one, its ``out`` and ``res`` views saying why; the rods after it not
     stepped, nothing written to the common fields), -1 when an argument's shape does not fit the
     layout (nothing changed). ``sfb``, ``sib``: the packed state; ``vertex_x`` .. ``joint_ref_twist``:
     the common state's arrays; ``bc`` (rods, 1 or nsteps, BC_SIZE): every rod's boundary rows;
     ``fb``, ``ib``: the rods' buffers (:class:`RodsLayout`). A call from the first rod of more than
     one step or rod first copies what a failure puts back (``SNAPSHOT_*`` fields, ``vertex_x``) to
-    the snapshot in ``fb``; ``nsteps = 0`` only writes the common fields."""
+    the snapshot in ``fb``; ``nsteps = 0`` only writes the common fields (with ``common`` nonzero).
+    ``vertex_x`` (the positions along the frames) is written by every step; ``vertex_v``,
+    ``edge_ref_d1``, ``edge_theta`` and ``joint_ref_twist`` are functions of the state after the
+    call, written only with ``common`` (the simulator defers them to their first read)."""
     nr, nv, ne, nj = ib[H_RODS], ib[H_VERTS], ib[H_EDGES], ib[H_JOINTS]
     if (sfb.shape[0] != ib[H_SFB] or sib.shape[0] != ib[H_SIB] or vertex_x.shape[0] != nv or vertex_x.shape[1] != 3
             or vertex_v.shape[0] != nv or vertex_v.shape[1] != 3 or edge_ref_d1.shape[0] != ne
             or edge_ref_d1.shape[1] != 3 or edge_theta.shape[0] != ne or joint_ref_twist.shape[0] != nj
             or bc.shape[0] != nr or not (bc.shape[1] == 1 or bc.shape[1] >= nsteps) or nsteps < 0):
         return -1
+    # every array below is a view of these, passed on to the step kernels: no reference counting
+    sfb, sib, fb, ib, bc = _borrowed(sfb), _borrowed(sib), _borrowed(fb), _borrowed(ib), _borrowed(bc)
+    vertex_x, vertex_v, edge_ref_d1 = _borrowed(vertex_x), _borrowed(vertex_v), _borrowed(edge_ref_d1)
+    edge_theta, joint_ref_twist = _borrowed(edge_theta), _borrowed(joint_ref_twist)
     f = H_FIELDS
-    x = sfb[ib[f + S_X]:ib[f + S_X] + nv * NV].reshape((nv, NV))
-    xdot = sfb[ib[f + S_XDOT]:ib[f + S_XDOT] + nv * NV].reshape((nv, NV))
-    R = sfb[ib[f + S_R]:ib[f + S_R] + 9 * nv].reshape((nv, 3, 3))
-    r_vel = sfb[ib[f + S_RVEL]:ib[f + S_RVEL] + 3 * nv].reshape((nv, 3))
-    last_residual = sfb[ib[f + S_RESID]:ib[f + S_RESID] + nr]
-    lu_W = sfb[ib[f + S_W]:ib[f + S_W] + ne * W_ROWS * W_COLS].reshape((ne, W_ROWS, W_COLS))
-    lu_T = sfb[ib[f + S_T]:ib[f + S_T] + nr * NV * NV].reshape((nr, NV, NV))
-    lu_D = sfb[ib[f + S_D]:ib[f + S_D] + nv * 6 * NV]
-    lu_Y = sfb[ib[f + S_Y]:ib[f + S_Y] + nv * NV * 6].reshape((nv * NV, 6))
-    lu_Sinv = sfb[ib[f + S_SINV]:ib[f + S_SINV] + 36 * nr].reshape((nr, 6, 6))
-    lu_meta = sfb[ib[f + S_META]:ib[f + S_META] + nr * META_SIZE].reshape((nr, META_SIZE))
-    step = sib[ib[f + S_STEP]:ib[f + S_STEP] + nr]
-    last_iters = sib[ib[f + S_ITERS]:ib[f + S_ITERS] + nr]
-    lu_piv = sib[ib[f + S_PIV]:ib[f + S_PIV] + ne * NV].reshape((ne, NV))
-    lu_tpiv = sib[ib[f + S_TPIV]:ib[f + S_TPIV] + nr * NV].reshape((nr, NV))
-    result = fb[ib[H_RESULT]:ib[H_RESULT] + RESULT_SIZE]
+    x = view2(sfb, ib[f + S_X], nv, NV)
+    xdot = view2(sfb, ib[f + S_XDOT], nv, NV)
+    R = view3(sfb, ib[f + S_R], nv, 3, 3)
+    r_vel = view2(sfb, ib[f + S_RVEL], nv, 3)
+    last_residual = view1(sfb, ib[f + S_RESID], nr)
+    lu_W = view3(sfb, ib[f + S_W], ne, W_ROWS, W_COLS)
+    lu_T = view3(sfb, ib[f + S_T], nr, NV, NV)
+    lu_D = ib[f + S_D]  # rod r's (6, 15 n) block starts at lu_D + 6 NV v0
+    lu_Y = view2(sfb, ib[f + S_Y], nv * NV, 6)
+    lu_Sinv = view3(sfb, ib[f + S_SINV], nr, 6, 6)
+    lu_meta = view2(sfb, ib[f + S_META], nr, META_SIZE)
+    step = view1(sib, ib[f + S_STEP], nr)
+    last_iters = view1(sib, ib[f + S_ITERS], nr)
+    lu_piv = view2(sib, ib[f + S_PIV], ne, NV)
+    lu_tpiv = view2(sib, ib[f + S_TPIV], nr, NV)
+    result = view1(fb, ib[H_RESULT], RESULT_SIZE)
     if first_rod == 0 and nsteps > 0 and (nsteps > 1 or nr > 1):  # what a failure puts back
         o, nf, ni = ib[H_SNAPSHOT], ib[H_SNAP_F], ib[H_SNAP_I]
         for i in range(nf):
@@ -210,21 +241,20 @@ def advance_rods(nsteps, first_rod, t, dt, sfb, sib, vertex_x, vertex_v, edge_re
     result[C_TIME] = t
     end_free = np.empty((4, 2, NV), dtype=np.bool_)
     for r in range(first_rod if nsteps > 0 else nr, nr):
-        row = ib[H_TABLE + T_COLS * r:H_TABLE + T_COLS * (r + 1)]
+        row = view1(ib, H_TABLE + T_COLS * r, T_COLS)
         n, v0, e0 = row[T_NODES], row[T_V0], row[T_E0]
-        rfb = fb[row[T_FB]:row[T_FB] + row[T_FSIZE]]
-        rib = ib[row[T_IB]:row[T_IB] + row[T_ISIZE]]
+        rfb = view1(fb, row[T_FB], row[T_FSIZE])
+        rib = view1(ib, row[T_IB], row[T_ISIZE])
         for k in range(4):  # the end nodes' free unknowns per tip kind: columns in the kind's map
             for q in range(NV):
                 end_free[k, 0, q] = rib[I_COLMAPS + k * n * NV + q] >= 0
                 end_free[k, 1, q] = rib[I_COLMAPS + k * n * NV + (n - 1) * NV + q] >= 0
         done = _advance_steps(nsteps, t, dt, step[r], x[v0:v0 + n], xdot[v0:v0 + n], R[v0:v0 + n], vertex_x[v0:v0 + n],
                               r_vel[v0:v0 + n], lu_W[e0:e0 + n - 1], lu_piv[e0:e0 + n - 1], lu_T[r], lu_tpiv[r],
-                              lu_D[6 * NV * v0:6 * NV * (v0 + n)].reshape((6, NV * n)), lu_Y[NV * v0:NV * (v0 + n)],
-                              lu_Sinv[r], lu_meta[r], bc[r], fb[row[T_PRM]:row[T_PRM] + PRM_SIZE].reshape((2, PRM_SIZE // 2)),
-                              rfb, rib, end_free)
+                              view2(sfb, lu_D + 6 * NV * v0, 6, NV * n), lu_Y[NV * v0:NV * (v0 + n)],
+                              lu_Sinv[r], lu_meta[r], bc[r], view2(fb, row[T_PRM], 2, PRM_SIZE // 2), rfb, rib, end_free)
         step[r] += done
-        out, res = fb[row[T_OUT]:row[T_OUT] + 2], fb[row[T_RES]:row[T_RES] + RES_SIZE]
+        out, res = view1(fb, row[T_OUT], 2), view1(fb, row[T_RES], RES_SIZE)
         c = row[T_COUNTS]
         fb[c + K_ITERS] += res[R_ITERS]
         fb[c + K_FACTS] += res[R_FACTS]
@@ -237,8 +267,8 @@ def advance_rods(nsteps, first_rod, t, dt, sfb, sib, vertex_x, vertex_v, edge_re
         last_residual[r] = out[1]
         last_iters[r] = np.int64(out[0])
         result[C_RESIDUAL] = max(result[C_RESIDUAL], out[1])
-    for r in range(nr):
-        row = ib[H_TABLE + T_COLS * r:H_TABLE + T_COLS * (r + 1)]
+    for r in range(nr if common != 0 else 0):
+        row = view1(ib, H_TABLE + T_COLS * r, T_COLS)
         n, v0, e0 = row[T_NODES], row[T_V0], row[T_E0]
         _write_common(R, x, vertex_x, edge_ref_d1, edge_theta, joint_ref_twist, vertex_v, v0, v0 + n, e0, row[T_J0])
     return 0

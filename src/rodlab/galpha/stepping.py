@@ -27,6 +27,7 @@ from .newton import (I_COUPLED, I_KIND, I_NEEDF, M_COUPLED, M_KIND, M_PRM, M_VAL
                      NEWTON_CONVERGED_STEP, _newton_kernel)
 from .residual import NV, _old_terms
 from .state import _advance_velocity_positions, _expm, _integrate_frames, _integrate_positions
+from .views import view1, view2, view3
 
 # slots of the ``res`` view (float64): steps taken, the last Newton code, the time reached [s], and
 # summed over the call: Newton iterations, factorizations, steps tried (failed one included)
@@ -56,49 +57,49 @@ def _float_views(fb, N):
     Called from Python too, which then gets views of ``fb``: one layout for both."""
     nf, nr = N * NV, (N - 1) * NV
     o = 0
-    khat = fb[o:o + 3 * N].reshape((N, 3))
+    khat = view2(fb, o, N, 3)
     o += 3 * N
-    K = fb[o:o + 3]
-    J = fb[o + 3:o + 6]
-    rowscale = fb[o + 6:o + 6 + NV]
+    K = view1(fb, o, 3)
+    J = view1(fb, o + 3, 3)
+    rowscale = view1(fb, o + 6, NV)
     o += 6 + NV
-    gw = fb[o:o + 3]
-    fopt = fb[o + 3:o + 7]
-    out = fb[o + 7:o + 13]
-    rootinfo = fb[o + 13:o + 27]
-    res = fb[o + 27:o + 27 + RES_SIZE]
+    gw = view1(fb, o, 3)
+    fopt = view1(fb, o + 3, 4)
+    out = view1(fb, o + 7, 6)
+    rootinfo = view1(fb, o + 13, 14)
+    res = view1(fb, o + 27, RES_SIZE)
     o += 27 + RES_SIZE
-    Pw = fb[o:o + 12 * N].reshape((N, 12))
+    Pw = view2(fb, o, N, 12)
     o += 12 * N
-    old = fb[o:o + nr].reshape((N - 1, NV))
+    old = view2(fb, o, N - 1, NV)
     o += nr
-    P = fb[o:o + 12 * N].reshape((N, 12))
+    P = view2(fb, o, N, 12)
     o += 12 * N
-    dP = fb[o:o + 12 * nf].reshape((N, 12, NV))
+    dP = view3(fb, o, N, 12, NV)
     o += 12 * nf
-    F = fb[o:o + nr].reshape((N - 1, NV))
+    F = view2(fb, o, N - 1, NV)
     o += nr
-    Jb = fb[o:o + 2 * NV * nr].reshape((N - 1, NV, 2 * NV))
+    Jb = view3(fb, o, N - 1, NV, 2 * NV)
     o += 2 * NV * nr
-    tipblock = fb[o:o + NV * NV].reshape((NV, NV))
+    tipblock = view2(fb, o, NV, NV)
     o += NV * NV
-    Rw = fb[o:o + 9 * N].reshape((N, 3, 3))
+    Rw = view3(fb, o, N, 3, 3)
     o += 9 * N
-    rhs = fb[o:o + nr]
+    rhs = view1(fb, o, nr)
     o += nr
-    delta = fb[o:o + nf]
+    delta = view1(fb, o, nf)
     o += nf
-    zwork = fb[o:o + nr]
+    zwork = view1(fb, o, nr)
     o += nr
-    C = fb[o:o + 6 * nr].reshape((nr, 6))
+    C = view2(fb, o, nr, 6)
     o += 6 * nr
-    Cz = fb[o:o + 6 * nr].reshape((nr, 6))
+    Cz = view2(fb, o, nr, 6)
     o += 6 * nr
-    xbase = fb[o:o + nf].reshape((N, NV))
+    xbase = view2(fb, o, N, NV)
     o += nf
-    xtrial = fb[o:o + nf].reshape((N, NV))
+    xtrial = view2(fb, o, N, NV)
     o += nf
-    Rold = fb[o:o + 9 * N].reshape((N, 3, 3))
+    Rold = view3(fb, o, N, 3, 3)
     return (khat, K, J, rowscale, gw, fopt, out, rootinfo, res, Pw, old, P, dP, F, Jb, tipblock, Rw, rhs, delta, zwork,
             C, Cz, xbase, xtrial, Rold)
 

@@ -56,8 +56,14 @@ therefore depends only on the state: ``advance(state, 1)`` K times is bitwise ``
 K)``, a warm-up on a copy changes nothing and a fresh simulator continues a saved state bitwise.
 A state without them (an older file) gets empty ones (refactored at the first step).
 
-Every rod steps in one compiled call (:func:`rodlab.galpha.batch.advance_rods`, which also writes
-the common fields), so ``state.solver`` is a :class:`rodlab.galpha.batch.SolverFields`: its galpha
+The common fields are functions of these unknowns, so a call leaves them to their first read
+(:meth:`rodlab.world.State.defer` of ``vertex_x``, ``vertex_v``, ``edge_ref_d1``, ``edge_theta``,
+``joint_ref_twist``; ``vertex_x`` itself is written by every step, the others by the fill): reading
+any of them (or ``copy``, ``save``, pickling, another simulator) writes them all as the call would
+have, and a loop of calls nobody reads in between does not pay them (docs/galpha.md, "Third stop").
+
+Every rod steps in one compiled call (:func:`rodlab.galpha.batch.advance_rods`, which writes the
+common fields when asked), so ``state.solver`` is a :class:`rodlab.galpha.batch.SolverFields`: its galpha
 entries are views of two buffers passed whole. A state whose ``solver`` is a plain dict (a copy,
 a loaded file) or was changed through the dict (an entry set or removed) is checked and gets a
 packed copy of its ``solver`` at its next call: arrays taken from ``state.solver`` before that
@@ -68,6 +74,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from functools import partial
 from time import perf_counter
 
 import numpy as np
@@ -85,6 +92,8 @@ from .base import Simulator, StaticReport, StepReport, UnsupportedFeature, ok_re
 
 FEATURES = frozenset({"pinned vertices", "point forces", "point torques", "prescribed clamp motion"})
 _NV = 15
+# the common fields a call leaves to their first read (State.defer): functions of the state after the call
+COMMON_FIELDS = ("vertex_x", "vertex_v", "edge_ref_d1", "edge_theta", "joint_ref_twist")
 log = logging.getLogger(__name__)
 
 
@@ -350,6 +359,7 @@ class GAlphaSimulator(Simulator):
         # every rod's boundary rows when none depends on time (made once), else None: made per call
         static = all(sol.static_boundary for sol in self.solvers)
         self._bc = np.stack([sol.boundary_rows(0.0, self._dt, 1) for sol in self.solvers]) if static else None
+        self._bc_none = np.zeros((w.n_rods, 1, BC_SIZE))  # the rows of a call of no step (only the shape is read)
         self._paper = o["init"] == "paper"  # a rod's first step then runs in Python (GAlphaSolver.advance)
 
     def _time_coefficients(self) -> Coefficients:
@@ -399,6 +409,7 @@ class GAlphaSimulator(Simulator):
         sv = state.solver
         if sv.__class__ is SolverFields and sv.intact and sv.layout is self.layout and state.method == "galpha":
             return sv.sfb, sv.sib
+        state.resolve()  # a pending fill reads the buffers it was made for, which a repacked state no longer has
         if state.vertex_x.shape != self._shape_x:  # another world's state: say so first
             self._check_layout(state)
         if state.method != self.method:
@@ -423,15 +434,38 @@ class GAlphaSimulator(Simulator):
         self.solvers[r].bind_factors(sv["lu_W"][es], sv["lu_piv"][es], sv["lu_T"][r], sv["lu_tpiv"][r],
                                      sv["lu_D"][vs].reshape(6, -1), sv["lu_Y"][_NV * vs.start:_NV * vs.stop],
                                      sv["lu_Sinv"][r], sv["lu_meta"][r])
-        return GAlphaState(state.t, sv["x"][vs], sv["xdot"][vs], sv["R"][vs], state.vertex_x[vs], sv["r_vel"][vs],
-                           int(sv["step"][r]))
+        return GAlphaState(state.t, sv["x"][vs], sv["xdot"][vs], sv["R"][vs], self._common(state)[0][vs],
+                           sv["r_vel"][vs], int(sv["step"][r]))
+
+    def _common(self, state: State) -> tuple:
+        """``state``'s arrays of :data:`COMMON_FIELDS`, without running the fill of a deferral of
+        this simulator's (which a call writes or defers again; ``vertex_x`` is always current)."""
+        arrays = state.deferred_by(self)
+        if arrays is None:
+            return state.vertex_x, state.vertex_v, state.edge_ref_d1, state.edge_theta, state.joint_ref_twist
+        return (arrays["vertex_x"], arrays["vertex_v"], arrays["edge_ref_d1"], arrays["edge_theta"],
+                arrays["joint_ref_twist"])
 
     def _write_common(self, state: State, sfb: np.ndarray, sib: np.ndarray) -> None:
-        """The common fields of every rod from the node frames (:func:`advance_rods` of no step)."""
-        bc = self._bc if self._bc is not None else np.zeros((self.world.n_rods, 1, BC_SIZE))
-        if advance_rods(0, 0, state.t, self._dt, sfb, sib, state.vertex_x, state.vertex_v, state.edge_ref_d1,
-                        state.edge_theta, state.joint_ref_twist, bc, self.layout.fb, self.layout.ib) != 0:
+        """The common fields of every rod from the node frames (:func:`advance_rods` of no step),
+        written now (a deferral of this simulator's dropped: its fields are written)."""
+        if advance_rods(0, 0, state.t, self._dt, sfb, sib, *self._common(state), self._bc_none, self._fb, self._ib, 1) != 0:
             self._layout_error(state)
+        state.drop_deferred()
+
+    def _fill(self, sfb: np.ndarray, sib: np.ndarray, state: State) -> None:
+        """The fill of a deferral of :data:`COMMON_FIELDS` (:meth:`State.defer`): the common fields
+        from the packed unknowns ``sfb``, ``sib`` (those of the call that deferred; a repacked
+        state resolves first) and ``state.vertex_x``, as a call would have written them."""
+        if advance_rods(0, 0, state.t, self._dt, sfb, sib, state.vertex_x, state.vertex_v, state.edge_ref_d1,
+                        state.edge_theta, state.joint_ref_twist, self._bc_none, self._fb, self._ib, 1) != 0:
+            self._layout_error(state)
+
+    def _defer_common(self, state: State, sfb: np.ndarray, sib: np.ndarray) -> None:
+        """Leave the common fields to their first read (a deferral of this simulator's already
+        pending stays: its fill reads the same buffers)."""
+        if state.deferred_by(self) is None:
+            state.defer(COMMON_FIELDS, partial(self._fill, sfb, sib), self)
 
     def _layout_error(self, state: State):
         """Raise :class:`ModelError` naming the common field whose shape does not fit the world."""
@@ -447,14 +481,15 @@ class GAlphaSimulator(Simulator):
     # ---- stepping ----------------------------------------------------------------------------
     def advance(self, state: State, nsteps: int = 1) -> StepReport:
         """Advance ``state`` in place by ``nsteps`` generalized-alpha steps (GA paper, Algorithm 1),
-        every rod in turn, in one compiled call (:func:`rodlab.galpha.batch.advance_rods`); a
+        every rod in turn, in one compiled call (:func:`rodlab.galpha.batch.advance_rods`), the
+        common fields left to their first read (module docstring); a
         failed Newton solve is retried in substeps (from Python), then raises
         :class:`rodlab.solvers.SimulationError` with the state as it was before the call (its LU
         factors excepted: left valid for what ``lu_meta`` says they were made for)."""
         if nsteps.__class__ is not int or nsteps < 0 or state.__class__ is not State:  # the checks' slow path
             self._check_steps(state, nsteps)
         if nsteps == 0:
-            if state.vertex_x.shape != self._shape_x:
+            if self._common(state)[0].shape != self._shape_x:
                 self._check_layout(state)
             return ok_report(0, 0.0)
         sv = state.solver  # _packed_state's test, inline
@@ -468,10 +503,18 @@ class GAlphaSimulator(Simulator):
         if bc is None:
             bc = self._boundary_rows(state.t, nsteps)
         t0 = perf_counter()
-        failed = advance_rods(nsteps, 0, state.t, self._dt, sfb, sib, state.vertex_x, state.vertex_v, state.edge_ref_d1,
-                              state.edge_theta, state.joint_ref_twist, bc, self._fb, self._ib)
+        arrays = state.deferred_by(self)  # the common fields left unwritten by the last call, if nobody read them
+        if arrays is None:
+            failed = advance_rods(nsteps, 0, state.t, self._dt, sfb, sib, state.vertex_x, state.vertex_v, state.edge_ref_d1,
+                                  state.edge_theta, state.joint_ref_twist, bc, self._fb, self._ib, 0)
+        else:
+            failed = advance_rods(nsteps, 0, state.t, self._dt, sfb, sib, arrays["vertex_x"], arrays["vertex_v"],
+                                  arrays["edge_ref_d1"], arrays["edge_theta"], arrays["joint_ref_twist"], bc, self._fb,
+                                  self._ib, 0)
         if failed:
             return self._retry(state, nsteps, failed, bc, sfb, sib, t0)
+        if arrays is None:
+            state.defer(COMMON_FIELDS, partial(self._fill, sfb, sib), self)
         newton, residual, state.t = self._result.tolist()
         return step_report(nsteps, True, "ok", int(newton), 0, residual, perf_counter() - t0)
 
@@ -487,10 +530,12 @@ class GAlphaSimulator(Simulator):
         substeps and the rod's other steps in Python (:meth:`GAlphaSolver.advance`), then the rods
         after it in the compiled call again; the same steps, in the same order, as a per-rod loop of
         :meth:`GAlphaSolver.advance`. A rod that fails even in substeps puts the state back (the
-        snapshot of the call, or a one-step call of one rod, left unchanged by the solver) and raises."""
+        snapshot of the call, or a one-step call of one rod, left unchanged by the solver) and raises.
+        The common fields stay deferred (or as they were: a failed call does not write them)."""
         if failed < 0:
             self._layout_error(state)
         sv, dt, t_start = state.solver, self._dt, state.t
+        common = self._common(state)
         newton, residual, t_end = self.layout.result.tolist()
         n_rods = len(self.solvers)
         while failed > 0:
@@ -505,7 +550,7 @@ class GAlphaSimulator(Simulator):
                 report = StepReport(0, False, res.message, int(newton), 0, res.residual, perf_counter() - t0)
                 if nsteps > 1 or n_rods > 1:
                     state.t = t_start
-                    self.layout.restore(state.vertex_x, sfb, sib)
+                    self.layout.restore(common[0], sfb, sib)
                 self._fail(state, None, report, f"rod {r}, step {done + 1} of this call: {res.message}")
             sv["step"][r] = gs.step
             sv["last_residual"][r] = res.residual
@@ -513,12 +558,13 @@ class GAlphaSimulator(Simulator):
             sv["substeps"][r] += sol.substeps - sub0
             residual, t_end = max(residual, res.residual), gs.t
             # the rods after it (none: only the common fields are written)
-            failed = advance_rods(nsteps if r + 1 < n_rods else 0, r + 1, t_start, dt, sfb, sib, state.vertex_x,
-                                  state.vertex_v, state.edge_ref_d1, state.edge_theta, state.joint_ref_twist, bc,
-                                  self.layout.fb, self.layout.ib)
             if r + 1 < n_rods:
+                failed = advance_rods(nsteps, r + 1, t_start, dt, sfb, sib, *common, bc, self._fb, self._ib, 0)
                 more, worst, t_end = self.layout.result.tolist()
                 newton, residual = newton + more, max(residual, worst)
+            else:
+                failed = 0
+        self._defer_common(state, sfb, sib)
         state.t = t_end
         return step_report(nsteps, True, "ok", int(newton), 0, residual, perf_counter() - t0)
 
@@ -527,7 +573,7 @@ class GAlphaSimulator(Simulator):
         initial rates, ``init = "paper"``); a failure puts back what :meth:`_retry` puts back."""
         sv = state.solver
         snapshot = None if (nsteps == 1 and len(self.solvers) == 1) else (
-            state.t, state.vertex_x.copy(), {k: sv[k].copy() for k in STATE_KEYS[:8]})
+            state.t, self._common(state)[0].copy(), {k: sv[k].copy() for k in STATE_KEYS[:8]})
         t0 = perf_counter()
         newton, residual, t_end = 0, 0.0, state.t
         for r, sol in enumerate(self.solvers):
@@ -539,7 +585,7 @@ class GAlphaSimulator(Simulator):
                 report = StepReport(0, False, res.message, newton, 0, res.residual, perf_counter() - t0)
                 if snapshot is not None:
                     state.t = snapshot[0]
-                    state.vertex_x[...] = snapshot[1]
+                    self._common(state)[0][...] = snapshot[1]
                     for key, a in snapshot[2].items():
                         sv[key][...] = a
                 self._fail(state, None, report, f"rod {r}, step {done + 1} of this call: {res.message}")
