@@ -248,3 +248,12 @@ def test_newton_on_a_long_line_of_contact_reaches_the_gauss_seidel_fixed_point()
             it = newton_cluster(rows, va, vb, wa, wb, n, target, mus, inv_mass, v_new, ln, lt, 30, 1e-13)
             assert it <= 30
             np.testing.assert_allclose(v_new, v_ref, rtol=0, atol=1e-10)
+
+
+def test_stable_order_is_the_stable_argsort():
+    from rodlab.der.contact_newton import _stable_order
+
+    rng = np.random.default_rng(2)
+    for n in (0, 1, 5, 32, 33, 200):
+        key = rng.integers(0, max(n // 3, 1), n + 4).astype(np.int64)
+        assert np.array_equal(_stable_order(key, n), np.argsort(key[:n], kind="stable"))

@@ -267,11 +267,29 @@ def _along_rods(rows, va, vb):
         if vb[k, 0] >= 0:
             lo = min(lo, min(vb[k, 0], vb[k, 1]))
         key[p] = lo
-    order = np.argsort(key, kind="mergesort")
+    order = _stable_order(key, m)
     out = np.empty(m, dtype=np.int64)
     for p in range(m):
         out[p] = rows[order[p]]
     return out
+
+
+@njit(**JIT)
+def _stable_order(key, n):
+    """The stable sorting permutation of ``key[:n]`` (int64): by insertion for up to 32 keys (a
+    small cluster: no allocation beyond the result, nothing to do when already sorted), else
+    ``np.argsort(kind="mergesort")``; the same permutation either way."""
+    if n > 32:
+        return np.argsort(key[:n], kind="mergesort")
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        k = key[i]
+        j = i
+        while j > 0 and key[order[j - 1]] > k:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = i
+    return order
 
 
 @njit(**JIT)
@@ -298,7 +316,7 @@ def _cluster_coupling(rows, va, vb, wa, wb, inv_mass):
                 wgt[ns] = wa[k, i] if side == 0 else -wb[k, i]
                 who[ns] = p
                 ns += 1
-    order = np.argsort(vid[:ns], kind="mergesort")
+    order = _stable_order(vid, ns)
     C = np.zeros((m, m))
     g0 = 0
     while g0 < ns:
