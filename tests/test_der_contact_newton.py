@@ -3,7 +3,7 @@ and the per-call clamp inputs of moving clamps."""
 import numpy as np
 
 from rodlab.der.contact import gauss_seidel, solve_impulses
-from rodlab.der.contact_newton import contact_clusters, newton_cluster
+from rodlab.der.contact_newton import _cluster_coupling, _solve_dense, contact_clusters, newton_cluster
 from rodlab.scenes.der_contact_scenes import chain_world
 from rodlab.solvers import make_simulator
 
@@ -147,3 +147,113 @@ def test_clamp_inputs_equal_the_motion_applied_one_time_at_a_time():
                         int(np.flatnonzero(stp.prescribed_vertices == (j + 1) % nv)[0])]
                 np.testing.assert_array_equal(presc[s, cols], (rest_x - c) @ np.asarray(R).T + c + np.asarray(d))
             np.testing.assert_array_equal(m1[s], np.array([stp._clamp_m1(int(j), t) for j in stp.clamp_edges]))
+
+
+def _solve_dense_reference(A, b):
+    """The elimination of ``_solve_dense`` over every column (no band): the code it replaced."""
+    A, b = A.copy(), b.copy()
+    n = len(b)
+    scale = np.abs(A).max()
+    free = np.zeros(n, dtype=bool)
+    for col in range(n):
+        p = col + int(np.argmax(np.abs(A[col:, col])))
+        if abs(A[p, col]) <= 1e-12 * scale:
+            free[col] = True
+            continue
+        A[[col, p]], b[[col, p]] = A[[p, col]], b[[p, col]]
+        for i in range(col + 1, n):
+            f = A[i, col] / A[col, col]
+            if f != 0.0:
+                A[i, col + 1:] -= f * A[col, col + 1:]
+                b[i] -= f * b[col]
+    for i in range(n - 1, -1, -1):
+        b[i] = 0.0 if free[i] else (b[i] - A[i, i + 1:] @ b[i + 1:]) / A[i, i]
+    return b
+
+
+def test_banded_elimination_solves_banded_general_and_singular_systems():
+    rng = np.random.default_rng(3)
+    for n, band in ((30, 4), (60, 9), (25, 25), (12, 2)):
+        A = rng.normal(size=(n, n))
+        A[np.abs(np.subtract.outer(np.arange(n), np.arange(n))) > band] = 0.0
+        A += np.diag(np.full(n, 0.5))
+        b = rng.normal(size=n)
+        x = b.copy()
+        assert _solve_dense(A.copy(), x)
+        np.testing.assert_allclose(A @ x, b, rtol=0, atol=1e-9 * np.abs(b).max() * np.linalg.cond(A))
+        ref = _solve_dense_reference(A, b)
+        np.testing.assert_allclose(x, ref, rtol=1e-12, atol=1e-14)
+    # a duplicate row (singular, consistent): the free unknown is set to 0 and the system still holds
+    A = rng.normal(size=(6, 6))
+    A[4] = A[1]
+    b = rng.normal(size=6)
+    b[4] = b[1]
+    x = b.copy()
+    assert _solve_dense(A.copy(), x)
+    np.testing.assert_allclose(x, _solve_dense_reference(A, b), rtol=1e-12, atol=1e-14)
+    assert not _solve_dense(np.zeros((3, 3)), np.ones(3))
+
+
+def _line_of_contact(rng, m, mu):
+    """Rows of a line of contact between two strands (a plectoneme's two legs): segment i of strand a
+    against segment m - 1 - i of strand b and its neighbour, listed in a shuffled order."""
+    nv = 2 * (m + 2)
+    inv_mass = rng.uniform(50.0, 100.0, nv)
+    va, vb = [], []
+    for i in range(m):
+        j = (m - 1 - i) // 2
+        va.append([i // 2, i // 2 + 1])
+        vb.append([m + 2 + j, m + 3 + j])
+    order = rng.permutation(m)
+    va, vb = np.array(va, dtype=np.int64)[order], np.array(vb, dtype=np.int64)[order]
+    wa = np.stack([rng.uniform(0.2, 0.8, m)] * 2, axis=1)
+    wa[:, 1] = 1.0 - wa[:, 0]
+    wb = wa[:, ::-1].copy()
+    normal = np.array([0.0, 0.0, 1.0]) + rng.normal(0.0, 0.2, (m, 3))
+    normal /= np.linalg.norm(normal, axis=1)[:, None]
+    return va, vb, wa, wb, normal, rng.uniform(0.0, 0.02, m), np.full(m, mu), inv_mass, rng.normal(0.0, 0.01, (nv, 3))
+
+
+def test_cluster_coupling_is_the_sum_over_shared_vertices():
+    rng = np.random.default_rng(5)
+    va, vb, wa, wb, _, _, _, inv_mass, _ = _line_of_contact(rng, 30, 0.3)
+    inv_mass[[3, 40]] = 0.0
+    vb[7] = -1                                   # one obstacle row
+    rows = np.arange(30)
+    C = _cluster_coupling(rows, va, vb, wa, wb, inv_mass)
+    ref = np.zeros((30, 30))
+    for p in range(30):
+        for q in range(30):
+            for vp, sp in list(zip(va[p], wa[p])) + ([] if vb[p, 0] < 0 else list(zip(vb[p], -wb[p]))):
+                for vq, sq in list(zip(va[q], wa[q])) + ([] if vb[q, 0] < 0 else list(zip(vb[q], -wb[q]))):
+                    if vp == vq:
+                        ref[p, q] += sp * sq * inv_mass[vp]
+    np.testing.assert_allclose(C, ref, rtol=1e-14, atol=0)
+    assert np.array_equal(C == 0.0, ref == 0.0)
+
+
+def test_newton_on_a_long_line_of_contact_reaches_the_gauss_seidel_fixed_point():
+    # the wound plectoneme's live clusters (40-100 rows along the legs): the rows are ordered along the
+    # rods inside newton_cluster (a banded system); the result does not depend on the order given
+    rng = np.random.default_rng(11)
+    for mu in (0.0, 0.1):
+        va, vb, wa, wb, n, target, mus, inv_mass, v = _line_of_contact(rng, 60, mu)
+        K = len(target)
+        weff = _weff(va, vb, wa, wb, inv_mass)
+        v_ref, ln_ref, lt_ref = v.copy(), np.zeros(K), np.zeros((K, 3))
+        gauss_seidel(va, vb, wa, wb, n, target, mus, inv_mass, v_ref, ln_ref, lt_ref, weff, np.arange(K), 400000,
+                     1e-15, np.empty(K))
+        for rows in (np.arange(K), rng.permutation(K)):
+            v_new, ln, lt = v.copy(), np.zeros(K), np.zeros((K, 3))
+            it = newton_cluster(rows, va, vb, wa, wb, n, target, mus, inv_mass, v_new, ln, lt, 30, 1e-13)
+            assert it <= 30
+            np.testing.assert_allclose(v_new, v_ref, rtol=0, atol=1e-10)
+
+
+def test_stable_order_is_the_stable_argsort():
+    from rodlab.der.contact_newton import _stable_order
+
+    rng = np.random.default_rng(2)
+    for n in (0, 1, 5, 32, 33, 200):
+        key = rng.integers(0, max(n // 3, 1), n + 4).astype(np.int64)
+        assert np.array_equal(_stable_order(key, n), np.argsort(key[:n], kind="stable"))

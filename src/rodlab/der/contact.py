@@ -62,9 +62,6 @@ from .contact_newton import apply_impulse, contact_clusters, newton_cluster
 from .projection import _mark_active, fast_projection, shake_projection, velocity_projection
 
 
-NEWTON_ALTERNATIONS = 4
-"""Impulse/projection alternations of a step in which clusters may be solved by Newton (:func:`resolve`)."""
-
 
 # ---- compiled kernels -----------------------------------------------------------------------------
 @njit(**JIT)
@@ -323,11 +320,10 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
             copy_rows2(x_ref, x, nv)
         if warm and outer == 0:
             apply_impulses(va, vb, wa, wb, normal, inv_mass, v, lam_n, lam_t)
-        # Newton in the first alternations only: where impulses and projection keep fighting (rows that no
-        # impulse satisfies together, after a pair passed through), the plain sweeps' slow growth is kept
+        # cluster Newton in every alternation (in the first 4 only until 2026-12-07: the later ones' plain
+        # sweeps ran to their limit where the alternation takes 6-10 rounds, e.g. hanging-chain near its break)
         sweeps += solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance,
-                                 newton_after if outer < NEWTON_ALTERNATIONS else -1, newton_rows, newton_iter,
-                                 counts)
+                                 newton_after, newton_rows, newton_iter, counts)
         if outer == 0:
             copy_rows(lam_n_first, lam_n, lam_n.shape[0])
             copy_rows2(lam_t_first, lam_t, lam_t.shape[0])
@@ -484,7 +480,7 @@ class DERContact:
     """
 
     def __init__(self, sim, *, margin_factor=0.5, tolerance=1e-10, max_iter=500, max_rounds=6, warm_start=False,
-                 recheck=True, newton_after=12, newton_rows=40, newton_iter=30, pair_skin=1.0):
+                 recheck=True, newton_after=12, newton_rows=100, newton_iter=30, pair_skin=1.0):
         w = sim.world
         self.world = w
         c = w.contact
