@@ -24,6 +24,9 @@ from rodlab.solvers import make_simulator
 from rodlab.world import WorldBuilder, shapes
 from rodlab.world.obstacles import Plane
 
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+from der_trajectory_hashes import compare  # noqa: E402  (one digest comparison for both scripts)
+
 MAT = dict(E=1e7, G=1e7 / 3, rho=1000.0, radius=0.005)
 FIELDS = ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist")
 
@@ -134,14 +137,6 @@ def run(name):
         sim.solve_static(s)
         out.append(digest(s))
     return out
-
-
-def compare(a_path, b_path) -> int:
-    a, b = json.load(open(a_path)), json.load(open(b_path))
-    bad = [(k, i) for k in a for i, (x, y) in enumerate(zip(a[k], b.get(k, []))) if x != y]
-    bad += [(k, -1) for k in a if len(a[k]) != len(b.get(k, []))]
-    print(f"{len(a)} runs, {sum(len(v) for v in a.values())} digests; {len(bad)} differ {bad[:10]}")
-    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -623,10 +623,7 @@ class DERImplicitSimulator(Simulator):
                                        state.joint_ref_twist, fx)
         t0 = perf_counter()
         b = self.batch
-        if self._bdf2:
-            prev, have = self._prev(state)
-        else:
-            prev, have = b.no_prev, False
+        prev, have = self._prev(state) if self._bdf2 else (b.no_prev, False)
         iters, residual = 0, 0.0
         self._flags = None  # (RodBatch.advance sets the driver's flags)
         for s in range(nsteps):
@@ -650,10 +647,7 @@ class DERImplicitSimulator(Simulator):
         the state's fields deferred to :meth:`_fill` (module docstring)."""
         t0 = perf_counter()
         b = self.batch
-        if self._bdf2:
-            prev, have = self._prev(state)
-        else:
-            prev, have = b.no_prev, False
+        prev, have = self._prev(state) if self._bdf2 else (b.no_prev, False)
         if self._eager_left:
             self._eager_left -= 1
             defer = False
