@@ -50,6 +50,9 @@ per-call compiled call, the twist-free frame rebuild runs on the step's end tang
 pass (:func:`rebuild_frames_on_tangents`), the energy check of a twist-free rod is in closed form
 and every twist-free rod keeps the cache: 8.3-8.5 / 12.1-12.5 / 28.1-28.2 -> 5.5-5.7 / 7.7-8.1 /
 17.1-17.4 us of CPU per call beyond its step at 10 / 50 / 200 vertices (A/B, loaded machine).
+Third pass (docs/der.md, "Third pass"): the twist-free frames are left to their first read
+(:func:`advance_undriven_serial`'s ``frames``), ``unpack`` and the per-rod body are inlined, the
+cache key is copied and compared as flat vectorised loops: 5.5 / 7.9 / 16.6 -> 3.7 / 3.9 / 4.7 us.
 
 Per-call inputs (only driven rods use them; else empty arrays): ``call_presc`` (nsteps, P, 3)
 prescribed positions and ``call_m1`` (nsteps, C, 3) clamp directors of rods with a moving clamp,
@@ -424,7 +427,8 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     pure function of those arrays.
 
     Per chunk of steps (one chunk, or one per step for a rod with time-dependent forces):
-    :func:`_chunk`, a function of its own for the source (its call of ``run_steps``, 44
+    :func:`_steps` (and the frame rebuild around it, :func:`_chunk` for the contact loop), a
+    function of its own for the source (its call of ``run_steps``, 44
     arguments, written inside this ``try`` does not compile: numba cannot type Python 3.11's
     list-built argument tuple across the block split of a ``try``) but inlined by numba
     (``inline="always"``, which compiles: the call is already built in ``_chunk``'s IR), so its
