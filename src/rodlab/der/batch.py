@@ -50,7 +50,7 @@ per-call compiled call, the twist-free frame rebuild runs on the step's end tang
 pass (:func:`rebuild_frames_on_tangents`), the energy check of a twist-free rod is in closed form
 and every twist-free rod keeps the cache: 8.3-8.5 / 12.1-12.5 / 28.1-28.2 -> 5.5-5.7 / 7.7-8.1 /
 17.1-17.4 us of CPU per call beyond its step at 10 / 50 / 200 vertices (A/B, loaded machine).
-Third pass (docs/der.md, "Third pass"): the twist-free frames are left to their first read
+Third pass (docs/der.md, "Deferred frames"): the twist-free frames are left to their first read
 (:func:`advance_undriven_serial`'s ``frames``), ``unpack`` and the per-rod body are inlined, the
 cache key is copied and compared as flat vectorised loops: 5.5 / 7.9 / 16.6 -> 3.7 / 3.9 / 4.7 us.
 
