@@ -51,8 +51,8 @@ pass (:func:`rebuild_frames_on_tangents`), the energy check of a twist-free rod 
 and every twist-free rod keeps the cache: 8.3-8.5 / 12.1-12.5 / 28.1-28.2 -> 5.5-5.7 / 7.7-8.1 /
 17.1-17.4 us of CPU per call beyond its step at 10 / 50 / 200 vertices (A/B, loaded machine).
 Third pass (docs/der.md, "Deferred frames"): the twist-free frames are left to their first read
-(:func:`advance_undriven_serial`'s ``frames``), ``unpack`` and the per-rod body are inlined, the
-cache key is copied and compared as flat vectorised loops: 5.5 / 7.9 / 16.6 -> 3.7 / 3.9 / 4.7 us.
+(:func:`advance_undriven_serial`'s ``frames``), ``unpack`` is inlined, the cache key is copied
+and compared as flat vectorised loops: 5.6 / 7.9 / 16.5 -> 4.4 / 4.6 / 5.4 us (A/B, load 1.7).
 
 Per-call inputs (only driven rods use them; else empty arrays): ``call_presc`` (nsteps, P, 3)
 prescribed positions and ``call_m1`` (nsteps, C, 3) clamp directors of rods with a moving clamp,
@@ -399,7 +399,8 @@ def _end_geometry(x, closed, twist_free, ref_d1, ref_twist, e3, s, kb):
 
 
 @njit(**JIT_INNER)
-def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic):
+def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic,
+                 frames=None):
     """:func:`advance_rod`; ``private`` (not None): step copies of the rod's state in fresh
     scratch (for threads); ``None``: the state's own rows in place (one thread; a failed rod's
     rows are then left part-stepped, and the caller's :func:`_finish` restores every rod from the
@@ -438,16 +439,10 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     of a named group as a struct of 7-9 words and increments and decrements its reference count
     (a call into the runtime even for a borrowed array): ~0.3 us per call for ``m`` and ``w``
     (measured in a compiled loop: ``_finish(m, w, ...)`` 380 ns, the same code on its 14 arrays
-    77 ns). The per-call helpers below therefore take the rod's slices, not the groups."""
-    _rod_call(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic, None)
+    77 ns). The per-call helpers below therefore take the rod's slices, not the groups.
 
-
-@njit(inline="always", **JIT_INNER)
-def _rod_call(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic, frames):
-    """:func:`_advance_rod`'s body, inlined into it and into :func:`advance_rods_serial` (no named
-    group crosses a compiled call on the serial driver's path). ``frames``: ``None``, or (serial
-    driver only) a ``FRAMES_*`` mode of the deferred twist-free frames (:func:`advance_rods_serial`):
-    a twist-free rod then keeps its start tangents across calls and leaves its frames unwritten
+    ``frames``: ``None`` (omitted), or (serial driver only) a ``FRAMES_*`` mode of the deferred
+    twist-free frames (:func:`advance_undriven_serial`): a twist-free rod then keeps its start tangents across calls and leaves its frames unwritten
     (``w.rod_frames_pending[r]``, set by the driver when the call commits), and a rod whose
     pending frames meet an edited state writes them first (what the eager call that left them
     would have written)."""
@@ -729,8 +724,8 @@ def _serial_call(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, c
             _write_all_pending_frames(m, w, TH, D1, TW, np.bool_(True))
             return 0
     for r in range(w.rod_status.shape[0]):
-        _rod_call(m, w, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, None, symplectic,
-                  frames)
+        _advance_rod(m, w, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, None, symplectic,
+                     frames)
     code = _status_code(m.option_float, m.option_int, w.rod_status, w.rod_diag)
     if code & STATUS_FAILED:
         _restore_all(m, w, X, V, TH, D1, TW)
