@@ -158,8 +158,10 @@ def test_twist_free_check_energy_is_the_elastic_energy():
 
 
 def _calls(sim, state, n):
+    """``n`` calls of one step, the state read after each (its deferred frames written)."""
     for _ in range(n):
         sim.advance(state, 1)
+        state.resolve()
 
 
 @pytest.mark.parametrize("world, options", [(cantilever, {"energy_check": False}),
@@ -192,3 +194,73 @@ def test_twist_free_cache_without_the_energy_check(world, options):
     _calls(sim, state, 1)
     _calls(make_simulator(w, "der", **options), again, 1)
     assert not np.array_equal(state.vertex_x, again.vertex_x)
+
+
+def test_unread_calls_of_a_twist_free_rod_equal_one_long_call_bitwise():
+    """Deferred frames (docs/der.md, "Deferred frames"): calls that nobody reads in between leave
+    the frames unwritten and rebuild them once, from the first call's start tangents: K unread
+    calls of one step give one call of K steps bit for bit, frames included; read after each
+    call, they give a new simulator's calls (the eager per-call rebuild) bit for bit."""
+    w = cantilever(forces=[(-1, (0.0, 2e-3, 0.0))])
+    sim = make_simulator(w, "der")
+    start = sim.initial_state()
+    sim.advance(start, 5)
+    unread, long_call, read, fresh = (start.copy() for _ in range(4))
+    for _ in range(12):
+        sim.advance(unread, 1)
+    sim.advance(long_call, 12)
+    _calls(sim, read, 12)
+    for _ in range(12):
+        _calls(make_simulator(w, "der"), fresh, 1)
+    assert np.abs(unread.vertex_x - start.vertex_x).max() > 1e-6
+    for name in FIELDS:
+        assert np.array_equal(getattr(unread, name), getattr(long_call, name)), name
+        assert np.array_equal(getattr(read, name), getattr(fresh, name)), name
+
+
+@pytest.mark.parametrize("edit", ["vertex_x", "vertex_v", "edge_theta"])
+def test_in_place_edits_of_a_deferred_state_are_honoured(edit):
+    """An in-place edit between calls whose frames are left unwritten: positions and velocities
+    (not a deferred field: the frames stay pending, and the next call writes the frames the last
+    call left before starting from the edited state) and a material angle (its read writes the
+    frames first). Each gives the result of a new simulator started from the edited state."""
+    w = cantilever(forces=[(-1, (0.0, 2e-3, 0.0))])
+    sim, other = make_simulator(w, "der"), make_simulator(w, "der")
+    state = sim.initial_state()
+    sim.advance(state, 3)
+    reference = state.copy()
+    for _ in range(4):  # unread: the frames stay pending
+        sim.advance(state, 1)
+    other.advance(reference, 4)  # bitwise the same four steps (test above)
+    assert state.deferred_by(sim) is not None
+    for s in (state, reference):  # the same edit in both, in place
+        getattr(s, edit)[4] += 1e-4 if edit != "edge_theta" else 0.2
+    assert (state.deferred_by(sim) is None) == (edit == "edge_theta")
+    _calls(sim, state, 3)
+    _calls(make_simulator(w, "der"), reference, 3)
+    for name in FIELDS:
+        assert np.array_equal(getattr(state, name), getattr(reference, name)), name
+
+
+def test_deferred_frames_follow_the_simulator_across_states():
+    """Two states stepped alternately by one simulator: each call on one state writes the other's
+    pending frames first (they are computed from the simulator's scratch); both end as if each
+    had its own simulator and were read after every call."""
+    w = cantilever()
+    sim = make_simulator(w, "der")
+    a = sim.initial_state()
+    sim.advance(a, 2)
+    b = a.copy()
+    b.vertex_v[-1, 1] += 1e-3
+    ref_a, ref_b = a.copy(), b.copy()
+    for _ in range(5):
+        sim.advance(a, 1)
+        sim.advance(b, 1)
+    sim_a, sim_b = make_simulator(w, "der"), make_simulator(w, "der")
+    for _ in range(5):  # read after each call, as the alternation reads each state
+        _calls(sim_a, ref_a, 1)
+        _calls(sim_b, ref_b, 1)
+    assert a.deferred_by(sim) is None and b.deferred_by(sim) is not None
+    for name in FIELDS:
+        assert np.array_equal(getattr(a, name), getattr(ref_a, name)), name
+        assert np.array_equal(getattr(b, name), getattr(ref_b, name)), name

@@ -50,6 +50,9 @@ per-call compiled call, the twist-free frame rebuild runs on the step's end tang
 pass (:func:`rebuild_frames_on_tangents`), the energy check of a twist-free rod is in closed form
 and every twist-free rod keeps the cache: 8.3-8.5 / 12.1-12.5 / 28.1-28.2 -> 5.5-5.7 / 7.7-8.1 /
 17.1-17.4 us of CPU per call beyond its step at 10 / 50 / 200 vertices (A/B, loaded machine).
+Third pass (docs/der.md, "Deferred frames"): the twist-free frames are left to their first read
+(:func:`advance_undriven_serial`'s ``frames``), ``unpack`` is inlined, the cache key is copied
+and compared as flat vectorised loops: 5.6 / 7.9 / 16.5 -> 4.4 / 4.6 / 5.4 us (A/B, load 1.7).
 
 Per-call inputs (only driven rods use them; else empty arrays): ``call_presc`` (nsteps, P, 3)
 prescribed positions and ``call_m1`` (nsteps, C, 3) clamp directors of rods with a moving clamp,
@@ -67,15 +70,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange, types
-from numba.extending import intrinsic
-from numba.core import cgutils
-from numba.np.arrayobj import make_array, populate_array
+from numba import njit, prange
 
 from ..geometry._vec import JIT, JIT_INNER
-from ..geometry.curves import complete_frames
+from ..geometry.curves import complete_frames, compute_edges, compute_tangents
 from ..geometry.der_joint import edge_stretch_energy
 from . import kernels as K
+from .packing import (Packed, _copy1, _copy2, _same_bits, _same_bits3, borrow, borrow_flat,  # noqa: F401
+                      make_unpacker, pack_arrays)
 from .frames import rebuild_frames_on_tangents, rebuild_twist_free_frames  # noqa: F401 (public here too)
 
 # functions called only from compiled code, never from Python: no CPython wrapper (it would unbox
@@ -89,6 +91,10 @@ ROD_OK, ROD_NONFINITE, ROD_PROJECTION, ROD_DEGENERATE, ROD_ENERGY = range(5)
 # rod_cache[r, 0]: no cache; the serial scratch and snapshot hold the end of the last call; the
 # rod's call succeeded, its end is committed once every rod of the call has succeeded
 CACHE_NONE, CACHE_VALID, CACHE_PENDING = 0.0, 1.0, 2.0
+# advance_rods_serial's ``frames`` modes (the deferred frames of twist-free rods): the state's frames
+# are its own; they are the ones this driver left unwritten at the end of its last call on this
+# state; write the frames left unwritten and return (no steps)
+FRAMES_FRESH, FRAMES_PENDING, FRAMES_FILL = 0, 1, 2
 # bits of advance_rods' result code
 STATUS_FAILED = 1
 STATUS_PROJECTION_WARN = 2
@@ -132,7 +138,7 @@ class BatchModel(NamedTuple):
     timed_vertex: np.ndarray        # (T,) int64 local vertex of each time-dependent force
     world_gravity: np.ndarray       # (3,) [m/s^2]
     option_float: np.ndarray        # (2,) projection_tol, projection_fail
-    option_int: np.ndarray          # (4,) projection_max_iter, twist_max_iter, inextensible, symplectic (RATTLE)
+    option_int: np.ndarray          # (5,) projection_max_iter, twist_max_iter, inextensible, symplectic (RATTLE), wind
 
 
 class BatchWork(NamedTuple):
@@ -165,6 +171,7 @@ class BatchWork(NamedTuple):
     serial_s: np.ndarray         # (7 E,) work_s (7, ne) per rod
     serial_kb: np.ndarray        # (J, 3)
     serial_omega: np.ndarray     # (J, 4)
+    rod_frames_pending: np.ndarray  # (R,) int64: 1 where a twist-free rod's frames are left unwritten
 
 
 # kinds of the packed fields: (buffer, ndim, width); buffer 0 float64, 1 int64, 2 bool
@@ -172,42 +179,8 @@ _F1, _F2, _I1, _I2, _B1 = (0, 1), (0, 2), (1, 1), (1, 2), (2, 1)
 _MODEL_KINDS = (_I1, _I1, _I1, _I1, _I1, _I1, _I1, _I2, _F1, _F1, _F1, _F1, _F1, _F2, _F1, _F2, _F1, _B1, _F1, _F2,
                 _F1, _F1, _I1, _I1, _F2, _I2, _F2, _F1, _I1, _F1, _I1, _F1, _F1, _I1)
 _WORK_KINDS = (_F1, _F2, _F2, _F2, _F2, _F1, _F1, _F2, _F1, _F2, _F2, _F2, _F1, _F2, _F2, _F2, _I1, _F2, _F1, _F1, _F2,
-               _F2)
+               _F2, _I1)
 assert len(_MODEL_KINDS) == len(BatchModel._fields) and len(_WORK_KINDS) == len(BatchWork._fields)
-
-
-class Packed(NamedTuple):
-    """The two groups in three flat buffers; ``layout[k] = (offset, length, width)`` of field
-    ``k`` (model fields first, then work fields) in its kind's buffer."""
-
-    f: np.ndarray
-    i: np.ndarray
-    b: np.ndarray
-    layout: np.ndarray
-
-
-def pack_arrays(arrays, kinds) -> tuple[Packed, list]:
-    """Pack ``arrays`` (kinds ``(buffer, ndim)``: buffer 0 float64, 1 int64, 2 bool) into three
-    flat buffers plus a layout table; returns the buffers and the arrays as views into them."""
-    dtypes = (np.float64, np.int64, np.bool_)
-    sizes = [0, 0, 0]
-    layout = np.zeros((len(arrays), 3), dtype=np.int64)
-    for k, (a, (buf, ndim)) in enumerate(zip(arrays, kinds)):
-        a = np.asarray(a)
-        if a.ndim != ndim:
-            raise ValueError(f"field {k} has {a.ndim} dimensions, expected {ndim}")
-        layout[k] = (sizes[buf], a.size, a.shape[1] if ndim == 2 else 1)
-        sizes[buf] += a.size
-    bufs = [np.zeros(max(s, 1), dtype=dt) for s, dt in zip(sizes, dtypes)]
-    views = []
-    for k, (a, (buf, ndim)) in enumerate(zip(arrays, kinds)):
-        o, n, w = layout[k]
-        view = bufs[buf][o:o + n]
-        if ndim == 2:
-            view = view.reshape(n // w if w else 0, w)
-        view[...] = np.asarray(a, dtype=dtypes[buf]).reshape(view.shape)
-        views.append(view)
-    return Packed(bufs[0], bufs[1], bufs[2], layout), views
 
 
 def pack(model: BatchModel, work: BatchWork) -> tuple[Packed, BatchModel, BatchWork]:
@@ -217,105 +190,18 @@ def pack(model: BatchModel, work: BatchWork) -> tuple[Packed, BatchModel, BatchW
     return packed, BatchModel(*views[:nm]), BatchWork(*views[nm:])
 
 
-@intrinsic
-def borrow(typingctx, arr):
-    """``arr`` as a *borrowed* array inside compiled code: the same data, shape and strides with
-    no reference count (null meminfo and parent). Every view numba makes of an array increments
-    and later decrements its meminfo's count with a locked (atomic) instruction; on the per-call
-    path those were ~60% of the CPU time of ``advance(state, 1)`` at 10 vertices (``perf``: all
-    of it in ``NRT_incref``/``NRT_decref``). A view of a borrowed array skips them (a null
-    check). Only for arrays the caller keeps alive for the whole call (the arguments of a
-    compiled call) and for views that do not outlive it."""
-    if not isinstance(arr, types.Array):
-        return None
-
-    def codegen(context, builder, signature, args):
-        src = make_array(signature.args[0])(context, builder, value=args[0])
-        out = make_array(signature.return_type)(context, builder)
-        populate_array(out, data=src.data, shape=src.shape, strides=src.strides, itemsize=src.itemsize, meminfo=None)
-        return out._getvalue()
-
-    return arr(arr), codegen
-
-
-def make_unpacker(cls, kinds, first: int):
-    """An intrinsic ``unpack(f, i, b, L)`` returning the named tuple ``cls`` whose field ``k`` is
-    the borrowed view (:func:`borrow`: no reference count) of packed field ``first + k`` of kind
-    ``kinds[k]`` (:func:`pack_arrays`): 1-D ``buf[o:o + n]`` or 2-D C-contiguous ``(n // w, w)``
-    (no rows when ``w == 0``), with ``(o, n, w) = L[first + k]``.
-
-    The views are built in place: numba's ``reshape`` calls a C function
-    (``numba_attempt_nocopy_reshape``, ~3.5% of a 10-vertex ``advance(state, 1)``) to check what
-    here holds by construction. One intrinsic instead of one small compiled function per field:
-    with those (``inline="always"``, 56 fields) numba spent ~3 s inlining, typing and lowering the
-    driver's ``unpack`` on a cold start; the LLVM code is the same loads, address computations and
-    struct stores. Compiled code only; the views must not outlive the call that passed the
-    buffers."""
-    dtypes = (types.float64, types.int64, types.boolean)
-    field_types = [types.Array(dtypes[buf], ndim, "C") for buf, ndim in kinds]
-    tuple_type = types.BaseTuple.from_types(field_types, cls)
-
-    @intrinsic
-    def unpack_fields(typingctx, f, i, b, layout):
-        arrays = (f, i, b, layout)
-        if not all(isinstance(a, types.Array) and a.layout == "C" for a in arrays) or layout.ndim != 2 \
-                or tuple(a.dtype for a in arrays) != dtypes + (types.int64,) or any(a.ndim != 1 for a in arrays[:3]):
-            return None
-
-        def codegen(context, builder, signature, args):
-            bufs = [make_array(t)(context, builder, value=a) for t, a in zip(signature.args, args)]
-            lay = bufs.pop()
-            intp = context.get_value_type(types.intp)
-            zero, one = intp(0), intp(1)
-            values = []
-            for k, ((buf, ndim), aty) in enumerate(zip(kinds, field_types)):
-                o, n, w = (builder.load(cgutils.get_item_pointer(context, builder, signature.args[3], lay,
-                                                                 [intp(first + k), intp(col)])) for col in range(3))
-                itemsize = intp(context.get_abi_sizeof(context.get_data_type(aty.dtype)))
-                out = make_array(aty)(context, builder)
-                if ndim == 1:
-                    shape, strides = [n], [itemsize]
-                else:
-                    wide = builder.icmp_signed(">", w, zero)
-                    shape = [builder.select(wide, builder.sdiv(n, builder.select(wide, w, one)), zero), w]
-                    strides = [builder.mul(w, itemsize), itemsize]
-                populate_array(out, data=builder.gep(bufs[buf].data, [o]), shape=shape, strides=strides,
-                               itemsize=itemsize, meminfo=None)
-                values.append(out._getvalue())
-            return context.make_tuple(builder, signature.return_type, values)
-
-        return tuple_type(f, i, b, layout), codegen
-
-    return unpack_fields
-
-
 _unpack_model = make_unpacker(BatchModel, _MODEL_KINDS, 0)
 _unpack_work = make_unpacker(BatchWork, _WORK_KINDS, len(_MODEL_KINDS))
 
 
-@njit(**JIT_INNER)
+@njit(inline="always", **JIT_INNER)
 def unpack(f, i, b, L):
     """The named groups as views of the packed buffers (field order of the classes), borrowed
     (:func:`borrow`: no reference counting; :func:`make_unpacker`). Compiled code only
     (``JIT_INNER``: no Python wrapper); the views must not outlive the call that passed the
-    buffers."""
+    buffers. Inlined: a caller builds only the views it reads (a called ``unpack`` returned all
+    56 array structs, ~4 KB, stored to the caller's stack on every call)."""
     return _unpack_model(f, i, b, L), _unpack_work(f, i, b, L)
-
-
-@njit(**JIT_INNER)
-def _copy1(dst, src):
-    """``dst[:] = src`` for 1-D arrays of one shape, as a loop: a slice assignment would compile
-    numba's broadcasting error path (~1.5 s per pair of array types)."""
-    for k in range(src.shape[0]):
-        dst[k] = src[k]
-
-
-@njit(**JIT_INNER)
-def _copy2(dst, src):
-    """``dst[:] = src`` for 2-D arrays of one shape (:func:`_copy1`)."""
-    for k in range(src.shape[0]):
-        for d in range(src.shape[1]):
-            dst[k, d] = src[k, d]
 
 
 # --------------------------------------------------------------------------------------------
@@ -377,6 +263,12 @@ def _fill_step_inputs(m, w, vs, ve, ps, pe, x, ext_force, presc):
     for i in range(ve - vs):
         for d in range(3):
             ext_force[i, d] = force[i, d] + wind[i, d]
+    _fill_prescribed(m, ps, pe, x, presc)
+
+
+@njit(inline="always", **JIT_INNER)
+def _fill_prescribed(m, ps, pe, x, presc):
+    """The prescribed vertices' current positions into ``presc[0]``."""
     presc_vertex = m.presc_vertex[ps:pe]
     for c in range(pe - ps):
         for d in range(3):
@@ -384,37 +276,54 @@ def _fill_step_inputs(m, w, vs, ve, ps, pe, x, ext_force, presc):
 
 
 @njit(inline="always", **JIT_INNER)
-def _chunk(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3, s, kb, omega, t_start, diag,
-           symplectic):
-    """``n`` steps of rod ``r`` (``run_steps``), then the twist-free frame rebuild."""
+def _steps(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3, s, kb, omega, diag, symplectic):
+    """``n`` steps of rod ``r`` (``run_steps``); returns the number done."""
     vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
     es, ee = m.rod_edge_start[r], m.rod_edge_start[r + 1]
     js, je = m.rod_joint_start[r], m.rod_joint_start[r + 1]
     ps, pe = m.rod_presc_start[r], m.rod_presc_start[r + 1]
     cs, ce = m.rod_clamp_start[r], m.rod_clamp_start[r + 1]
     ss, se = m.rod_slide_start[r], m.rod_slide_start[r + 1]
-    closed = m.rod_flag[r, FLAG_CLOSED] != 0
-    twist_free = m.rod_flag[r, FLAG_TWIST_FREE] != 0
-    ne = ee - es
-    if twist_free:
-        for j in range(ne):
-            for d in range(3):
-                t_start[j, d] = e3[1, j, d]
-    done = K.run_steps(n, h, closed, m.option_int[2] != 0, m.rod_flag[r, FLAG_UNIFORM] != 0, twist_free,
-                       x, v, theta, ref_d1, ref_twist, m.vertex_inv_mass[vs:ve], m.world_gravity, ext_force, 0.0,
-                       m.presc_vertex[ps:pe], presc, m.clamp_edge[cs:ce], m1,
+    return K.run_steps(n, h, m.rod_flag[r, FLAG_CLOSED] != 0, m.option_int[2] != 0, m.rod_flag[r, FLAG_UNIFORM] != 0,
+                       m.rod_flag[r, FLAG_TWIST_FREE] != 0, x, v, theta, ref_d1, ref_twist, m.vertex_inv_mass[vs:ve],
+                       m.world_gravity, ext_force, 0.0, m.presc_vertex[ps:pe], presc, m.clamp_edge[cs:ce], m1,
                        m.slide_vertex[ss:se], m.slide_axis[ss:se], m.slide_w[ss:se], m.slide_edge[ss:se],
                        m.slide_side[ss:se], m.edge_free_theta[es:ee], m.edge_rest_length[es:ee],
                        m.joint_voronoi_length[js:je], m.joint_rest_curvature[js:je], m.edge_bend_stiffness[es:ee],
                        m.joint_rest_twist[js:je], m.joint_twist_stiffness[js:je], m.edge_stretch_stiffness[es:ee],
                        m.option_float[0], m.option_float[1], m.option_int[0], m.rod_twist_tol[r], m.option_int[1],
                        v3, e3, s, kb, omega, diag, m.vertex_damp[vs:ve], symplectic)
+
+
+@njit(inline="always", **JIT_INNER)
+def _keep_start_tangents(e3, t_start):
+    """A twist-free rod's tangents at the start of the steps whose frames are rebuilt later."""
+    for j in range(t_start.shape[0]):
+        for d in range(3):
+            t_start[j, d] = e3[1, j, d]
+
+
+@njit(inline="always", **JIT_INNER)
+def _rebuild_after_steps(m, r, done, m1, theta, ref_d1, ref_twist, t_start, e3, s):
+    """The twist-free frame rebuild after ``done`` steps: the step left the tangents of its final
+    positions in ``e3[1]`` (after a failed step, those of the positions it restored)."""
+    cs, ce = m.rod_clamp_start[r], m.rod_clamp_start[r + 1]
+    last = min(done, m1.shape[0]) - 1
+    rebuild_frames_on_tangents(m.rod_flag[r, FLAG_CLOSED] != 0, theta, ref_d1, ref_twist, t_start, e3[1],
+                               m.clamp_edge[cs:ce], m1[last], e3[3], e3[4], e3[5], e3[2], s[1])
+
+
+@njit(inline="always", **JIT_INNER)
+def _chunk(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3, s, kb, omega, t_start, diag,
+           symplectic):
+    """``n`` steps of rod ``r`` (``run_steps``), then the twist-free frame rebuild."""
+    twist_free = m.rod_flag[r, FLAG_TWIST_FREE] != 0
+    if twist_free:
+        _keep_start_tangents(e3, t_start)
+    done = _steps(m, r, n, h, presc, m1, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3, s, kb, omega, diag,
+                  symplectic)
     if twist_free and done > 0:
-        # the step left the tangents of its final positions in e3[1] (after a failed step, those
-        # of the positions it restored)
-        last = min(done, m1.shape[0]) - 1
-        rebuild_frames_on_tangents(closed, theta, ref_d1, ref_twist, t_start, e3[1], m.clamp_edge[cs:ce], m1[last],
-                                   e3[3], e3[4], e3[5], e3[2], s[1])
+        _rebuild_after_steps(m, r, done, m1, theta, ref_d1, ref_twist, t_start, e3, s)
     return done
 
 
@@ -428,33 +337,50 @@ def advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_
 
 
 @njit(**JIT_INNER)
-def _same_bits(a, b):
-    """Whether the 1-D float arrays ``a`` and ``b`` (one length) hold the same bits (so ``0.0``
-    and ``-0.0`` differ, and a NaN never matches: both would give a different call)."""
-    ai = a.view(np.int64)
-    bi = b.view(np.int64)
-    diff = 0
-    for k in range(ai.shape[0]):  # no early exit: the loop vectorises
-        diff |= ai[k] ^ bi[k]
-    return diff == 0
+def _frames_are_snapshot(snap_theta, snap_ref_d1, snap_ref_twist, theta, ref_d1, ref_twist):
+    """Whether a rod's frame rows of the state are bitwise its snapshot rows (with its positions
+    and velocities, the call cache's key)."""
+    return _same_bits(theta, snap_theta) and _same_bits3(ref_d1, snap_ref_d1) and _same_bits(ref_twist, snap_ref_twist)
 
 
 @njit(**JIT_INNER)
-def _same_bits3(a, b):
-    """:func:`_same_bits` for C-contiguous (n, 3) arrays (no reshape: numba's calls a C function)."""
-    ai = a.view(np.int64)
-    bi = b.view(np.int64)
-    diff = 0
-    for k in range(ai.shape[0]):
-        diff |= (ai[k, 0] ^ bi[k, 0]) | (ai[k, 1] ^ bi[k, 1]) | (ai[k, 2] ^ bi[k, 2])
-    return diff == 0
+def _write_pending_frames(closed, cache_valid, snap_x, theta, ref_d1, ref_twist, t_start, e3, s, clamp_edge,
+                          clamp_m1):
+    """Write the frames a twist-free rod's deferring calls left unwritten: the rebuild the eager
+    path runs at the end of a call (:func:`rebuild_frames_on_tangents`), from the tangents
+    ``t_start`` where the frames were last written to those of the last call's end state
+    ``snap_x`` (the snapshot). With a valid call cache those tangents are in ``e3[1]``, bitwise
+    what ``compute_edges`` and ``compute_tangents`` give (the cache's rule); else (a failed call
+    overwrote the scratch) they are computed here. Scratch: ``e3[2:6]``, ``s[1]``."""
+    if not cache_valid:
+        compute_edges(snap_x, closed, e3[0])
+        compute_tangents(e3[0], s[0], e3[1])
+    rebuild_frames_on_tangents(closed, theta, ref_d1, ref_twist, t_start, e3[1], clamp_edge, clamp_m1, e3[3], e3[4],
+                               e3[5], e3[2], s[1])
 
 
 @njit(**JIT_INNER)
-def _state_is_snapshot(snap_x, snap_v, snap_theta, snap_ref_d1, snap_ref_twist, x, v, theta, ref_d1, ref_twist):
-    """Whether a rod's rows of the state are bitwise its snapshot rows (the call cache's key)."""
-    return (_same_bits3(x, snap_x) and _same_bits3(v, snap_v) and _same_bits(theta, snap_theta)
-            and _same_bits3(ref_d1, snap_ref_d1) and _same_bits(ref_twist, snap_ref_twist))
+def _write_all_pending_frames(m, w, TH, D1, TW, into_snapshot):
+    """:func:`_write_pending_frames` for every rod whose frames are pending (then no longer);
+    ``into_snapshot``: copy them into the snapshot too (the call cache stays valid)."""
+    for r in range(w.rod_frames_pending.shape[0]):
+        if w.rod_frames_pending[r] == 0:
+            continue
+        vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
+        es, ee = m.rod_edge_start[r], m.rod_edge_start[r + 1]
+        js, je = m.rod_joint_start[r], m.rod_joint_start[r + 1]
+        cs, ce = m.rod_clamp_start[r], m.rod_clamp_start[r + 1]
+        ne = ee - es
+        theta, ref_d1, ref_twist = TH[es:ee], D1[es:ee], TW[js:je]
+        _write_pending_frames(m.rod_flag[r, FLAG_CLOSED] != 0, w.rod_cache[r, 0] == CACHE_VALID,
+                              w.vertex_snap_x[vs:ve], theta, ref_d1, ref_twist, w.edge_t_start[es:ee],
+                              w.serial_e3[18 * es:18 * ee].reshape((6, ne, 3)), w.serial_s[7 * es:7 * ee].reshape((7, ne)),
+                              m.clamp_edge[cs:ce], m.clamp_m1[cs:ce])
+        w.rod_frames_pending[r] = 0
+        if into_snapshot:
+            _copy1(w.edge_snap_theta[es:ee], theta)
+            _copy2(w.edge_snap_ref_d1[es:ee], ref_d1)
+            _copy1(w.joint_snap_ref_twist[js:je], ref_twist)
 
 
 @njit(**JIT_INNER)
@@ -473,7 +399,8 @@ def _end_geometry(x, closed, twist_free, ref_d1, ref_twist, e3, s, kb):
 
 
 @njit(**JIT_INNER)
-def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic):
+def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic,
+                 frames=None):
     """:func:`advance_rod`; ``private`` (not None): step copies of the rod's state in fresh
     scratch (for threads); ``None``: the state's own rows in place (one thread; a failed rod's
     rows are then left part-stepped, and the caller's :func:`_finish` restores every rod from the
@@ -501,7 +428,8 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     pure function of those arrays.
 
     Per chunk of steps (one chunk, or one per step for a rod with time-dependent forces):
-    :func:`_chunk`, a function of its own for the source (its call of ``run_steps``, 44
+    :func:`_steps` (and the frame rebuild around it, :func:`_chunk` for the contact loop), a
+    function of its own for the source (its call of ``run_steps``, 44
     arguments, written inside this ``try`` does not compile: numba cannot type Python 3.11's
     list-built argument tuple across the block split of a ``try``) but inlined by numba
     (``inline="always"``, which compiles: the call is already built in ``_chunk``'s IR), so its
@@ -511,7 +439,13 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     of a named group as a struct of 7-9 words and increments and decrements its reference count
     (a call into the runtime even for a borrowed array): ~0.3 us per call for ``m`` and ``w``
     (measured in a compiled loop: ``_finish(m, w, ...)`` 380 ns, the same code on its 14 arrays
-    77 ns). The per-call helpers below therefore take the rod's slices, not the groups."""
+    77 ns). The per-call helpers below therefore take the rod's slices, not the groups.
+
+    ``frames``: ``None`` (omitted), or (serial driver only) a ``FRAMES_*`` mode of the deferred
+    twist-free frames (:func:`advance_undriven_serial`): a twist-free rod then keeps its start tangents across calls and leaves its frames unwritten
+    (``w.rod_frames_pending[r]``, set by the driver when the call commits), and a rod whose
+    pending frames meet an edited state writes them first (what the eager call that left them
+    would have written)."""
     vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
     es, ee = m.rod_edge_start[r], m.rod_edge_start[r + 1]
     js, je = m.rod_joint_start[r], m.rod_joint_start[r + 1]
@@ -529,6 +463,8 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     ext_force = w.vertex_ext_force[vs:ve]
     presc = w.presc_x[ps:pe].reshape((1, pe - ps, 3))
     hit = False
+    pending = False  # the rod's frames are those of an earlier call's start, rebuilt later
+    deferring = False  # this call leaves the rod's frames unwritten too
     if private is not None:
         # private copies and scratch: views of shared buffers would make every thread update the
         # same reference count (measured: no parallel speed-up at all with shared views)
@@ -541,11 +477,27 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
         ext_force = np.empty((nv, 3))
         presc = np.empty((1, pe - ps, 3))
     else:
-        hit = w.rod_cache[r, 0] == CACHE_VALID and _state_is_snapshot(
-            w.vertex_snap_x[vs:ve], w.vertex_snap_v[vs:ve], w.edge_snap_theta[es:ee], w.edge_snap_ref_d1[es:ee],
-            w.joint_snap_ref_twist[js:je], x, v, theta, ref_d1, ref_twist)
+        if frames is not None:
+            if frames == FRAMES_FRESH:
+                w.rod_frames_pending[r] = 0
+            pending = w.rod_frames_pending[r] != 0
+            deferring = twist_free
+        valid = w.rod_cache[r, 0] == CACHE_VALID
+        # a rod's pending frames are the snapshot's (no call wrote either since): not compared
+        hit = valid and _same_bits3(x, w.vertex_snap_x[vs:ve]) and _same_bits3(v, w.vertex_snap_v[vs:ve]) and (
+            pending or _frames_are_snapshot(w.edge_snap_theta[es:ee], w.edge_snap_ref_d1[es:ee],
+                                            w.joint_snap_ref_twist[js:je], theta, ref_d1, ref_twist))
+        if pending and not hit:
+            # the positions or velocities were edited since: first the frames the last call left
+            # unwritten, from its end tangents (then the refresh below starts from them)
+            _write_pending_frames(closed, valid, w.vertex_snap_x[vs:ve], theta, ref_d1, ref_twist, t_start, e3, s,
+                                  m.clamp_edge[cs:ce], m.clamp_m1[cs:ce])
+            w.rod_frames_pending[r] = 0
+            pending = False
     w.rod_cache[r, 0] = CACHE_NONE  # the scratch is about to change
-    diag = np.zeros(6)
+    diag = w.rod_diag[r]
+    for k in range(diag.shape[0]):
+        diag[k] = 0.0
     w.rod_status[r] = ROD_OK
     if not hit:
         # the geometry of the state as it is now
@@ -572,7 +524,13 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
                                       stretch_stiffness, mass, gravity, force0)
         w.rod_energy[r, 1] = k0 + abs(el0) + m.rod_energy_load[r] + 1e-300
         w.rod_energy[r, 2] = e0
-    _fill_step_inputs(m, w, vs, ve, ps, pe, x, ext_force, presc)
+    if call_timed is None and m.option_int[4] == 0:
+        # no wind, no time-dependent force: the external force is the constant one, bitwise (it
+        # is never -0.0, and x + 0.0 is x for every other x)
+        ext_force = m.vertex_force[vs:ve]
+        _fill_prescribed(m, ps, pe, x, presc)
+    else:
+        _fill_step_inputs(m, w, vs, ve, ps, pe, x, ext_force, presc)
     m1 = m.clamp_m1[cs:ce].reshape((1, ce - cs, 3))
     if call_presc is not None:
         if m.rod_flag[r, FLAG_MOVING] != 0:
@@ -601,21 +559,26 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
             mr = min(st, m1.shape[0] - 1)
             p_chunk = presc[pr:pr + 1] if timed else presc
             m_chunk = m1[mr:mr + 1] if timed else m1
-            done += _chunk(m, r, chunk_steps, h, p_chunk, m_chunk, x, v, theta, ref_d1, ref_twist, ext_force, v3, e3,
-                           s, kb, omega, t_start, diag, symplectic)
+            if twist_free and not pending:
+                _keep_start_tangents(e3, t_start)
+                pending = deferring  # a deferring call keeps this start for all its chunks
+            n_done = _steps(m, r, chunk_steps, h, p_chunk, m_chunk, x, v, theta, ref_d1, ref_twist, ext_force, v3,
+                            e3, s, kb, omega, diag, symplectic)
+            done += n_done
+            if twist_free and n_done > 0 and not deferring:
+                _rebuild_after_steps(m, r, n_done, m_chunk, theta, ref_d1, ref_twist, t_start, e3, s)
             if done < st * chunk_steps + chunk_steps:
                 break
     except Exception:  # the geometry degenerated inside the compiled step (singular twist Hessian)
         w.rod_status[r] = ROD_DEGENERATE
-        _copy1(w.rod_diag[r], diag)
         return
     diag[4] = done
-    _copy1(w.rod_diag[r], diag)
     if done < nsteps:
         w.rod_status[r] = ROD_PROJECTION if diag[5] != 0.0 else ROD_NONFINITE
         return
     if passive:
         # a passive rod is not timed: one chunk, so a twist-free rod's frames were just rebuilt
+        # (or are left pending: the closed-form energy of a twist-free rod does not read them)
         if not twist_free:  # a twist-free rod's end geometry is what its energy needs (_end_geometry)
             _end_geometry(x, closed, twist_free, ref_d1, ref_twist, e3, s, kb)
         e1, k1, el1 = _rod_energy(twist_free, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega, rest_length,
@@ -643,11 +606,13 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
 
 @njit(**JIT_INNER)
 def _commit_cache(rod_vertex_start, rod_edge_start, rod_joint_start, rod_cache, snap_x, snap_v, snap_theta,
-                  snap_ref_d1, snap_ref_twist, code, X, V, TH, D1, TW):
+                  snap_ref_d1, snap_ref_twist, code, X, V, TH, D1, TW, rod_frames_pending=None):
     """After a serial call: every ``CACHE_PENDING`` rod becomes ``CACHE_VALID`` with its end
     state copied into the snapshot buffers (the cache's key), or ``CACHE_NONE`` if the call
     failed (every rod was then restored to the call's start). Arrays, not the named groups (a
-    group passed to a compiled call that is not inlined costs ~0.3 us)."""
+    group passed to a compiled call that is not inlined costs ~0.3 us). A rod whose frames are left
+    unwritten (``rod_frames_pending``) has not changed them since they were copied: only its
+    positions and velocities are."""
     for r in range(rod_cache.shape[0]):
         if rod_cache[r, 0] != CACHE_PENDING:
             continue
@@ -659,9 +624,10 @@ def _commit_cache(rod_vertex_start, rod_edge_start, rod_joint_start, rod_cache, 
         js, je = rod_joint_start[r], rod_joint_start[r + 1]
         _copy2(snap_x[vs:ve], X[vs:ve])
         _copy2(snap_v[vs:ve], V[vs:ve])
-        _copy1(snap_theta[es:ee], TH[es:ee])
-        _copy2(snap_ref_d1[es:ee], D1[es:ee])
-        _copy1(snap_ref_twist[js:je], TW[js:je])
+        if rod_frames_pending is None or rod_frames_pending[r] == 0:
+            _copy1(snap_theta[es:ee], TH[es:ee])
+            _copy2(snap_ref_d1[es:ee], D1[es:ee])
+            _copy1(snap_ref_twist[js:je], TW[js:je])
         rod_cache[r, 0] = CACHE_VALID
 
 
@@ -727,15 +693,56 @@ def advance_rods_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, cal
     ``call_presc``, ``call_m1``, ``call_timed``: ``None`` all three for a world without moving
     clamps or time-dependent forces (their code is then not compiled, :func:`_advance_rod`);
     ``symplectic``: ``None`` for fast projection, else ``True`` (``projection="symplectic"``)."""
+    return _serial_call(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, symplectic, None)
+
+
+@njit(**JIT)
+def advance_undriven_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, symplectic, frames):
+    """:func:`advance_rods_serial` of a world without moving clamps or time-dependent forces
+    (``call_*`` None: three arguments fewer to dispatch), with deferred frames.
+
+    ``frames``: ``None`` (every frame written at the end of the call), or a ``FRAMES_*`` mode
+    (docs/der.md, "Deferred frames"): the twist-free rods' frame rebuild is left to whoever
+    reads them. ``FRAMES_FRESH``: the state's frames are its own; ``FRAMES_PENDING``: the frames
+    of the rods marked in ``w.rod_frames_pending`` are the ones this driver left unwritten at the
+    end of its last call, which was on this state (the caller's bookkeeping); either way each
+    twist-free rod ends the call with its frames pending, rebuilt later from the tangents at the
+    start of the first call that left them to the tangents at the end of the last, bitwise one
+    call of all those steps. ``FRAMES_FILL`` (``nsteps`` 0): write the pending frames, bitwise
+    what the eager path writes at the end of such a call, and return. A failed call restores
+    the state and writes the pending frames of its start."""
+    return _serial_call(f, i, b, L, nsteps, h, X, V, TH, D1, TW, None, None, None, symplectic, frames)
+
+
+@njit(inline="always", **JIT_INNER)
+def _serial_call(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, symplectic, frames):
+    """The serial drivers' body (:func:`advance_rods_serial`, :func:`advance_undriven_serial`)."""
     m, w = unpack(f, i, b, L)
     X, V, TH, D1, TW = borrow(X), borrow(V), borrow(TH), borrow(D1), borrow(TW)
+    if frames is not None:
+        if frames == FRAMES_FILL:
+            _write_all_pending_frames(m, w, TH, D1, TW, np.bool_(True))
+            return 0
     for r in range(w.rod_status.shape[0]):
-        _advance_rod(m, w, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, None, symplectic)
+        _advance_rod(m, w, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, None, symplectic,
+                     frames)
     code = _status_code(m.option_float, m.option_int, w.rod_status, w.rod_diag)
     if code & STATUS_FAILED:
         _restore_all(m, w, X, V, TH, D1, TW)
+    if frames is None:
+        _commit_cache(m.rod_vertex_start, m.rod_edge_start, m.rod_joint_start, w.rod_cache, w.vertex_snap_x,
+                      w.vertex_snap_v, w.edge_snap_theta, w.edge_snap_ref_d1, w.joint_snap_ref_twist, code, X, V, TH,
+                      D1, TW)
+        return code
+    if code & STATUS_FAILED:
+        _write_all_pending_frames(m, w, TH, D1, TW, np.bool_(False))
+    else:
+        for r in range(w.rod_frames_pending.shape[0]):
+            if w.rod_cache[r, 0] == CACHE_PENDING and m.rod_flag[r, FLAG_TWIST_FREE] != 0:
+                w.rod_frames_pending[r] = 1
     _commit_cache(m.rod_vertex_start, m.rod_edge_start, m.rod_joint_start, w.rod_cache, w.vertex_snap_x,
-                  w.vertex_snap_v, w.edge_snap_theta, w.edge_snap_ref_d1, w.joint_snap_ref_twist, code, X, V, TH, D1, TW)
+                  w.vertex_snap_v, w.edge_snap_theta, w.edge_snap_ref_d1, w.joint_snap_ref_twist, code, X, V, TH, D1,
+                  TW, w.rod_frames_pending)
     return code
 
 
@@ -789,6 +796,6 @@ def kernel_rates(rate: np.ndarray, h: float, scheme: str) -> np.ndarray:
     return np.expm1(rate * h) / h if scheme == "exponential" else rate
 
 
-__all__ = ["BatchModel", "BatchWork", "Packed", "advance_rod", "advance_rods", "advance_rods_serial", "kernel_rates",
+__all__ = ["BatchModel", "BatchWork", "Packed", "advance_rod", "advance_rods", "advance_rods_serial", "advance_undriven_serial", "kernel_rates",
            "mechanical_energy", "pack", "rebuild_twist_free_frames", "rods_elastic_energy", "unpack",
            "velocity_factors", "wind_rates", "STATUS_FAILED", "STATUS_PROJECTION_WARN"]

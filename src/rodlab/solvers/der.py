@@ -35,6 +35,7 @@ for everything rigidly attached to it (:meth:`DERSimulator.energies` and
 from __future__ import annotations
 
 import math
+import sys
 import time
 from time import perf_counter
 
@@ -58,6 +59,7 @@ PROJECTIONS = ("fast", "symplectic")
 # numba's thread pool costs more than it saves on so little work (~0.05-0.1 us per vertex-step)
 SERIAL_WORK = 500
 
+_FRAME_FIELDS = ("edge_theta", "edge_ref_d1", "joint_ref_twist")  # left unwritten by a deferring advance
 _WHY = {B.ROD_NONFINITE: "the state became non-finite", B.ROD_PROJECTION: "fast projection did not converge",
         B.ROD_DEGENERATE: "the geometry degenerated (singular twist Hessian)"}
 
@@ -112,6 +114,15 @@ class DERSimulator(Simulator):
         self._contact = None
         if w.obstacles or w.contact.rods:
             self._setup_contact()
+        # calls of the serial driver leave twist-free rods' frames unwritten until read (docs/der.md,
+        # "Deferred frames"); the state they are left unwritten on, or None
+        defers = self._plain and self._contact is None and bool(np.any(self.model.rod_flag[:, B.FLAG_TWIST_FREE]))
+        # the largest call that takes the deferring serial path (0: none does)
+        self._deferring_steps = (SERIAL_WORK // w.n_vertices if self._parallel else sys.maxsize) if defers else 0
+        self._frames_state = None
+        p = self._packed  # the serial driver's arguments, read by advance without a named tuple's lookups
+        self._buf_f, self._buf_i, self._buf_b, self._buf_layout = p.f, p.i, p.b, p.layout
+        self._undriven_serial = B.advance_undriven_serial
 
     def _setup_contact(self) -> None:
         """Contact data (:class:`rodlab.der.contact.DERContact`); refused with rigid bodies."""
@@ -266,13 +277,13 @@ class DERSimulator(Simulator):
             cat(parts["ss"]), cat(parts["tv"]).astype(np.int64), g,
             np.array([opt.projection_tol, opt.projection_fail]),
             np.array([opt.projection_max_iter, opt.twist_max_iter, int(opt.inextensible),
-                      int(self.opts["projection"] == "symplectic")], dtype=np.int64))
+                      int(self.opts["projection"] == "symplectic"), int(wind is not None)], dtype=np.int64))
         N, E, J, P = w.n_vertices, w.n_edges, w.n_joints, int(starts[-1, 0])
         work = B.BatchWork(np.zeros(6 * N), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3)),
                            np.zeros(18 * E), np.zeros(7 * E), np.zeros((E, 3)), np.zeros(E), np.zeros((E, 3)),
                            np.zeros((J, 3)), np.zeros((J, 4)), np.zeros(J), np.zeros((P, 3)), np.zeros((R, 6)),
                            np.zeros((R, 3)), np.zeros(R, dtype=np.int64), np.zeros((R, 4)), np.zeros(18 * E), np.zeros(7 * E),
-                           np.zeros((J, 3)), np.zeros((J, 4)))
+                           np.zeros((J, 3)), np.zeros((J, 4)), np.zeros(R, dtype=np.int64))
         self._packed, self.model, self.work = B.pack(model, work)
         self._parallel = R > 1  # the parallel driver for calls of enough work (SERIAL_WORK)
         # the serial driver's symplectic argument: None compiles fast projection only
@@ -303,6 +314,36 @@ class DERSimulator(Simulator):
         # the base class's checks on their slow path only (issue #13: a call costs <= 5 us)
         if nsteps.__class__ is not int or nsteps < 0 or state.__class__ is not State:
             nsteps = self._check_steps(state, nsteps)
+        held = self._frames_state
+        if held is not None and held is not state:
+            self._write_held_frames()  # they are computed from the scratch this call overwrites
+        if nsteps and nsteps <= self._deferring_steps:
+            # an undriven world with twist-free rods, on the serial driver: their frames are left
+            # unwritten until read (State.defer: the first read writes them, bitwise what the eager
+            # call wrote), and a call on a state whose frames this simulator left unwritten takes
+            # them back unwritten (docs/der.md, "Deferred frames")
+            t0 = perf_counter()
+            arrays = state.deferred_by(self) if held is state else None
+            if arrays is None:
+                mode = B.FRAMES_FRESH
+                theta, ref_d1, ref_twist = state.edge_theta, state.edge_ref_d1, state.joint_ref_twist
+                if theta.shape != self._shape_e:
+                    self._check_layout(state)
+            else:
+                mode = B.FRAMES_PENDING
+                theta, ref_d1, ref_twist = arrays.values()  # in _FRAME_FIELDS order
+            x = state.vertex_x
+            if x.shape != self._shape_x:
+                self._check_layout(state)
+            code = self._undriven_serial(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, nsteps, self._dt, x,
+                                         state.vertex_v, theta, ref_d1, ref_twist, self._symplectic, mode)
+            if code:
+                self._deferring_code(state, code, nsteps, t0, arrays is not None)
+            if arrays is None:
+                state.defer(_FRAME_FIELDS, self._write_frames, self)
+                self._frames_state = state
+            state.t += nsteps * self._dt
+            return ok_report(nsteps, perf_counter() - t0)
         if state.vertex_x.shape != self._shape_x or state.edge_theta.shape != self._shape_e:
             self._check_layout(state)
         t0 = perf_counter()
@@ -326,6 +367,31 @@ class DERSimulator(Simulator):
                 self._check_code(state, code, nsteps, t0)
             state.t += nsteps * self._dt
         return ok_report(nsteps, perf_counter() - t0)
+
+    def _deferring_code(self, state: State, code: int, nsteps: int, t0: float, was_pending: bool) -> None:
+        """A nonzero result code of a deferring call: after a failed call the driver restored the
+        state and wrote the frames of its start (the deferral, if one was pending, ends: its
+        arrays hold their values); then :meth:`_check_code`."""
+        if code & B.STATUS_FAILED:
+            if was_pending:
+                state.drop_deferred()
+            self._frames_state = None
+        self._check_code(state, code, nsteps, t0)
+
+    def _write_frames(self, state: State) -> None:
+        """The fill of the frames left unwritten by :meth:`advance` (``State.defer``)."""
+        self._undriven_serial(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 0, self._dt, state.vertex_x,
+                              state.vertex_v, state.edge_theta, state.edge_ref_d1, state.joint_ref_twist,
+                              self._symplectic, B.FRAMES_FILL)
+        if self._frames_state is state:
+            self._frames_state = None
+
+    def _write_held_frames(self) -> None:
+        """Write the frames left unwritten on the state this simulator holds them for (before its
+        scratch, from which they are computed, changes)."""
+        held, self._frames_state = self._frames_state, None
+        if held.deferred_by(self) is not None:
+            held.resolve()
 
     def _advance_general(self, state: State, nsteps: int, t0: float) -> StepReport:
         """:meth:`advance` of a world with wind, moving clamps, time-dependent forces or bodies."""

@@ -1,0 +1,182 @@
+"""Packing of named groups of flat arrays into a few buffers, and their borrowed views inside
+compiled code (the DER drivers' argument groups, :mod:`rodlab.der.batch` and
+:mod:`rodlab.der.bodies`): a call passes 4 buffers instead of ~50 arrays (unboxing costs ~80 ns
+per array), and compiled code rebuilds the named tuples of views without reference counting.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
+
+from ..geometry._vec import JIT_INNER
+
+
+class Packed(NamedTuple):
+    """The two groups in three flat buffers; ``layout[k] = (offset, length, width)`` of field
+    ``k`` (model fields first, then work fields) in its kind's buffer."""
+
+    f: np.ndarray
+    i: np.ndarray
+    b: np.ndarray
+    layout: np.ndarray
+
+
+def pack_arrays(arrays, kinds) -> tuple[Packed, list]:
+    """Pack ``arrays`` (kinds ``(buffer, ndim)``: buffer 0 float64, 1 int64, 2 bool) into three
+    flat buffers plus a layout table; returns the buffers and the arrays as views into them."""
+    dtypes = (np.float64, np.int64, np.bool_)
+    sizes = [0, 0, 0]
+    layout = np.zeros((len(arrays), 3), dtype=np.int64)
+    for k, (a, (buf, ndim)) in enumerate(zip(arrays, kinds)):
+        a = np.asarray(a)
+        if a.ndim != ndim:
+            raise ValueError(f"field {k} has {a.ndim} dimensions, expected {ndim}")
+        layout[k] = (sizes[buf], a.size, a.shape[1] if ndim == 2 else 1)
+        sizes[buf] += a.size
+    bufs = [np.zeros(max(s, 1), dtype=dt) for s, dt in zip(sizes, dtypes)]
+    views = []
+    for k, (a, (buf, ndim)) in enumerate(zip(arrays, kinds)):
+        o, n, w = layout[k]
+        view = bufs[buf][o:o + n]
+        if ndim == 2:
+            view = view.reshape(n // w if w else 0, w)
+        view[...] = np.asarray(a, dtype=dtypes[buf]).reshape(view.shape)
+        views.append(view)
+    return Packed(bufs[0], bufs[1], bufs[2], layout), views
+
+
+@intrinsic
+def borrow(typingctx, arr):
+    """``arr`` as a *borrowed* array inside compiled code: the same data, shape and strides with
+    no reference count (null meminfo and parent). Every view numba makes of an array increments
+    and later decrements its meminfo's count with a locked (atomic) instruction; on the per-call
+    path those were ~60% of the CPU time of ``advance(state, 1)`` at 10 vertices (``perf``: all
+    of it in ``NRT_incref``/``NRT_decref``). A view of a borrowed array skips them (a null
+    check). Only for arrays the caller keeps alive for the whole call (the arguments of a
+    compiled call) and for views that do not outlive it."""
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        src = make_array(signature.args[0])(context, builder, value=args[0])
+        out = make_array(signature.return_type)(context, builder)
+        populate_array(out, data=src.data, shape=src.shape, strides=src.strides, itemsize=src.itemsize, meminfo=None)
+        return out._getvalue()
+
+    return arr(arr), codegen
+
+
+@intrinsic
+def borrow_flat(typingctx, arr):
+    """A C-contiguous array as a borrowed (:func:`borrow`) 1-D view of all its elements, built in
+    place (numba's ``ravel``/``reshape`` call a C function). Loops over an ``(n, 3)`` array's
+    rows keep its run-time shape in every address; over the flat view LLVM vectorises a copy or
+    a compare (the call cache's key of 200 vertices: 0.8 -> ~0.2 us per copy of positions and
+    velocities). Compiled code only; the view must not outlive the array."""
+    if not isinstance(arr, types.Array) or arr.layout != "C":
+        return None
+    flat_type = types.Array(arr.dtype, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        src = make_array(signature.args[0])(context, builder, value=args[0])
+        out = make_array(signature.return_type)(context, builder)
+        n = context.get_constant(types.intp, 1)
+        for extent in cgutils.unpack_tuple(builder, src.shape, arr.ndim):
+            n = builder.mul(n, extent)
+        populate_array(out, data=src.data, shape=[n], strides=[src.itemsize], itemsize=src.itemsize, meminfo=None)
+        return out._getvalue()
+
+    return flat_type(arr), codegen
+
+
+def make_unpacker(cls, kinds, first: int):
+    """An intrinsic ``unpack(f, i, b, L)`` returning the named tuple ``cls`` whose field ``k`` is
+    the borrowed view (:func:`borrow`: no reference count) of packed field ``first + k`` of kind
+    ``kinds[k]`` (:func:`pack_arrays`): 1-D ``buf[o:o + n]`` or 2-D C-contiguous ``(n // w, w)``
+    (no rows when ``w == 0``), with ``(o, n, w) = L[first + k]``.
+
+    The views are built in place: numba's ``reshape`` calls a C function
+    (``numba_attempt_nocopy_reshape``, ~3.5% of a 10-vertex ``advance(state, 1)``) to check what
+    here holds by construction. One intrinsic instead of one small compiled function per field:
+    with those (``inline="always"``, 56 fields) numba spent ~3 s inlining, typing and lowering the
+    driver's ``unpack`` on a cold start; the LLVM code is the same loads, address computations and
+    struct stores. Compiled code only; the views must not outlive the call that passed the
+    buffers."""
+    dtypes = (types.float64, types.int64, types.boolean)
+    field_types = [types.Array(dtypes[buf], ndim, "C") for buf, ndim in kinds]
+    tuple_type = types.BaseTuple.from_types(field_types, cls)
+
+    @intrinsic
+    def unpack_fields(typingctx, f, i, b, layout):
+        arrays = (f, i, b, layout)
+        if not all(isinstance(a, types.Array) and a.layout == "C" for a in arrays) or layout.ndim != 2 \
+                or tuple(a.dtype for a in arrays) != dtypes + (types.int64,) or any(a.ndim != 1 for a in arrays[:3]):
+            return None
+
+        def codegen(context, builder, signature, args):
+            bufs = [make_array(t)(context, builder, value=a) for t, a in zip(signature.args, args)]
+            lay = bufs.pop()
+            intp = context.get_value_type(types.intp)
+            zero, one = intp(0), intp(1)
+            values = []
+            for k, ((buf, ndim), aty) in enumerate(zip(kinds, field_types)):
+                o, n, w = (builder.load(cgutils.get_item_pointer(context, builder, signature.args[3], lay,
+                                                                 [intp(first + k), intp(col)])) for col in range(3))
+                itemsize = intp(context.get_abi_sizeof(context.get_data_type(aty.dtype)))
+                out = make_array(aty)(context, builder)
+                if ndim == 1:
+                    shape, strides = [n], [itemsize]
+                else:
+                    wide = builder.icmp_signed(">", w, zero)
+                    shape = [builder.select(wide, builder.sdiv(n, builder.select(wide, w, one)), zero), w]
+                    strides = [builder.mul(w, itemsize), itemsize]
+                populate_array(out, data=builder.gep(bufs[buf].data, [o]), shape=shape, strides=strides,
+                               itemsize=itemsize, meminfo=None)
+                values.append(out._getvalue())
+            return context.make_tuple(builder, signature.return_type, values)
+
+        return tuple_type(f, i, b, layout), codegen
+
+    return unpack_fields
+
+
+
+@njit(**JIT_INNER)
+def _copy1(dst, src):
+    """``dst[:] = src`` for 1-D arrays of one shape, as a loop: a slice assignment would compile
+    numba's broadcasting error path (~1.5 s per pair of array types)."""
+    for k in range(src.shape[0]):
+        dst[k] = src[k]
+
+
+@njit(**JIT_INNER)
+def _copy2(dst, src):
+    """``dst[:] = src`` for C-contiguous 2-D arrays of one shape (:func:`_copy1`), as one flat
+    loop (:func:`borrow_flat`: vectorised)."""
+    _copy1(borrow_flat(dst), borrow_flat(src))
+
+
+@njit(**JIT_INNER)
+def _same_bits(a, b):
+    """Whether the 1-D float arrays ``a`` and ``b`` (one length) hold the same bits (so ``0.0``
+    and ``-0.0`` differ, and a NaN never matches: both would give a different call)."""
+    ai = a.view(np.int64)
+    bi = b.view(np.int64)
+    diff = 0
+    for k in range(ai.shape[0]):  # no early exit: the loop vectorises
+        diff |= ai[k] ^ bi[k]
+    return diff == 0
+
+
+@njit(**JIT_INNER)
+def _same_bits3(a, b):
+    """:func:`_same_bits` for C-contiguous 2-D arrays of one shape, as one flat loop
+    (:func:`borrow_flat`: no reshape, which calls a C function)."""
+    return _same_bits(borrow_flat(a), borrow_flat(b))
+
+__all__ = ["Packed", "borrow", "borrow_flat", "make_unpacker", "pack_arrays"]
