@@ -10,11 +10,9 @@ import types
 
 import numpy as np
 from numba import carray, njit, prange
-from numba import types as nbtypes
-from numba.extending import intrinsic
-from numba.np.arrayobj import make_array
 
 from ..geometry._vec import JIT, JIT_INNER, njit_as  # the one numba options dict
+from ..numba_views import element_pointer, float64_at
 from ..geometry.curves import reference_twist3
 from ..geometry.rotations import matrix_to_quat, quat_mul
 from .bdf2 import BETA, bdf2_start
@@ -68,53 +66,27 @@ FSECTIONS = (  # (name, entity, cols): entity v(ertex), e(dge), j(oint), r(od), 
 # (~2 us of a 10-vertex ``advance(state, 1)``). ``numba.carray`` over a pointer into the arena
 # builds the same C-contiguous view with no meminfo (der's ``borrow``, rodlab.der.batch, made the
 # same finding). Compiled code only; the views must not outlive the call that passed the arena.
-@intrinsic
-def _element_pointer(typingctx, buf, offset):
-    """Pointer to element ``offset`` of the C-contiguous 1-D array ``buf``."""
-    if not (isinstance(buf, nbtypes.Array) and buf.ndim == 1 and buf.layout == "C"
-            and isinstance(offset, nbtypes.Integer)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        data = make_array(signature.args[0])(context, builder, value=args[0]).data
-        return builder.gep(data, [args[1]])
-
-    return nbtypes.CPointer(buf.dtype)(buf, offset), codegen
-
-
-@intrinsic
-def _float64_at(typingctx, address):
-    """The float64 pointer at the integer ``address`` [bytes] (an ``ndarray.ctypes.data``)."""
-    if not isinstance(address, nbtypes.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
-
-    return nbtypes.CPointer(nbtypes.float64)(address), codegen
-
-
 # The view functions take the section's offset, read from ``ib`` by the caller, not its slot: a
 # call with a module constant (a literal) compiles a specialization per value (~57 more
 # compilations on a cold start).
 @njit(**JIT_INNER)
 def _i1(ib, o, n):
-    return carray(_element_pointer(ib, o), (n,))
+    return carray(element_pointer(ib, o), (n,))
 
 
 @njit(**JIT_INNER)
 def _f1(fb, o, n):
-    return carray(_element_pointer(fb, o), (n,))
+    return carray(element_pointer(fb, o), (n,))
 
 
 @njit(**JIT_INNER)
 def _f2(fb, o, n, c):
-    return carray(_element_pointer(fb, o), (n, c))
+    return carray(element_pointer(fb, o), (n, c))
 
 
 @njit(**JIT_INNER)
 def _f3(fb, o, n, a, c):
-    return carray(_element_pointer(fb, o), (n, a, c))
+    return carray(element_pointer(fb, o), (n, a, c))
 
 
 @njit(**JIT_INNER)
@@ -126,11 +98,11 @@ def _state_views(ib):
     long as its address is in ``ib``."""
     N, E, J = ib[I_NV], ib[I_NE], ib[I_NJ]
     a = I_STATE
-    return (carray(_float64_at(ib[a]), (N, 3)), carray(_float64_at(ib[a + 1]), (E, 4)),
-            carray(_float64_at(ib[a + 2]), (E, 4)), carray(_float64_at(ib[a + 3]), (E, 3)),
-            carray(_float64_at(ib[a + 4]), (N, 3)), carray(_float64_at(ib[a + 5]), (N, 3)),
-            carray(_float64_at(ib[a + 6]), (E, 3)), carray(_float64_at(ib[a + 7]), (E,)),
-            carray(_float64_at(ib[a + 8]), (J,)))
+    return (carray(float64_at(ib[a]), (N, 3)), carray(float64_at(ib[a + 1]), (E, 4)),
+            carray(float64_at(ib[a + 2]), (E, 4)), carray(float64_at(ib[a + 3]), (E, 3)),
+            carray(float64_at(ib[a + 4]), (N, 3)), carray(float64_at(ib[a + 5]), (N, 3)),
+            carray(float64_at(ib[a + 6]), (E, 3)), carray(float64_at(ib[a + 7]), (E,)),
+            carray(float64_at(ib[a + 8]), (J,)))
 
 
 def arenas(counts: dict, header: dict) -> tuple[np.ndarray, np.ndarray, dict]:

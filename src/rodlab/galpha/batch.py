@@ -24,9 +24,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, types
-from numba.extending import intrinsic
-from numba.np.arrayobj import make_array, populate_array
+from numba import njit
 
 from ..geometry._vec import JIT, JIT_INNER, python_entry
 from ..geometry.curves import reference_twist3
@@ -34,6 +32,7 @@ from .newton import META_SIZE, NEWTON_CONVERGED, NEWTON_CONVERGED_STEP
 from .residual import NV
 from .stepping import (COUNTS_SIZE, I_COLMAPS, K_FACTS, K_ITERS, K_STEPS, R_CODE, R_FACTS, R_ITERS, R_TIME, R_TRIED,
                        RES_SIZE, _advance_steps)
+from ..numba_views import borrow
 from .views import view1, view2, view3
 
 # the packed state: float fields in ``sfb`` and int64 fields in ``sib``, in this order (the first
@@ -62,24 +61,6 @@ RESULT_SIZE = 3
 PRM_SIZE = 22  # (2, 11): GAlphaSolver.step_parameters
 
 
-@intrinsic
-def _borrowed(typingctx, arr):
-    """``arr`` without its reference count inside compiled code: the same data, shape and strides,
-    a null meminfo and parent. numba increments and decrements the meminfo's count (an atomic
-    instruction) for every view it makes of an array and for every array passed to a function it
-    does not inline; views of a borrowed array skip that (a null check). For the arguments of
-    :func:`advance_rods` (the caller keeps them alive for the call) and views that do not outlive
-    it (der's ``rodlab.der.batch.borrow`` is the same device)."""
-    if not isinstance(arr, types.Array):
-        return None
-
-    def codegen(context, builder, signature, args):
-        src = make_array(signature.args[0])(context, builder, value=args[0])
-        out = make_array(signature.return_type)(context, builder)
-        populate_array(out, data=src.data, shape=src.shape, strides=src.strides, itemsize=src.itemsize, meminfo=None)
-        return out._getvalue()
-
-    return arr(arr), codegen
 
 
 @njit(inline="always", **JIT)
@@ -206,9 +187,9 @@ def advance_rods(nsteps, first_rod, t, dt, sfb, sib, vertex_x, vertex_v, edge_re
             or bc.shape[0] != nr or not (bc.shape[1] == 1 or bc.shape[1] >= nsteps) or nsteps < 0):
         return -1
     # every array below is a view of these, passed on to the step kernels: no reference counting
-    sfb, sib, fb, ib, bc = _borrowed(sfb), _borrowed(sib), _borrowed(fb), _borrowed(ib), _borrowed(bc)
-    vertex_x, vertex_v, edge_ref_d1 = _borrowed(vertex_x), _borrowed(vertex_v), _borrowed(edge_ref_d1)
-    edge_theta, joint_ref_twist = _borrowed(edge_theta), _borrowed(joint_ref_twist)
+    sfb, sib, fb, ib, bc = borrow(sfb), borrow(sib), borrow(fb), borrow(ib), borrow(bc)
+    vertex_x, vertex_v, edge_ref_d1 = borrow(vertex_x), borrow(vertex_v), borrow(edge_ref_d1)
+    edge_theta, joint_ref_twist = borrow(edge_theta), borrow(joint_ref_twist)
     f = H_FIELDS
     x = view2(sfb, ib[f + S_X], nv, NV)
     xdot = view2(sfb, ib[f + S_XDOT], nv, NV)

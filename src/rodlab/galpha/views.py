@@ -11,9 +11,9 @@ length, which the Python path checks.
 """
 from __future__ import annotations
 
-from numba import carray, types
-from numba.extending import intrinsic, overload
-from numba.np.arrayobj import make_array
+from numba import carray
+from numba.extending import overload
+from ..numba_views import element_pointer
 
 
 def view1(buf, o, n):
@@ -28,29 +28,16 @@ def view3(buf, o, n, a, c):
     return buf[o:o + n * a * c].reshape((n, a, c))
 
 
-@intrinsic
-def _element_pointer(typingctx, buf, offset):
-    """Pointer to element ``offset`` of the C-contiguous 1-D array ``buf``."""
-    if not (isinstance(buf, types.Array) and buf.ndim == 1 and buf.layout == "C" and isinstance(offset, types.Integer)):
-        return None
-
-    def codegen(context, builder, signature, args):
-        data = make_array(signature.args[0])(context, builder, value=args[0]).data
-        return builder.gep(data, [args[1]])
-
-    return types.CPointer(buf.dtype)(buf, offset), codegen
-
-
 @overload(view1)
 def _view1(buf, o, n):
-    return lambda buf, o, n: carray(_element_pointer(buf, o), (n,))
+    return lambda buf, o, n: carray(element_pointer(buf, o), (n,))
 
 
 @overload(view2)
 def _view2(buf, o, n, c):
-    return lambda buf, o, n, c: carray(_element_pointer(buf, o), (n, c))
+    return lambda buf, o, n, c: carray(element_pointer(buf, o), (n, c))
 
 
 @overload(view3)
 def _view3(buf, o, n, a, c):
-    return lambda buf, o, n, a, c: carray(_element_pointer(buf, o), (n, a, c))
+    return lambda buf, o, n, a, c: carray(element_pointer(buf, o), (n, a, c))
