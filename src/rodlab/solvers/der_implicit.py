@@ -324,7 +324,6 @@ class DERImplicitSimulator(Simulator):
         # deferred outputs (module docstring): backward Euler without per-step loads or contact
         self._defers = not (self._stepwise or self._bdf2 or self._contact is not None)
         self._pending = None  # weak reference to the state whose deferred output the buffers hold
-        self._pending_mark = (None, 0)  # that state's deferral record and the size of its __dict__
         self._pending_arrays = ()  # its arrays: the five deferred fields, edge_theta_v, vertex_x_frames
         self._eager_left = 0  # calls that write eagerly before the next deferral (_fill sets it)
         self._eager_streak = 0  # the last such count (doubles while deferrals are read at once)
@@ -518,17 +517,12 @@ class DERImplicitSimulator(Simulator):
             self._pending, self._pending_arrays = None, ()
 
     def _still_pending(self, state: State) -> bool:
-        """``state.deferred_by(self) is not None`` for the state this simulator deferred last, in 0.1
-        instead of 0.65 us: its pending deferral is still the one :meth:`_advance_plain` made (the same
-        record, so not filled, dropped or deferred again by another owner) and no field was re-bound
-        (a re-bound deferred field comes back into ``state.__dict__``, which then has more entries;
-        any other new entry only sends the call down the general path). The solver's two arrays must
-        still be the ones deferred with it."""
-        d = state.__dict__
-        deferred, size = self._pending_mark
-        sv = state.solver
+        """The deferral of this simulator's last call is still pending on ``state`` (not filled,
+        dropped or re-bound: :meth:`State.deferred_by`) and the solver's two arrays are still the
+        ones deferred with it."""
         arrays = self._pending_arrays
-        return d.get("_deferred") is deferred and len(d) == size and sv.get("edge_theta_v") is arrays[5] \
+        sv = state.solver
+        return state.deferred_by(self) is not None and sv.get("edge_theta_v") is arrays[5] \
             and sv.get(FRAMES_KEY) is arrays[6]
 
     def _fill(self, state: State) -> None:
@@ -570,7 +564,7 @@ class DERImplicitSimulator(Simulator):
 
     def __getstate__(self):  # pickling: the pending output written first, no weak reference kept
         self._settle()
-        return self.__dict__ | {"_pending": None, "_pending_mark": (None, 0), "_pending_arrays": ()}
+        return self.__dict__ | {"_pending": None, "_pending_arrays": ()}
 
     def advance(self, state: State, nsteps: int = 1) -> StepReport:
         # the base class's checks, on their slow path only (a call should cost a few microseconds)
@@ -677,8 +671,6 @@ class DERImplicitSimulator(Simulator):
             self._resumed = 0
             state.defer(DEFERRED, self._fill, self)
             self._pending = weakref.ref(state)
-            d = state.__dict__
-            self._pending_mark = (d.get("_deferred"), len(d))
             self._pending_arrays = (x, xv, theta, d1, mref, tv, fx)
         fb = b.fbuf
         return step_report(nsteps, True, "ok", int(fb[F_NEWTON_MAX]), 0, float(fb[F_RESIDUAL_MAX]),

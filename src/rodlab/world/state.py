@@ -65,7 +65,7 @@ class State:
     method: str = ""
     solver: dict = field(default_factory=dict)
 
-    # the pending deferral, or None: (names, {name: array}, fill, owner); not a dataclass field
+    # the pending deferral, or None: (names, {name: array}, fill, owner, size of __dict__); not a field
     _deferred = None
 
     # ---- deferred outputs ----------------------------------------------------------------------
@@ -77,14 +77,18 @@ class State:
         pending from another owner, or over other names, is filled first."""
         names = tuple(names)
         pending = self._deferred
-        if pending is not None and (pending[3] is not owner or owner is None or pending[0] != names):
+        if pending is not None and (pending[3] is not owner or owner is None or pending[0] != names
+                                    or self.deferred_by(owner) is None):
             self.resolve()
             pending = None
         for name in names:
             if name not in _ARRAYS:  # the message built only when needed: defer is on a per-call path
                 require(False, f"State.defer: {name!r} is not an array field of State (one of {', '.join(_ARRAYS)})")
-        arrays = pending[1] if pending is not None else {name: self.__dict__.pop(name) for name in names}
-        self.__dict__["_deferred"] = (names, arrays, fill, owner)
+        d = self.__dict__
+        arrays = pending[1] if pending is not None else {name: d.pop(name) for name in names}
+        d["_deferred"] = None
+        # the size of the instance dict with the deferred fields out: a re-bound field grows it
+        d["_deferred"] = (names, arrays, fill, owner, len(d))
 
     def deferred_by(self, owner) -> dict | None:
         """The unwritten arrays (name -> array) of the deferral ``owner`` left pending, without
@@ -95,10 +99,11 @@ class State:
         if pending is None or pending[3] is not owner or owner is None:
             return None
         d = self.__dict__
-        for name in pending[0]:
-            if name in d:  # the user re-bound a deferred field: the owner's arrays are no longer the state's
-                self.resolve()
-                return None
+        if len(d) != pending[4]:  # something was added: a re-bound deferred field, or another attribute
+            for name in pending[0]:
+                if name in d:  # the user re-bound a deferred field: the owner's arrays are no longer the state's
+                    self.resolve()
+                    return None
         return pending[1]
 
     def drop_deferred(self) -> None:
@@ -116,7 +121,7 @@ class State:
         re-bound meanwhile (``state.edge_theta = a``) keeps the user's array, unfilled."""
         pending = self._deferred
         if pending is not None:
-            names, arrays, fill, _ = pending
+            names, arrays, fill = pending[:3]
             d = self.__dict__
             rebound = {name: d[name] for name in names if name in d}
             d["_deferred"] = None
