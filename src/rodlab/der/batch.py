@@ -74,10 +74,10 @@ from numba import njit, prange
 
 from ..geometry._vec import JIT, JIT_INNER
 from ..geometry.curves import complete_frames, compute_edges, compute_tangents
-from ..geometry.der_joint import edge_stretch_energy
 from . import kernels as K
 from .packing import (Packed, _copy1, _copy2, _same_bits, _same_bits3, borrow, borrow_flat,  # noqa: F401
                       make_unpacker, pack_arrays)
+from .energy_check import _rod_energy, mechanical_energy  # noqa: F401 (public here too)
 from .frames import rebuild_frames_on_tangents, rebuild_twist_free_frames  # noqa: F401 (public here too)
 
 # functions called only from compiled code, never from Python: no CPython wrapper (it would unbox
@@ -207,53 +207,6 @@ def unpack(f, i, b, L):
 # --------------------------------------------------------------------------------------------
 # per-rod pieces
 # --------------------------------------------------------------------------------------------
-@njit(**JIT)
-def mechanical_energy(x, v, mass, gravity, force, elastic):
-    """``1/2 sum m |v|^2 + elastic - sum m g.x - sum F.x`` [J] of one rod, and its kinetic part."""
-    kinetic = 0.0
-    potential = 0.0
-    for i in range(x.shape[0]):
-        kinetic += mass[i] * (v[i, 0] * v[i, 0] + v[i, 1] * v[i, 1] + v[i, 2] * v[i, 2])
-        for d in range(3):
-            potential -= (mass[i] * gravity[d] + force[i, d]) * x[i, d]
-    kinetic *= 0.5
-    return kinetic + elastic + potential, kinetic
-
-
-@njit(**JIT_INNER)
-def _rod_energy(twist_free, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega, rest_length, voronoi_length,
-                rest_curvature, bend_stiffness, rest_twist, twist_stiffness, stretch_stiffness, mass, gravity, force):
-    """Mechanical energy of one rod (total, kinetic, elastic) [J] for the energy check, on its
-    refreshed geometry (edges, lengths, tangents, curvature binormals; a general rod also its
-    second reference directors ``e3[3]``). Rod slices of the model's fields: a named group
-    passed to a compiled call that is not inlined costs ~0.3 us (every array copied and
-    reference-counted).
-
-    A twist-free rod (naturally straight, isotropic, untwisted: its twist vanishes) gets the
-    energy whose gradient its step uses (``isotropic_bending_forces``): bending
-    ``sum_k (b_e + b_f) |kb_k|^2 / (2 lbar_k)`` (Bergou 2008, Eq. 6 with ``B = b I``,
-    ``wbar = 0``) plus stretching, one pass without material frames (the general formula, equal
-    up to round-off, costs ~4 us at 200 vertices: a sine and cosine per edge and the frames)."""
-    if twist_free:
-        el = 0.0
-        ne = bend_stiffness.shape[0]
-        for k in range(kb.shape[0]):
-            f = k + 1
-            if f == ne:
-                f = 0
-            c = (bend_stiffness[k, 0] + bend_stiffness[f, 0]) / voronoi_length[k]
-            el += 0.5 * c * (kb[k, 0] * kb[k, 0] + kb[k, 1] * kb[k, 1] + kb[k, 2] * kb[k, 2])
-        lengths = s[0]
-        for j in range(stretch_stiffness.shape[0]):
-            if stretch_stiffness[j] > 0.0:
-                el += edge_stretch_energy(stretch_stiffness[j], lengths[j], rest_length[j])
-    else:
-        el = K.elastic_energy(kb, ref_d1, e3[3], theta, ref_twist, s[0], rest_length, voronoi_length, rest_curvature,
-                              bend_stiffness, rest_twist, twist_stiffness, stretch_stiffness, e3[4], e3[5], omega)
-    total, kinetic = mechanical_energy(x, v, mass, gravity, force, el)
-    return total, kinetic, el
-
-
 @njit(inline="always", **JIT_INNER)
 def _fill_step_inputs(m, w, vs, ve, ps, pe, x, ext_force, presc):
     """A rod's per-call step inputs: its external forces (constant point forces plus wind) into
