@@ -12,7 +12,13 @@ from typing import Callable
 
 import numpy as np
 
+from .aot import kernel
+from .geometry import curves as _curves
 from .geometry.curves import any_perpendicular, edge_count, joint_count
+
+# Python calls of compiled kernels: their ahead-of-time entries where built (rodlab.aot)
+_compute_edges, _compute_tangents, _bishop_frames = map(kernel, (
+    _curves.compute_edges, _curves.compute_tangents, _curves.bishop_frames))
 
 
 class ModelError(ValueError):
@@ -423,16 +429,14 @@ def _check_edge_lengths(x: np.ndarray, closed: bool) -> None:
 
 def default_rest_d1(x: np.ndarray, closed: bool) -> np.ndarray:
     """A twist-free rest frame: the Bishop frame of the rest polyline, seeded on edge 0."""
-    from .geometry.curves import bishop_frames, compute_edges, compute_tangents
-
     nv = x.shape[0]
     ne = edge_count(nv, closed)
     e = np.empty((ne, 3))
-    compute_edges(np.ascontiguousarray(x, dtype=float), closed, e)
+    _compute_edges(np.ascontiguousarray(x, dtype=float), closed, e)
     lengths = np.empty(ne)
     t = np.empty((ne, 3))
-    compute_tangents(e, lengths, t)
+    _compute_tangents(e, lengths, t)
     u = np.empty((ne, 3))
     v = np.empty((ne, 3))
-    bishop_frames(t, any_perpendicular(t[0]), closed, u, v)
+    _bishop_frames(t, any_perpendicular(t[0]), closed, u, v)
     return u

@@ -22,9 +22,19 @@ from ..geometry.curves import (
     reference_twist,
     time_parallel_update,
 )
+from ..aot import kernel
 from ..model import Loads, ModelError, Rod, SimulationError, check_damping_scheme, check_steps, require
 from ..state import RodState
 from . import kernels as K
+
+# this module calls its kernels from Python only: through their ahead-of-time compiled entries
+# where those are built (rodlab.aot; bitwise the JIT's results), else numba's dispatchers
+(compute_curvature_binormals, compute_edges, compute_tangents, complete_frames, material_curvatures, material_frames,
+ reference_twist, time_parallel_update) = map(kernel, (
+    compute_curvature_binormals, compute_edges, compute_tangents, complete_frames, material_curvatures, material_frames,
+    reference_twist, time_parallel_update))
+_refresh_geometry, _clamp_material_angles, _update_twist = map(kernel, (
+    K.refresh_geometry, K.clamp_material_angles, K.update_twist))
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +227,7 @@ class DERStepper:
 
     def _refresh(self, state: RodState) -> None:
         edges, lengths, tangents, kb, d2 = self._buffers()
-        K.refresh_geometry(state.x, self.closed, state.ref_d1, state.ref_twist, False, edges, lengths, tangents, kb, d2)
+        _refresh_geometry(state.x, self.closed, state.ref_d1, state.ref_twist, False, edges, lengths, tangents, kb, d2)
 
     def _solve_twist(self, state: RodState):
         edges, lengths, tangents, kb, d2 = self._buffers()
@@ -226,8 +236,8 @@ class DERStepper:
         tol = self.options.twist_tol * max(1.0, float(self.twist_k.max() / self.lbar.min()))
         if self.clamp_edges.size:
             m1 = np.array([self._clamp_m1(j, state.t) for j in self.clamp_edges])
-            K.clamp_material_angles(state.ref_d1, d2, tangents, state.theta, self.clamp_edges, m1)
-        return K.update_twist(kb, state.ref_d1, d2, tangents, state.theta, state.ref_twist, lengths,
+            _clamp_material_angles(state.ref_d1, d2, tangents, state.theta, self.clamp_edges, m1)
+        return _update_twist(kb, state.ref_d1, d2, tangents, state.theta, state.ref_twist, lengths,
                               self.rest_lengths, self.lbar, self.omega_bar, self.bend_k, self.twist_bar,
                               self.twist_k, self.stretch_k, self.free_theta, self.closed, self.uniform_twist,
                               tol, self.options.twist_max_iter, e3[4], e3[5], omega, s[1], s[2], s[3], s[4])

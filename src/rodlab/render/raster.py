@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from ..aot import kernel
 from ..model import require
 
 
@@ -206,7 +207,7 @@ def rasterize(mesh, camera: Camera, *, background=BACKGROUND, ambient: float = A
     require(isinstance(supersample, (int, np.integer)) and 1 <= supersample <= 4, f"supersample must be 1, 2, 3 or 4 (got {supersample})")
     cam = camera.scaled(int(supersample)) if supersample > 1 else camera
     image, zbuf = _buffers(cam.height, cam.width)
-    _clear(image, zbuf, np.asarray(background, dtype=np.float32))
+    _clear_call(image, zbuf, np.asarray(background, dtype=np.float32))
     if len(mesh.triangles):
         sx, sy, key, depth = cam.project(mesh.vertices)
         n = mesh.normals
@@ -218,11 +219,11 @@ def rasterize(mesh, camera: Camera, *, background=BACKGROUND, ambient: float = A
         tri = np.asarray(mesh.triangles, dtype=np.int64)
         near = 1e-6 * max(float(np.linalg.norm(cam.target - cam.eye)), 1e-9)
         keep = np.all(depth[tri] > near, axis=1) if not cam.orthographic else np.ones(len(tri), dtype=bool)
-        _rasterize(sx, sy, np.ascontiguousarray(key, dtype=float), np.ascontiguousarray(shade, dtype=float),
+        _rasterize_call(sx, sy, np.ascontiguousarray(key, dtype=float), np.ascontiguousarray(shade, dtype=float),
                    np.ascontiguousarray(tri[keep]), np.ascontiguousarray(mesh.colors[keep], dtype=float),
                    np.ascontiguousarray(np.broadcast_to(np.asarray(mesh.closed, dtype=bool), (len(tri),))[keep]), image, zbuf)
     out = np.empty((camera.height, camera.width, 3), dtype=np.uint8)
-    _downsample(image, int(supersample), out)
+    _downsample_call(image, int(supersample), out)
     return out
 
 
@@ -252,3 +253,7 @@ def _downsample(image, s, out):  # pragma: no cover - compiled
             out[y, x, 0] = min(max(int(a0 * scale + 0.5), 0), 255)
             out[y, x, 1] = min(max(int(a1 * scale + 0.5), 0), 255)
             out[y, x, 2] = min(max(int(a2 * scale + 0.5), 0), 255)
+
+
+# rasterize() calls these from Python: their ahead-of-time entries where built (rodlab.aot), else the dispatchers
+_clear_call, _rasterize_call, _downsample_call = map(kernel, (_clear, _rasterize, _downsample))

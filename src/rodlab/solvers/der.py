@@ -41,6 +41,7 @@ from time import perf_counter
 
 import numpy as np
 
+from .. import aot
 from ..der import batch as B
 from ..der import bodies as BD
 from ..der.static import solve_static as der_solve_static
@@ -122,7 +123,11 @@ class DERSimulator(Simulator):
         self._frames_state = None
         p = self._packed  # the serial driver's arguments, read by advance without a named tuple's lookups
         self._buf_f, self._buf_i, self._buf_b, self._buf_layout = p.f, p.i, p.b, p.layout
-        self._undriven_serial = B.advance_undriven_serial
+        # the serial driver's ahead-of-time compiled entries (rodlab.aot; none where not built), and
+        # the state arrays last found to fit one with that entry (_serial_driver)
+        self._undriven_aot = aot.entries(B.advance_undriven_serial)
+        self._undriven_jit = None if self._undriven_aot else B.advance_undriven_serial  # no AOT entry: always this
+        self._driver_arrays, self._driver = (None,) * 5, None
 
     def _setup_contact(self) -> None:
         """Contact data (:class:`rodlab.der.contact.DERContact`); refused with rigid bodies."""
@@ -335,8 +340,18 @@ class DERSimulator(Simulator):
             x = state.vertex_x
             if x.shape != self._shape_x:
                 self._check_layout(state)
-            code = self._undriven_serial(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, nsteps, self._dt, x,
-                                         state.vertex_v, theta, ref_d1, ref_twist, self._symplectic, mode)
+            v = state.vertex_v
+            driver = self._undriven_jit
+            if driver is None:  # the AOT entry, if these are the arrays the last call checked (and still writeable)
+                a = self._driver_arrays
+                if x is a[0] and v is a[1] and theta is a[2] and ref_d1 is a[3] and ref_twist is a[4] \
+                        and x.flags.writeable and v.flags.writeable and theta.flags.writeable and ref_d1.flags.writeable \
+                        and ref_twist.flags.writeable:
+                    driver = self._driver
+                else:
+                    driver = self._serial_driver(x, v, theta, ref_d1, ref_twist)
+            code = driver(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, nsteps, self._dt, x, v, theta, ref_d1,
+                          ref_twist, self._symplectic, mode)
             if code:
                 self._deferring_code(state, code, nsteps, t0, arrays is not None)
             if arrays is None:
@@ -368,6 +383,22 @@ class DERSimulator(Simulator):
             state.t += nsteps * self._dt
         return ok_report(nsteps, perf_counter() - t0)
 
+    def _serial_driver(self, x, v, theta, ref_d1, ref_twist):
+        """The serial driver of undriven worlds for these state arrays: its ahead-of-time compiled entry
+        (rodlab.aot, bitwise the JIT's results) when the call has its signature, else numba's dispatcher
+        (which compiles other argument types as before). Remembers the arrays: :meth:`advance`'s next
+        call on them checks only their identity and writeability (arrays are not re-typed in place)."""
+        a = self._driver_arrays
+        writeable = x.flags.writeable and v.flags.writeable and theta.flags.writeable and ref_d1.flags.writeable \
+            and ref_twist.flags.writeable
+        if writeable and x is a[0] and v is a[1] and theta is a[2] and ref_d1 is a[3] and ref_twist is a[4]:
+            return self._driver
+        driver = aot.pick(self._undriven_aot, B.advance_undriven_serial, (
+            self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 1, self._dt, x, v, theta, ref_d1, ref_twist,
+            self._symplectic, B.FRAMES_FRESH))
+        self._driver_arrays, self._driver = ((x, v, theta, ref_d1, ref_twist) if writeable else (None,) * 5), driver
+        return driver
+
     def _deferring_code(self, state: State, code: int, nsteps: int, t0: float, was_pending: bool) -> None:
         """A nonzero result code of a deferring call: after a failed call the driver restored the
         state and wrote the frames of its start (the deferral, if one was pending, ends: its
@@ -380,9 +411,11 @@ class DERSimulator(Simulator):
 
     def _write_frames(self, state: State) -> None:
         """The fill of the frames left unwritten by :meth:`advance` (``State.defer``)."""
-        self._undriven_serial(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 0, self._dt, state.vertex_x,
-                              state.vertex_v, state.edge_theta, state.edge_ref_d1, state.joint_ref_twist,
-                              self._symplectic, B.FRAMES_FILL)
+        x, v, theta, ref_d1, ref_twist = (state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
+                                          state.joint_ref_twist)
+        driver = self._undriven_jit or self._serial_driver(x, v, theta, ref_d1, ref_twist)
+        driver(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 0, self._dt, x, v, theta, ref_d1, ref_twist,
+               self._symplectic, B.FRAMES_FILL)
         if self._frames_state is state:
             self._frames_state = None
 

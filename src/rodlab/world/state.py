@@ -35,8 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..aot import kernel
 from ..geometry.curves import complete_frames, compute_edges, compute_tangents, material_frames
 from ..model import require
+
+# called from Python only here: the ahead-of-time entries where built (rodlab.aot), else the dispatchers
+complete_frames, compute_edges, compute_tangents, material_frames = map(kernel, (
+    complete_frames, compute_edges, compute_tangents, material_frames))
 
 STATE_FORMAT = "rodlab.State"
 STATE_FORMAT_VERSION = 1

@@ -1,0 +1,203 @@
+"""Ahead-of-time compiled kernels: a cold first run without numba's JIT compile.
+
+``pip install`` builds the extension module ``rodlab.aot._kernels`` with ``numba.pycc`` (the
+repository's ``setup.py``, :mod:`rodlab.aot.build`): the kernels that a run calls from Python
+(:mod:`rodlab.aot.spec`, with their exact signatures), compiled for this machine's CPU (the CPU
+name and features numba's JIT would use here). A run then calls these instead of compiling the
+same functions on first use (docs/benchmarks-cold-start.md, "Ahead-of-time kernels").
+
+The compiled code is the JIT's own: each exported entry is a one-line call of the kernel's numba
+dispatcher, compiled with that dispatcher's options (``error_model``, ``fastmath``) and its callees
+linked in, for the same CPU target, so results are bitwise the JIT's (tests/test_aot.py).
+
+The module is used only when all of these hold, else every kernel runs through its JIT dispatcher
+as before (:func:`unavailable_reason` says which failed):
+
+- ``RODLAB_JIT_ONLY`` is unset, empty or ``0`` (set it to ``1`` to force the JIT path);
+- the module was built (a source checkout run with ``PYTHONPATH=src`` and no build has none);
+- it was built by the installed numba and llvmlite, for this CPU (name and features), from
+  exactly the installed source files (a SHA-256 over every ``.py`` of the package: an edited
+  kernel after ``pip install -e .`` falls back to the JIT until the next install);
+- the call's arguments have one of the entry's signatures, as numba's dispatcher would type
+  them (dtype, dimensions, C order, writeable, alignment; ``int``/``float``/``bool`` scalars,
+  ``None``); any other call goes to the dispatcher, which compiles it as before.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+JIT_ONLY_ENV = "RODLAB_JIT_ONLY"
+BUILD_INFO = "_kernels_build.json"  # written beside the extension module by the build
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+_loaded = None  # (module or None, reason) once decided; refresh() forgets it
+_generation = [0]  # bumped by refresh(): kernels re-resolve their entries
+
+
+def host_target() -> tuple[str, str]:
+    """The CPU name and feature string numba's JIT compiles for on this machine (its
+    ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` overrides included)."""
+    import llvmlite.binding as ll
+    from numba.core import config
+    from numba.core.codegen import get_host_cpu_features
+
+    name = config.CPU_NAME if config.CPU_NAME is not None else ll.get_host_cpu_name()
+    features = config.CPU_FEATURES if config.CPU_FEATURES is not None else get_host_cpu_features()
+    return name, features
+
+
+def source_digest() -> str:
+    """SHA-256 over the relative path and bytes of every ``.py`` file of the package."""
+    h = hashlib.sha256()
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
+        h.update(path.relative_to(PACKAGE_ROOT).as_posix().encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def build_info() -> dict:
+    """What the extension module must match at run time (written by the build)."""
+    import llvmlite
+    import numba
+
+    cpu, features = host_target()
+    return {"numba": numba.__version__, "llvmlite": llvmlite.__version__, "cpu": cpu, "features": features,
+            "source_sha256": source_digest()}
+
+
+def _load():
+    if os.environ.get(JIT_ONLY_ENV, "") not in ("", "0"):
+        return None, f"{JIT_ONLY_ENV}={os.environ[JIT_ONLY_ENV]} forces the JIT"
+    try:
+        from . import _kernels
+    except ImportError as exc:
+        return None, f"the extension module is not built ({exc})"
+    try:
+        built = json.loads((Path(_kernels.__file__).parent / BUILD_INFO).read_text())
+    except (OSError, ValueError) as exc:
+        return None, f"no readable {BUILD_INFO} beside the extension module ({exc})"
+    now = build_info()
+    stale = [key for key in now if built.get(key) != now[key]]
+    if stale:
+        return None, f"the extension module was built for another {', '.join(stale)} (rebuild: pip install -e .)"
+    return _kernels, ""
+
+
+def module():
+    """The extension module when it may be used (module docstring), else None."""
+    global _loaded
+    if _loaded is None:
+        _loaded = _load()
+    return _loaded[0]
+
+
+def unavailable_reason() -> str:
+    """Why :func:`module` is None ("" when it is not)."""
+    module()
+    return _loaded[1]
+
+
+def refresh() -> None:
+    """Decide again (after ``RODLAB_JIT_ONLY`` changed, say): every kernel re-resolves."""
+    global _loaded
+    _loaded = None
+    _generation[0] += 1
+
+
+def _argument_check(ty):
+    """A predicate: does a Python value type as numba type ``ty`` in numba's dispatcher?"""
+    from numba import types as T
+
+    if isinstance(ty, T.Array):
+        assert ty.layout == "C" and ty.aligned, f"only aligned C arrays are exported (got {ty})"
+        dtype, ndim, writeable = np.dtype(str(ty.dtype) if ty.dtype != T.boolean else "bool"), ty.ndim, ty.mutable
+
+        def check(a):
+            if a.__class__ is not np.ndarray or a.ndim != ndim or a.dtype != dtype:
+                return False
+            flags = a.flags
+            return flags.c_contiguous and flags.aligned and flags.writeable == writeable
+        return check
+    if ty == T.int64:
+        return lambda a: (a.__class__ is int and -2 ** 63 <= a < 2 ** 63) or a.__class__ is np.int64
+    if ty == T.float64:
+        return lambda a: a.__class__ is float or a.__class__ is np.float64
+    if ty == T.boolean:
+        return lambda a: a.__class__ is bool or a.__class__ is np.bool_
+    if ty == T.none:
+        return lambda a: a is None
+    raise TypeError(f"rodlab.aot: no argument check for numba type {ty}")
+
+
+def signature_check(signature):
+    """A predicate over a call's argument tuple: does it have ``signature``'s argument types?"""
+    checks = tuple(_argument_check(ty) for ty in signature.args)
+    n = len(checks)
+
+    def fits(args):
+        if len(args) != n:
+            return False
+        for check, a in zip(checks, args):
+            if not check(a):
+                return False
+        return True
+    return fits
+
+
+def entries(dispatcher) -> list:
+    """``[(fits, function)]``: the compiled entries of ``dispatcher`` (a numba dispatcher named in
+    :data:`rodlab.aot.spec.ENTRIES`), each with the predicate of its signature; empty when the
+    module is not usable or does not hold the kernel."""
+    from . import spec
+
+    mod = module()
+    key = (dispatcher.py_func.__module__, dispatcher.py_func.__name__)
+    if mod is None or key not in spec.ENTRIES:
+        return []
+    return [(signature_check(sig), getattr(mod, spec.symbol(*key, k))) for k, sig in enumerate(spec.ENTRIES[key])]
+
+
+def pick(found: list, jit, args: tuple):
+    """The function of the first of ``found`` (:func:`entries`) whose signature ``args`` has, else ``jit``."""
+    for fits, function in found:
+        if fits(args):
+            return function
+    return jit
+
+
+class Kernel:
+    """A Python caller's handle on a compiled kernel: calls the ahead-of-time entry whose
+    signature the arguments have, else the JIT dispatcher ``jit`` (the same results, bitwise).
+    For calls from Python only; compiled code calls the dispatcher itself."""
+
+    __slots__ = ("jit", "_entries", "_generation", "__name__")
+
+    def __init__(self, jit):
+        self.jit = jit
+        self._entries = None
+        self._generation = -1
+        self.__name__ = jit.py_func.__name__
+
+    def __call__(self, *args):
+        if self._generation != _generation[0]:
+            self._entries = entries(self.jit)
+            self._generation = _generation[0]
+        return pick(self._entries, self.jit, args)(*args)
+
+    def __repr__(self):
+        return f"<rodlab.aot.Kernel {self.__name__}>"
+
+
+def kernel(dispatcher) -> Kernel:
+    """:class:`Kernel` of ``dispatcher``."""
+    return Kernel(dispatcher)
+
+
+__all__ = ["JIT_ONLY_ENV", "Kernel", "build_info", "entries", "host_target", "kernel", "module", "pick", "refresh",
+           "signature_check", "source_digest", "unavailable_reason"]

@@ -1,0 +1,53 @@
+"""The kernels compiled ahead of time (``rodlab.aot._kernels``), each with the exact signatures
+its Python callers pass: one cold ``rodlab run cantilever --set method=der`` calls these from
+Python (listed with a ``numba:compile`` event listener, ``bench/bench_cold_start.py``), and
+nothing else of that run compiles when they are built.
+
+A signature is written in numba's types; the runtime (:mod:`rodlab.aot`) checks each call's
+arguments against it (dtype, dimensions, C order, writeable) the way numba's dispatcher would
+type them, and takes the JIT dispatcher for anything else. Another method follows by adding its
+Python-called kernels here (``python -m rodlab.aot --list`` prints what a run compiles).
+"""
+from __future__ import annotations
+
+from numba import types as T
+
+F1 = T.Array(T.float64, 1, "C")
+F2 = T.Array(T.float64, 2, "C")
+F2_READONLY = T.Array(T.float64, 2, "C", readonly=True)
+I1 = T.Array(T.int64, 1, "C")
+I2 = T.Array(T.int64, 2, "C")
+B1 = T.Array(T.boolean, 1, "C")
+S1 = T.Array(T.float32, 1, "C")
+S3 = T.Array(T.float32, 3, "C")
+U3 = T.Array(T.uint8, 3, "C")
+BOOL, INT, FLOAT, NONE = T.boolean, T.int64, T.float64, T.none
+
+# (module, function name) -> signatures (numba Signature objects: return type and arguments)
+ENTRIES = {
+    ("rodlab.geometry.curves", "compute_edges"): [NONE(F2, BOOL, F2), NONE(F2_READONLY, BOOL, F2)],
+    ("rodlab.geometry.curves", "compute_tangents"): [NONE(F2, F1, F2)],
+    ("rodlab.geometry.curves", "compute_curvature_binormals"): [NONE(F2, BOOL, F2)],
+    ("rodlab.geometry.curves", "bishop_frames"): [NONE(F2, F1, BOOL, F2, F2)],
+    ("rodlab.geometry.curves", "time_parallel_update"): [NONE(F2, F2, F2)],
+    ("rodlab.geometry.curves", "complete_frames"): [NONE(F2, F2, F2)],
+    ("rodlab.geometry.curves", "reference_twist"): [NONE(F2, F2, BOOL, F1, F1)],
+    ("rodlab.geometry.curves", "material_frames"): [NONE(F2, F2, F1, F2, F2)],
+    ("rodlab.geometry.curves", "material_curvatures"): [NONE(F2, F2, F2, BOOL, F2)],
+    ("rodlab.der.kernels", "refresh_geometry"): [NONE(F2, BOOL, F2, F1, BOOL, F2, F1, F2, F2, F2)],
+    ("rodlab.der.kernels", "clamp_material_angles"): [NONE(F2, F2, F2, F1, I1, F2)],
+    ("rodlab.der.kernels", "update_twist"): [
+        T.Tuple((INT, FLOAT))(F2, F2, F2, F2, F1, F1, F1, F1, F1, F2, F2, F1, F1, F1, B1, BOOL, BOOL, FLOAT, INT,
+                              F2, F2, F2, F1, F1, F1, F1)],
+    # the der simulator's serial driver of undriven worlds: fast projection (symplectic None),
+    # deferred frames (an int FRAMES_* mode), the call of every plain der run
+    ("rodlab.der.batch", "advance_undriven_serial"): [INT(F1, I1, B1, I2, INT, FLOAT, F2, F2, F1, F2, F1, NONE, INT)],
+    ("rodlab.render.raster", "_clear"): [NONE(S3, F2, S1)],
+    ("rodlab.render.raster", "_rasterize"): [NONE(F1, F1, F1, F1, I2, F2, B1, S3, F2)],
+    ("rodlab.render.raster", "_downsample"): [NONE(S3, INT, U3)],
+}
+
+
+def symbol(module: str, name: str, k: int) -> str:
+    """The exported name of signature ``k`` of ``module.name`` in the extension module."""
+    return f"{module.replace('.', '_')}__{name}__{k}"
