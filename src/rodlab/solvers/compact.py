@@ -506,8 +506,8 @@ class CompactSimulator(Simulator):
         self._frames = state.deferred_by(self)
 
     def _write_common(self, state: State) -> None:
-        _write_frames_kernel(self._vstart, self._estart, self._jstart, state.vertex_x, state.solver["q"], state.edge_ref_d1,
-                     state.edge_theta, state.joint_ref_twist)
+        _write_frames_kernel(self._vstart, self._estart, self._jstart, state.vertex_x, state.solver["q"],
+                             state.edge_ref_d1, state.edge_theta, state.joint_ref_twist)
 
     # ---- stepping ----------------------------------------------------------------------------
     def _drive_targets(self, t: float, nsteps: int, static: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -533,10 +533,9 @@ class CompactSimulator(Simulator):
         return dR, dd
 
     def _aot_driver(self):
-        """The compiled driver for a Python ``int`` step count: its ahead-of-time entry (rodlab.aot,
-        bitwise the JIT's results) where one has the types of this simulator's driver arguments
-        (they are fixed at construction: its own ``ib``/``fb`` arrays; ``drive``, ``history`` and
-        the dense storage either None or tuples of arrays), else numba's dispatcher."""
+        """The driver for an int64 step count: its ahead-of-time entry (rodlab.aot, bitwise the JIT's)
+        where one has the types of this simulator's driver arguments (fixed at construction: its own
+        ``ib``/``fb``; ``drive``, ``history``, dense storage None or tuples), else numba's dispatcher."""
         args = (1, False, self._ib, self._fb, () if self._drives else None, () if self._integ else None, self._dense)
         return next((function for fits, function in aot.entries(self._driver) if fits(args)), self._driver)
 
@@ -555,7 +554,9 @@ class CompactSimulator(Simulator):
             stale = sv.get("bdf2_dt")
             if stale is not None:
                 stale[...] = 0.0
-        driver = self._driver_aot if nsteps.__class__ is int and nsteps <= INT64_MAX else self._driver
+        # the AOT entry takes what numba types as int64: a Python int below 2**63 or a numpy int64
+        n_class = nsteps.__class__
+        driver = self._driver_aot if (n_class is int and nsteps <= INT64_MAX) or n_class is np.int64 else self._driver
         t0 = perf_counter()
         done, newton, linear, stalled, residual = driver(nsteps, static, self._ib, self._fb, drive, hist, self._dense)
         wall = perf_counter() - t0
