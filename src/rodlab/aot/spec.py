@@ -45,6 +45,15 @@ ENTRIES = {
     ("rodlab.render.raster", "_clear"): [NONE(S3, F2, S1)],
     ("rodlab.render.raster", "_rasterize"): [NONE(F1, F1, F1, F1, I2, F2, B1, S3, F2)],
     ("rodlab.render.raster", "_downsample"): [NONE(S3, INT, U3)],
+    # method compact: a cold `rodlab run cantilever --set method=compact` (one rod: the serial driver
+    # without moving clamps, BDF2 history or dense preconditioner storage; the frame fill; the model's
+    # rest curvatures, the Bishop quaternions of the rest polyline, the alignment metric)
+    ("rodlab.compact.batch", "advance_rods_serial"): [T.Tuple((INT, INT, INT, INT, FLOAT))(INT, BOOL, I1, F1, NONE, NONE,
+                                                                                            NONE)],
+    ("rodlab.compact.batch", "write_frames"): [NONE(I1, I1, I1, F2, F2, F2, F1, F1)],
+    ("rodlab.compact.energies", "darboux"): [NONE(F2, F1, F2)],
+    ("rodlab.geometry.rotations", "matrix_to_quat"): [F1(F2)],
+    ("rodlab.compact.sqp", "_alignment"): [FLOAT(F2, F2)],
 }
 
 

@@ -28,6 +28,11 @@ import numpy as np
 from numba import njit
 
 from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
+from ..aot import kernel  # noqa: E402
+from ..geometry import rotations as _rotations  # noqa: E402
+
+# called from Python here: the ahead-of-time entry where built (rodlab.aot), else the dispatcher
+_matrix_to_quat = kernel(_rotations.matrix_to_quat)
 
 _SMALL2 = 1e-8  # |w|^2 below which the Taylor series are used (|w| < 1e-4)
 
@@ -234,7 +239,6 @@ def frames_from_polyline(p: np.ndarray, d1=None) -> np.ndarray:
     whose first axis is ``d1`` (projected; default a Bishop-like parallel transport from a
     perpendicular of the first segment). Neighbouring quaternions are sign-aligned."""
     from ..geometry.curves import any_perpendicular
-    from ..geometry.rotations import matrix_to_quat
 
     p = np.asarray(p, dtype=float)
     e = np.diff(p, axis=0)
@@ -257,7 +261,7 @@ def frames_from_polyline(p: np.ndarray, d1=None) -> np.ndarray:
         u = u / np.linalg.norm(u)
         v = np.cross(t[i], u)
         R = np.stack([u, v, t[i]], axis=1)
-        qi = np.asarray(matrix_to_quat(np.ascontiguousarray(R)))
+        qi = np.asarray(_matrix_to_quat(np.ascontiguousarray(R)))
         if i > 0 and np.dot(qi, out[i - 1]) < 0:
             qi = -qi
         out[i] = qi

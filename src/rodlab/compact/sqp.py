@@ -30,6 +30,10 @@ from .pcg import PRECONDITIONERS, build_block_preconditioner, build_dense_a, fac
 
 log = logging.getLogger(__name__)
 from ..geometry._vec import JIT  # noqa: E402  (the one numba options dict)
+from ..aot import kernel  # noqa: E402
+
+# called from Python here: the ahead-of-time entries where built (rodlab.aot), else the dispatchers
+_darboux = kernel(darboux)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,7 +95,7 @@ class CompactModel:
         lbar = 0.5 * (lengths[:-1] + lengths[1:])
         Kh = np.tile([E * I, E * I, G * 2 * I], (m - 1, 1))
         ubar = np.empty((m - 1, 3))
-        darboux(q, lbar, ubar)
+        _darboux(q, lbar, ubar)
         arrs = [np.ascontiguousarray(a) for a in (lengths, masses, Jr, lbar, Kh, ubar, p, q)]
         for a in arrs:
             a.setflags(write=False)
@@ -643,7 +647,7 @@ def inextensibility_violation(p: np.ndarray, lengths: np.ndarray) -> float:
 
 def alignment_violation(p: np.ndarray, q: np.ndarray) -> float:
     """``sum_i |(p_{i+1} - p_i)/|p_{i+1} - p_i| - d(q_i)|`` (Sec. 4.1), ``q`` normalised first."""
-    return float(_alignment(np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(q, dtype=float)))
+    return float(_alignment_kernel(np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(q, dtype=float)))
 
 
 def kinetic_energy(model: CompactModel, state: CompactState) -> float:
@@ -674,6 +678,9 @@ def _alignment(p, q):
         d0, d1, d2 = 2.0 * (x * z + w * y), 2.0 * (y * z - w * x), 1.0 - 2.0 * (x * x + y * y)
         out += math.sqrt((e0 / el - d0) ** 2 + (e1 / el - d1) ** 2 + (e2 / el - d2) ** 2)
     return out
+
+
+_alignment_kernel = kernel(_alignment)  # alignment_violation's call: the ahead-of-time entry where built
 
 
 @njit(**JIT)

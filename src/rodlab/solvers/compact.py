@@ -65,6 +65,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import aot
 from ..compact.batch import (F_A_D, F_A_IN, F_ATOL, F_DECAY, F_DT, F_NEWTON, F_RESIDUAL, F_RTOL, F_SATOL, F_SRTOL,
                               FSECTIONS, I_DRIVE, I_ESTART, I_FAILED, I_IOPT, I_JSTART, I_NDENSE, I_ND, I_NE,
                               I_NJ, I_NROD, I_NV, I_SECTIONS, I_SIOPT, I_STATE, I_VSTART, STATE_ARRAYS, _drive_root,
@@ -78,6 +79,10 @@ from ..model import DAMPING_SCHEMES, ModelError, require
 from ..world import State
 from ..world.obstacles import Capsule, Cylinder, Plane, Sphere
 from .base import Simulator, StaticReport, StepReport, UnsupportedFeature, step_report
+
+# Python calls of compiled kernels: their ahead-of-time entries where built (rodlab.aot), else the dispatchers
+_darboux, _write_frames_kernel = aot.kernel(darboux), aot.kernel(write_frames)
+INT64_MAX = 2**63 - 1  # the largest nsteps an int64 argument holds
 
 FEATURES = frozenset({"pinned vertices", "anisotropic bending", "rods given by stiffness", "prescribed clamp motion",
                       "obstacles", "rod contact", "point forces", "sliding clamps", "friction"})
@@ -135,7 +140,7 @@ def compact_model_of(world, r: int) -> CompactModel:
         Kh = 0.5 * (edge_k[:-1] + edge_k[1:])
         E, G, rho = float(B.max()), float(T.max()), float(lam.max())
     ubar = np.empty((len(lbar), 3))
-    darboux(q, lbar, ubar)
+    _darboux(q, lbar, ubar)
     arrs = [np.ascontiguousarray(a, dtype=float) for a in (lengths, masses, Jr, lbar, Kh, ubar, p, q)]
     for a in arrs:
         a.setflags(write=False)
@@ -344,6 +349,9 @@ class CompactSimulator(Simulator):
         self._drive_rest = (f["drive_x0"], f["drive_c0"], f["drive_q0"])
         self._driver = advance_rods if R > 1 else advance_rods_serial
         self._dense = (f["A"], f["L"]) if o["precond"] == "direct" else None  # the driver's dense storage
+        self._driver_aot = self._aot_driver()
+        self._frames_aot = aot.entries(write_frames)  # the frame fill's entries (rodlab.aot); _own picks one
+        self._fill = write_frames  # the frame fill of the arrays _own checked last: an AOT entry or the dispatcher
         self._checked = None  # the arrays of the last state checked by _own (advance's fast path)
         self._frames = None  # the arrays of the frame fields last deferred, while _checked holds them
         self._contact = None
@@ -448,6 +456,8 @@ class CompactSimulator(Simulator):
         self._ib[I_STATE:I_STATE + len(STATE_ARRAYS)] = [a.ctypes.data for a in arrays]
         self._checked = (sv, *arrays)
         self._frames = None
+        fill_args = (self._vstart, self._estart, self._jstart, arrays[4], arrays[2], *arrays[6:])
+        self._fill = next((function for fits, function in self._frames_aot if fits(fill_args)), write_frames)
         return sv
 
     def _own_fast(self, state: State, frames: dict | None) -> tuple[dict, bool]:
@@ -483,16 +493,21 @@ class CompactSimulator(Simulator):
         pending, so a loop of ``advance(state, 1)`` pays no O(n) output per call."""
         _, _, _, q, _, p, _, d1, theta, twist = self._checked
         vs, es, js = self._vstart, self._estart, self._jstart
+        entry = self._fill  # for these arrays (_own), as long as they stay writeable
 
         def fill(_state):
-            write_frames(vs, es, js, p, q, d1, theta, twist)
+            if p.flags.writeable and q.flags.writeable and d1.flags.writeable and theta.flags.writeable \
+                    and twist.flags.writeable:
+                entry(vs, es, js, p, q, d1, theta, twist)
+            else:  # an array made read-only since: numba's dispatcher types it (and refuses to write it)
+                write_frames(vs, es, js, p, q, d1, theta, twist)
 
         state.defer(FRAME_FIELDS, fill, self)
         self._frames = state.deferred_by(self)
 
     def _write_common(self, state: State) -> None:
-        write_frames(self._vstart, self._estart, self._jstart, state.vertex_x, state.solver["q"], state.edge_ref_d1,
-                     state.edge_theta, state.joint_ref_twist)
+        _write_frames_kernel(self._vstart, self._estart, self._jstart, state.vertex_x, state.solver["q"],
+                             state.edge_ref_d1, state.edge_theta, state.joint_ref_twist)
 
     # ---- stepping ----------------------------------------------------------------------------
     def _drive_targets(self, t: float, nsteps: int, static: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -517,6 +532,13 @@ class CompactSimulator(Simulator):
                 "clamp motion must return a finite rotation and translation")
         return dR, dd
 
+    def _aot_driver(self):
+        """The driver for an int64 step count: its ahead-of-time entry (rodlab.aot, bitwise the JIT's)
+        where one has the types of this simulator's driver arguments (fixed at construction: its own
+        ``ib``/``fb``; ``drive``, ``history``, dense storage None or tuples), else numba's dispatcher."""
+        args = (1, False, self._ib, self._fb, () if self._drives else None, () if self._integ else None, self._dense)
+        return next((function for fits, function in aot.entries(self._driver) if fits(args)), self._driver)
+
     def _run(self, state: State, nsteps: int, static: bool) -> tuple[int, int, int, int, float, float]:
         """``nsteps`` steps (or one static solve) of every rod in one compiled call; the common
         frame fields are written by the static solve and deferred after time steps
@@ -532,9 +554,11 @@ class CompactSimulator(Simulator):
             stale = sv.get("bdf2_dt")
             if stale is not None:
                 stale[...] = 0.0
+        # the AOT entry takes what numba types as int64: a Python int below 2**63 or a numpy int64
+        n_class = nsteps.__class__
+        driver = self._driver_aot if (n_class is int and nsteps <= INT64_MAX) or n_class is np.int64 else self._driver
         t0 = perf_counter()
-        done, newton, linear, stalled, residual = self._driver(nsteps, static, self._ib, self._fb, drive, hist,
-                                                               self._dense)
+        done, newton, linear, stalled, residual = driver(nsteps, static, self._ib, self._fb, drive, hist, self._dense)
         wall = perf_counter() - t0
         if not static:
             dt = self._dt
