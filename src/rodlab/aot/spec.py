@@ -45,6 +45,16 @@ ENTRIES = {
     ("rodlab.render.raster", "_clear"): [NONE(S3, F2, S1)],
     ("rodlab.render.raster", "_rasterize"): [NONE(F1, F1, F1, F1, I2, F2, B1, S3, F2)],
     ("rodlab.render.raster", "_downsample"): [NONE(S3, INT, U3)],
+    # method galpha: a cold `rodlab run cantilever --set method=galpha` (rest geometry, initial fields,
+    # the compiled stepping of every rod, the scene's energy probe)
+    ("rodlab.geometry.rotations", "matrix_to_quat"): [F1(F2)],
+    ("rodlab.geometry.rotations", "quat_to_matrix"): [F2(F1)],
+    ("rodlab.galpha.state", "_cayley"): [NONE(FLOAT, FLOAT, FLOAT, F2)],
+    ("rodlab.galpha.state", "energies"): [
+        T.UniTuple(FLOAT, 3)(F2, F2, F2, F1, F1, FLOAT, T.Array(T.float64, 1, "C", readonly=True), FLOAT)],
+    ("rodlab.galpha.newton", "initial_fields"): [NONE(F2, F2, F1, FLOAT, BOOL, T.Array(T.float64, 3, "C"), F1, F2)],
+    ("rodlab.galpha.batch", "advance_rods"): [
+        INT(INT, INT, FLOAT, FLOAT, F1, I1, F2, F2, F2, F1, F1, T.Array(T.float64, 3, "C"), F1, I1, INT)],
 }
 
 
