@@ -54,6 +54,16 @@ ENTRIES = {
     ("rodlab.compact.energies", "darboux"): [NONE(F2, F1, F2)],
     ("rodlab.geometry.rotations", "matrix_to_quat"): [F1(F2)],
     ("rodlab.compact.sqp", "_alignment"): [FLOAT(F2, F2)],
+    # method galpha: a cold `rodlab run cantilever --set method=galpha` (rest geometry, initial fields,
+    # the compiled stepping of every rod, the scene's energy probe)
+    # (matrix_to_quat: in compact's block above)
+    ("rodlab.geometry.rotations", "quat_to_matrix"): [F2(F1)],
+    ("rodlab.galpha.state", "_cayley"): [NONE(FLOAT, FLOAT, FLOAT, F2)],
+    ("rodlab.galpha.state", "energies"): [
+        T.UniTuple(FLOAT, 3)(F2, F2, F2, F1, F1, FLOAT, T.Array(T.float64, 1, "C", readonly=True), FLOAT)],
+    ("rodlab.galpha.newton", "initial_fields"): [NONE(F2, F2, F1, FLOAT, BOOL, T.Array(T.float64, 3, "C"), F1, F2)],
+    ("rodlab.galpha.batch", "advance_rods"): [
+        INT(INT, INT, FLOAT, FLOAT, F1, I1, F2, F2, F2, F1, F1, T.Array(T.float64, 3, "C"), F1, I1, INT)],
 }
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from ..aot import kernel
 from ..model import ModelError, check_steps, require
 from .boundary import _TIPS, Boundary, column_map, free_mask
 from .model import BACKWARD_EULER, Coefficients, GAlphaRod
@@ -34,6 +35,10 @@ from .stepping import (B_KIND, B_VALS, B_VOLD, B_WMID, BC_SIZE, COUNTS_SIZE, I_C
                        float_views)
 
 log = logging.getLogger(__name__)
+
+# Python calls of compiled kernels: their ahead-of-time entries where built (rodlab.aot; bitwise
+# the JIT's results), else numba's dispatchers
+_initial_fields, _energies = kernel(initial_fields), kernel(energies)
 
 
 @dataclass(frozen=True)
@@ -272,14 +277,14 @@ class GAlphaSolver:
         # kernels called with them would compile once more beside the stepping path's
         R = np.zeros((N, 3, 3))
         r = np.zeros((N, 3))
-        initial_fields(x, np.array(m.root_R, dtype=float), np.array(m.gravity, dtype=float), m.ds, self._cay, R,
-                       np.array(m.root_r, dtype=float), r)
+        _initial_fields(x, np.array(m.root_R, dtype=float), np.array(m.gravity, dtype=float), m.ds, self._cay, R,
+                        np.array(m.root_r, dtype=float), r)
         return GAlphaState(0.0, x, np.zeros((N, NV)), R, r, r.copy(), 0)
 
     def energy(self, state: GAlphaState) -> tuple[float, float, float]:
         """(kinetic, elastic, gravitational) energy [J]."""
         m = self.model
-        return energies(state.x, state.r, self._khat, self._K, self._J, m.rhoA, np.ascontiguousarray(m.gravity), m.ds)
+        return _energies(state.x, state.r, self._khat, self._K, self._J, m.rhoA, np.ascontiguousarray(m.gravity), m.ds)
 
     def _paper_initial_xdot(self, state: GAlphaState, dt: float) -> None:
         """Algorithm 1 lines 4-6: x_s from Eq. 20 (starting from the node-0 value that makes

@@ -79,6 +79,7 @@ from time import perf_counter
 
 import numpy as np
 
+from .. import aot
 from ..galpha.batch import STATE_KEYS, RodsLayout, SolverFields, advance_rods, edge_d1_from_nodes
 from ..galpha.boundary import Boundary, RootMotion, RootPin, TipLoad, TipMotion, TipPin
 from ..galpha.model import Coefficients, GAlphaRod
@@ -96,12 +97,17 @@ _NV = 15
 COMMON_FIELDS = ("vertex_x", "vertex_v", "edge_ref_d1", "edge_theta", "joint_ref_twist")
 log = logging.getLogger(__name__)
 
+# Python calls of compiled kernels: their ahead-of-time entries where built (rodlab.aot; bitwise the
+# JIT's results), else numba's dispatchers (advance_rods: GAlphaSimulator._stepper)
+_matrix_to_quat, _quat_to_matrix, _cayley_call, _energies = map(aot.kernel, (matrix_to_quat, quat_to_matrix, _cayley,
+                                                                           energies))
+
 
 # ---------------------------------------------------------------------------------------------
 # rest geometry and frames
 # ---------------------------------------------------------------------------------------------
 def _quat(R: np.ndarray) -> np.ndarray:
-    q = np.asarray(matrix_to_quat(np.ascontiguousarray(R)))
+    q = np.asarray(_matrix_to_quat(np.ascontiguousarray(R)))
     return -q if q[0] < 0 else q
 
 
@@ -140,8 +146,8 @@ def rest_geometry(points, d1, cayley: bool = True) -> tuple[float, np.ndarray, n
     kh[m] = kh[m - 1]
     w0 = 0.5 * (kh[0] + kh[1]) * ds
     M = np.empty((3, 3))
-    (_cayley if cayley else _expm)(w0[0], w0[1], w0[2], M)
-    H = np.asarray(quat_to_matrix(_half(_quat(M))))
+    (_cayley_call if cayley else _expm)(w0[0], w0[1], w0[2], M)
+    H = np.asarray(_quat_to_matrix(_half(_quat(M))))
     return ds, kh, F[0] @ H.T
 
 
@@ -160,13 +166,13 @@ def rest_polyline(kappa_hat, ds: float, root_R, root_r=(0.0, 0.0, 0.0), cayley: 
     R0 = np.asarray(root_R, dtype=float)
     require(R0.shape == (3, 3) and bool(np.allclose(R0.T @ R0, np.eye(3), atol=1e-9)) and np.linalg.det(R0) > 0,
             "root_R must be a rotation matrix (3, 3)")
-    rotate = _cayley if cayley else _expm
+    rotate = _cayley_call if cayley else _expm
     m = kh.shape[0] - 1
     F = np.empty((m, 3, 3))
     E = np.empty((3, 3))
     w0 = kh[1] * ds
     rotate(w0[0], w0[1], w0[2], E)
-    F[0] = R0 @ np.asarray(quat_to_matrix(_half(_quat(E))))
+    F[0] = R0 @ np.asarray(_quat_to_matrix(_half(_quat(E))))
     for j in range(1, m):
         w = kh[j] * ds
         rotate(w[0], w[1], w[2], E)
@@ -361,6 +367,10 @@ class GAlphaSimulator(Simulator):
         self._bc = np.stack([sol.boundary_rows(0.0, self._dt, 1) for sol in self.solvers]) if static else None
         self._bc_none = np.zeros((w.n_rods, 1, BC_SIZE))  # the rows of a call of no step (only the shape is read)
         self._paper = o["init"] == "paper"  # a rod's first step then runs in Python (GAlphaSolver.advance)
+        # advance_rods' ahead-of-time compiled entry (rodlab.aot), [] where not built; the state
+        # arrays of the last call found to fit it and the entry, else (None, ...) and the dispatcher
+        self._advance_aot = aot.entries(advance_rods)
+        self._stepper_arrays, self._stepper = (None,) * 7, advance_rods
 
     def _time_coefficients(self) -> Coefficients:
         """The time scheme's (alpha, beta, gamma) from ``rho_inf`` or from ``alpha``, ``beta``, ``gamma``."""
@@ -449,7 +459,9 @@ class GAlphaSimulator(Simulator):
     def _write_common(self, state: State, sfb: np.ndarray, sib: np.ndarray) -> None:
         """The common fields of every rod from the node frames (:func:`advance_rods` of no step),
         written now (a deferral of this simulator's dropped: its fields are written)."""
-        if advance_rods(0, 0, state.t, self._dt, sfb, sib, *self._common(state), self._bc_none, self._fb, self._ib, 1) != 0:
+        common = self._common(state)
+        if self._stepper_for(sfb, sib, *common)(0, 0, state.t, self._dt, sfb, sib, *common, self._bc_none, self._fb,
+                                                 self._ib, 1) != 0:
             self._layout_error(state)
         state.drop_deferred()
 
@@ -457,8 +469,16 @@ class GAlphaSimulator(Simulator):
         """The fill of a deferral of :data:`COMMON_FIELDS` (:meth:`State.defer`): the common fields
         from the packed unknowns ``sfb``, ``sib`` (those of the call that deferred; a repacked
         state resolves first) and ``state.vertex_x``, as a call would have written them."""
-        if advance_rods(0, 0, state.t, self._dt, sfb, sib, state.vertex_x, state.vertex_v, state.edge_ref_d1,
-                        state.edge_theta, state.joint_ref_twist, self._bc_none, self._fb, self._ib, 1) != 0:
+        x, v, d1, theta, twist = (state.vertex_x, state.vertex_v, state.edge_ref_d1, state.edge_theta,
+                                  state.joint_ref_twist)
+        a = self._stepper_arrays  # advance's check inline (a read after every call pays it)
+        if sfb is a[0] and sib is a[1] and x is a[2] and v is a[3] and d1 is a[4] and theta is a[5] and twist is a[6] \
+                and sfb.flags.writeable and sib.flags.writeable and x.flags.writeable and v.flags.writeable \
+                and d1.flags.writeable and theta.flags.writeable and twist.flags.writeable:
+            stepper = self._stepper
+        else:
+            stepper = self._stepper_for(sfb, sib, x, v, d1, theta, twist)
+        if stepper(0, 0, state.t, self._dt, sfb, sib, x, v, d1, theta, twist, self._bc_none, self._fb, self._ib, 1) != 0:
             self._layout_error(state)
 
     def _defer_common(self, state: State, sfb: np.ndarray, sib: np.ndarray) -> None:
@@ -505,18 +525,48 @@ class GAlphaSimulator(Simulator):
         t0 = perf_counter()
         arrays = state.deferred_by(self)  # the common fields left unwritten by the last call, if nobody read them
         if arrays is None:
-            failed = advance_rods(nsteps, 0, state.t, self._dt, sfb, sib, state.vertex_x, state.vertex_v, state.edge_ref_d1,
-                                  state.edge_theta, state.joint_ref_twist, bc, self._fb, self._ib, 0)
+            x, v, d1, theta, twist = (state.vertex_x, state.vertex_v, state.edge_ref_d1, state.edge_theta,
+                                      state.joint_ref_twist)
         else:
-            failed = advance_rods(nsteps, 0, state.t, self._dt, sfb, sib, arrays["vertex_x"], arrays["vertex_v"],
-                                  arrays["edge_ref_d1"], arrays["edge_theta"], arrays["joint_ref_twist"], bc, self._fb,
-                                  self._ib, 0)
+            x, v, d1, theta, twist = (arrays["vertex_x"], arrays["vertex_v"], arrays["edge_ref_d1"], arrays["edge_theta"],
+                                      arrays["joint_ref_twist"])
+        a = self._stepper_arrays  # the arrays the last call checked, if these are they (and still writeable): _stepper_for
+        if sfb is a[0] and sib is a[1] and x is a[2] and v is a[3] and d1 is a[4] and theta is a[5] and twist is a[6] \
+                and sfb.flags.writeable and sib.flags.writeable and x.flags.writeable and v.flags.writeable \
+                and d1.flags.writeable and theta.flags.writeable and twist.flags.writeable:
+            stepper = self._stepper
+        else:
+            stepper = self._stepper_for(sfb, sib, x, v, d1, theta, twist)
+        failed = stepper(nsteps, 0, state.t, self._dt, sfb, sib, x, v, d1, theta, twist, bc, self._fb, self._ib, 0)
         if failed:
             return self._retry(state, nsteps, failed, bc, sfb, sib, t0)
         if arrays is None:
             state.defer(COMMON_FIELDS, partial(self._fill, sfb, sib), self)
         newton, residual, state.t = self._result.tolist()
         return step_report(nsteps, True, "ok", int(newton), 0, residual, perf_counter() - t0)
+
+    def _stepper_for(self, sfb, sib, x, v, d1, theta, twist):
+        """:func:`advance_rods` for these state arrays: its ahead-of-time compiled entry (rodlab.aot,
+        bitwise the JIT's results) when a call with them has the entry's signature, else numba's
+        dispatcher (which compiles any other argument types as before). Remembers arrays that fit,
+        so that the next call on them checks only their identity and writeability. The other
+        arguments are the simulator's own: ``fb``, ``ib``, checked here, and ``bc``, always a new
+        or kept float64 C array (rods, steps, BC_SIZE) made by the simulator."""
+        if not self._advance_aot:
+            return advance_rods
+        a = self._stepper_arrays  # advance's check, spelled out (a generator over the pairs costs ~1.5 us)
+        if sfb is a[0] and sib is a[1] and x is a[2] and v is a[3] and d1 is a[4] and theta is a[5] and twist is a[6] \
+                and sfb.flags.writeable and sib.flags.writeable and x.flags.writeable and v.flags.writeable \
+                and d1.flags.writeable and theta.flags.writeable and twist.flags.writeable:
+            return self._stepper
+        arrays = (sfb, sib, x, v, d1, theta, twist)
+        args = (1, 0, 0.0, self._dt, *arrays, self._bc_none, self._fb, self._ib, 0)
+        for fits, function in self._advance_aot:
+            if fits(args):  # writeable C arrays of the entry's types
+                self._stepper_arrays, self._stepper = arrays, function
+                return function
+        self._stepper_arrays, self._stepper = (None,) * 7, advance_rods
+        return advance_rods
 
     def _boundary_rows(self, t: float, nsteps: int) -> np.ndarray:
         """(rods, nsteps, BC_SIZE): every rod's boundary rows for ``nsteps`` steps from ``t``."""
@@ -559,7 +609,8 @@ class GAlphaSimulator(Simulator):
             residual, t_end = max(residual, res.residual), gs.t
             # the rods after it (none: only the common fields are written)
             if r + 1 < n_rods:
-                failed = advance_rods(nsteps, r + 1, t_start, dt, sfb, sib, *common, bc, self._fb, self._ib, 0)
+                failed = self._stepper_for(sfb, sib, *common)(nsteps, r + 1, t_start, dt, sfb, sib, *common, bc, self._fb,
+                                                              self._ib, 0)
                 more, worst, t_end = self.layout.result.tolist()
                 newton, residual = newton + more, max(residual, worst)
             else:
@@ -641,7 +692,7 @@ class GAlphaSimulator(Simulator):
         for r, sol in enumerate(self.solvers):
             gs = self._views(state, r)
             m = sol.model
-            k, e, g = energies(np.ascontiguousarray(gs.x), np.ascontiguousarray(gs.r), sol._khat, sol._K, sol._J,
+            k, e, g = _energies(np.ascontiguousarray(gs.x), np.ascontiguousarray(gs.r), sol._khat, sol._K, sol._J,
                                m.rhoA, np.ascontiguousarray(m.gravity), m.ds)
             kinetic, elastic, gravity = kinetic + float(k), elastic + float(e), gravity + float(g)
         return {"kinetic": kinetic, "elastic": elastic, "gravity": gravity, "total": kinetic + elastic + gravity}
@@ -653,7 +704,7 @@ class GAlphaSimulator(Simulator):
         for r, sol in enumerate(self.solvers):
             gs = self._views(state, r)
             m = sol.model
-            total += float(energies(np.ascontiguousarray(gs.x), np.ascontiguousarray(gs.r), sol._khat, sol._K, sol._J,
+            total += float(_energies(np.ascontiguousarray(gs.x), np.ascontiguousarray(gs.r), sol._khat, sol._K, sol._J,
                                     m.rhoA, np.ascontiguousarray(m.gravity), m.ds)[1])
         return total
 

@@ -1,0 +1,123 @@
+"""Ahead-of-time compiled kernels of method galpha (rodlab.aot): a galpha run gives the same
+results through the AOT entries as through numba's JIT, bitwise; arrays the entry's signature does
+not describe go to the JIT dispatcher.
+
+The module exists only after ``pip install`` (or ``python setup.py build_ext --inplace``); the
+tests that need it skip without it, unless ``RODLAB_REQUIRE_AOT=1`` (set by ``.ci/run``) makes
+that a failure."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from rodlab import aot
+from rodlab.galpha.batch import advance_rods
+from rodlab.solvers import simulator_class
+from rodlab.solvers.galpha import rest_geometry, rest_polyline
+from rodlab.world import WorldBuilder, shapes
+
+
+@pytest.fixture
+def restore_aot(monkeypatch):
+    """Let a test set RODLAB_JIT_ONLY; the module is decided again after."""
+    yield monkeypatch
+    monkeypatch.undo()
+    aot.refresh()
+
+
+def require_module():
+    if aot.module() is None:
+        if os.environ.get("RODLAB_REQUIRE_AOT") == "1":  # set by .ci/run: the module must build there
+            pytest.fail(f"RODLAB_REQUIRE_AOT=1 but the AOT kernels are not usable: {aot.unavailable_reason()}")
+        pytest.skip(f"AOT kernels not usable: {aot.unavailable_reason()} (pip install -e . builds them)")
+
+
+def cantilever(n: int = 12):
+    """A clamped rod under gravity with a tip force (galpha's TipLoad)."""
+    b = WorldBuilder(gravity=(0.0, 0.0, -9.81), damping=1.0)
+    b.add_rod(shapes.straight(n, 0.5), E=1e7, G=1e7 / 3, rho=1000.0, radius=0.005)
+    b.clamp(0, "start")
+    b.add_point_force(0, n - 1, (0.0, 0.02, 0.0))
+    return b.build()
+
+
+def run_galpha():
+    """20 calls of one step, a read, one call of 15 steps, the energies: every state array after
+    each phase, and which function stepped."""
+    sim = simulator_class("galpha")(cantilever())
+    s = sim.initial_state()
+    out = []
+    for _ in range(20):
+        sim.advance(s, 1)
+    out.append(s.copy())  # reads the common fields (fills the deferral)
+    sim.advance(s, 15)
+    out.append(s.copy())
+    arrays = [np.concatenate([a.ravel() for a in (st.vertex_x, st.vertex_v, st.edge_theta, st.edge_ref_d1,
+                                                    st.joint_ref_twist, st.solver["x"], st.solver["xdot"],
+                                                    st.solver["R"], st.solver["r_vel"])]) for st in out]
+    arrays.append(np.array(list(sim.energies(s).values())))
+    return arrays, sim._stepper
+
+
+def test_galpha_bitwise_the_same_through_aot_and_jit(restore_aot):
+    require_module()
+    aot.refresh()
+    with_aot, stepper = run_galpha()
+    assert stepper is not advance_rods  # the AOT entry stepped
+    restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
+    aot.refresh()
+    with_jit, stepper = run_galpha()
+    assert stepper is advance_rods
+    for a, b in zip(with_aot, with_jit):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_rest_geometry_bitwise_the_same_through_aot_and_jit(restore_aot):
+    """A helix's rest geometry (matrix_to_quat, the Cayley map, quat_to_matrix) and its inverse."""
+    require_module()
+    s = np.linspace(0.0, 3.0, 25)
+    points = np.stack([0.2 * np.cos(s), 0.2 * np.sin(s), 0.05 * s], axis=1)
+    t = np.diff(points, axis=0)
+    d1 = np.cross(t, [0.0, 0.0, 1.0])
+
+    def geometry():
+        ds, kh, root_R = rest_geometry(points, d1)
+        p, q = rest_polyline(kh, ds, root_R)
+        return np.concatenate([[ds], kh.ravel(), root_R.ravel(), p.ravel(), q.ravel()])
+
+    aot.refresh()
+    with_aot = geometry()
+    restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
+    aot.refresh()
+    assert with_aot.tobytes() == geometry().tobytes()
+
+
+def test_arrays_off_the_signature_go_to_the_jit(restore_aot):
+    """A read-only or float32 common field does not fit the entry: the dispatcher is chosen (and
+    the fitting arrays after it get the entry again)."""
+    require_module()
+    aot.refresh()
+    sim = simulator_class("galpha")(cantilever(6))
+    s = sim.initial_state()
+    sfb, sib = s.solver.sfb, s.solver.sib
+    common = [s.vertex_x, s.vertex_v, s.edge_ref_d1, s.edge_theta, s.joint_ref_twist]
+    assert sim._stepper_for(sfb, sib, *common) is not advance_rods
+    frozen = common[1].copy()
+    frozen.flags.writeable = False
+    assert sim._stepper_for(sfb, sib, common[0], frozen, *common[2:]) is advance_rods
+    assert sim._stepper_for(sfb, sib, *common) is not advance_rods
+    assert sim._stepper_for(sfb, sib, *common[:3], common[3].astype(np.float32), common[4]) is advance_rods
+    common[1].flags.writeable = False  # the remembered array itself turned read-only
+    assert sim._stepper_for(sfb, sib, *common) is advance_rods
+
+
+def test_jit_only_env_leaves_the_dispatcher(restore_aot):
+    restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
+    aot.refresh()
+    sim = simulator_class("galpha")(cantilever(6))
+    assert sim._advance_aot == []
+    s = sim.initial_state()
+    assert sim._stepper_for(s.solver.sfb, s.solver.sib, s.vertex_x, s.vertex_v, s.edge_ref_d1, s.edge_theta,
+                            s.joint_ref_twist) is advance_rods
