@@ -45,6 +45,12 @@ ENTRIES = {
     ("rodlab.render.raster", "_clear"): [NONE(S3, F2, S1)],
     ("rodlab.render.raster", "_rasterize"): [NONE(F1, F1, F1, F1, I2, F2, B1, S3, F2)],
     ("rodlab.render.raster", "_downsample"): [NONE(S3, INT, U3)],
+    # der-implicit: a cold `rodlab run cantilever --set method=der-implicit` (aot-di): the rest state's
+    # frames and curvatures (rod_model), and the serial driver of a one-rod backward-Euler world
+    # (4d / 2d-average bending: slerp_rest None)
+    ("rodlab.der_implicit.energies", "update_frames"): [NONE(F1, F2, F2, F1, F2, F1, F2, F1)],
+    ("rodlab.der_implicit.energies", "material_curvature_all"): [NONE(F1, F2, F1, F2, F1, F2, F1)],
+    ("rodlab.der_implicit.batch", "advance_serial"): [INT(I1, F1, F2, F2, F1, F1, F2, F1, F2, F2, INT, NONE)],
 }
 
 
