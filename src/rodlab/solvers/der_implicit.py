@@ -77,6 +77,7 @@ from time import perf_counter
 
 import numpy as np
 
+from .. import aot
 from ..der_implicit.batch import (F_NEWTON_MAX, F_RESIDUAL_MAX, I_DEFER, I_HAVE_PREV, I_RESUME,
                                   INTEGRATOR_BACKWARD_EULER, INTEGRATOR_BDF2, RodBatch, advance_serial)
 from ..der_implicit.energies import material_curvature_all, pack_dofs, update_frames
@@ -86,6 +87,9 @@ from ..der_implicit.contact_step import ContactStep, rods_base_frames
 from ..model import ModelError, Rod, check_damping_scheme, require
 from ..world import State
 from .base import Simulator, StaticReport, StepReport, ok_report, step_report
+
+# rod_model's kernels: their ahead-of-time entries where built (rodlab.aot), else the dispatchers
+_update_frames, _material_curvature_all = map(aot.kernel, (update_frames, material_curvature_all))
 
 INTEGRATORS = ("backward-euler", "bdf2")
 FEATURES = frozenset({"prescribed clamp motion", "swivel clamps", "pinned vertices", "rest curvature overrides",
@@ -129,9 +133,9 @@ def rod_model(rod: Rod, *, gravity=(0.0, 0.0, 0.0), damping: float = 0.0, point_
     perp = np.linalg.norm(a1 - np.sum(a1 * tan, axis=1)[:, None] * tan, axis=1)
     require(bool(np.all(perp > 1e-9)), f"rest_d1 of rod {index} must not be parallel to the rest tangent")
     tan2, elen, a1c, mrefc = np.empty_like(tan), np.empty(nv - 1), np.empty_like(a1), np.empty(nv - 2)
-    update_frames(q, tan, a1, np.zeros(nv - 2), tan2, elen, a1c, mrefc)
+    _update_frames(q, tan, a1, np.zeros(nv - 2), tan2, elen, a1c, mrefc)
     wbar, mbar = np.zeros((nv, 4)), np.zeros(nv)
-    material_curvature_all(q, tan2, elen, a1c, mrefc, wbar, mbar)
+    _material_curvature_all(q, tan2, elen, a1c, mrefc, wbar, mbar)
     if rod.rest_curvature is not None:
         wbar[1:-1] = rod.rest_curvature
     if rod.rest_twist is not None:
@@ -558,7 +562,8 @@ class DERImplicitSimulator(Simulator):
             ib[I_RESUME] = resume
             ib[I_DEFER] = defer
         self._flags = None
-        failed = advance_serial(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
+        driver = b.serial_driver(x, xv, theta, tv, d1, mref, fx, prev)  # (rodlab.aot's entry where it fits)
+        failed = driver(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
         self._flags = (True, True) if defer and not failed else flags  # (a deferring call sets I_RESUME)
         return failed
 
@@ -588,7 +593,17 @@ class DERImplicitSimulator(Simulator):
                 if self._flags != (True, True):
                     ib[I_RESUME] = ib[I_DEFER] = 1
                     self._flags = (True, True)
-                failed = advance_serial(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, b.no_prev, nsteps, b.slerp_rest)
+                a, prev = b.serial_arrays, b.no_prev  # (RodBatch.serial_driver's remembered arrays, inline)
+                if not b.serial_aot:  # (no ahead-of-time entry: numba's dispatcher, which takes any arrays)
+                    driver = advance_serial
+                elif x is a[0] and xv is a[1] and theta is a[2] and tv is a[3] and d1 is a[4] and mref is a[5] \
+                        and fx is a[6] and prev is a[7] and x.flags.writeable and xv.flags.writeable \
+                        and theta.flags.writeable and tv.flags.writeable and d1.flags.writeable \
+                        and mref.flags.writeable and fx.flags.writeable and prev.flags.writeable:
+                    driver = b.serial_function
+                else:
+                    driver = b.serial_driver(x, xv, theta, tv, d1, mref, fx, prev)
+                failed = driver(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
             if failed:  # the call wrote the state it started from: nothing is pending any more
                 self._pending, self._pending_arrays = None, ()
                 state.drop_deferred()
@@ -657,7 +672,17 @@ class DERImplicitSimulator(Simulator):
                 ib[I_RESUME] = 0
                 ib[I_DEFER] = defer
             self._flags = None
-            failed = advance_serial(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
+            a = b.serial_arrays  # the driver of the last call on these arrays (RodBatch.serial_driver), inline
+            if not b.serial_aot:  # (no ahead-of-time entry: numba's dispatcher, which takes any arrays)
+                driver = advance_serial
+            elif x is a[0] and xv is a[1] and theta is a[2] and tv is a[3] and d1 is a[4] and mref is a[5] \
+                    and fx is a[6] and prev is a[7] and x.flags.writeable and xv.flags.writeable \
+                    and theta.flags.writeable and tv.flags.writeable and d1.flags.writeable \
+                    and mref.flags.writeable and fx.flags.writeable and prev.flags.writeable:
+                driver = b.serial_function
+            else:
+                driver = b.serial_driver(x, xv, theta, tv, d1, mref, fx, prev)
+            failed = driver(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
             self._flags = (True, True) if defer and not failed else flags
         if failed:
             self._replay_and_fail(state, tv, nsteps, failed, t0, prev=prev, have=have, fx=fx)
