@@ -45,6 +45,10 @@ ENTRIES = {
     ("rodlab.render.raster", "_clear"): [NONE(S3, F2, S1)],
     ("rodlab.render.raster", "_rasterize"): [NONE(F1, F1, F1, F1, I2, F2, B1, S3, F2)],
     ("rodlab.render.raster", "_downsample"): [NONE(S3, INT, U3)],
+    # target `rodlab demo` (its perversion scene: a der rod between a fixed and a moving clamp):
+    # the serial driver of driven worlds, per-step inputs as arrays, fast projection (symplectic None)
+    ("rodlab.der.batch", "advance_rods_serial"): [
+        INT(F1, I1, B1, I2, INT, FLOAT, F2, F2, F1, F2, F1, *(T.Array(T.float64, 3, "C"),) * 3, NONE)],
 }
 
 
