@@ -132,6 +132,7 @@ class DERSimulator(Simulator):
         # _advance_general), whose per-step inputs are None, or arrays this simulator makes;
         # (state arrays, inputs None?) of the last call, and its driver (_driven_serial_driver)
         self._driven_aot = aot.entries(B.advance_rods_serial)
+        self._driven_jit = None if self._driven_aot else B.advance_rods_serial  # no AOT entry: always this
         self._driven_key, self._driven_driver = (None,) * 6, None
 
     def _setup_contact(self) -> None:
@@ -412,15 +413,16 @@ class DERSimulator(Simulator):
         arrays of shape (steps, k, 3) that :meth:`_call_inputs` makes anew (or ``_no_input``), so
         the next call on the same state arrays has the same argument types and checks only the
         arrays' identity and writeability."""
-        p = self._packed
-        args = (p.f, p.i, p.b, p.layout, nsteps, self._dt, x, v, theta, ref_d1, ref_twist, presc, m1, timed,
-                self._symplectic)
-        driver = B.advance_rods_serial
-        for fits, function in self._driven_aot:
-            if fits(args):
-                driver = function
+        k = self._driven_key
         writeable = x.flags.writeable and v.flags.writeable and theta.flags.writeable and ref_d1.flags.writeable \
             and ref_twist.flags.writeable
+        if writeable and x is k[0] and v is k[1] and theta is k[2] and ref_d1 is k[3] and ref_twist is k[4] \
+                and (presc is None) is k[5]:
+            return self._driven_driver
+        p = self._packed
+        driver = aot.pick(self._driven_aot, B.advance_rods_serial, (
+            p.f, p.i, p.b, p.layout, nsteps, self._dt, x, v, theta, ref_d1, ref_twist, presc, m1, timed,
+            self._symplectic))
         self._driven_key = (x, v, theta, ref_d1, ref_twist, presc is None) if writeable else (None,) * 6
         self._driven_driver = driver
         return driver
@@ -474,12 +476,8 @@ class DERSimulator(Simulator):
             else:
                 x, v, theta, ref_d1, ref_twist = (state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
                                                   state.joint_ref_twist)
-                k = self._driven_key  # the arrays (and inputs None or not) the last call checked, if these are they
-                if x is k[0] and v is k[1] and theta is k[2] and ref_d1 is k[3] and ref_twist is k[4] \
-                        and (presc is None) is k[5] and x.flags.writeable and v.flags.writeable \
-                        and theta.flags.writeable and ref_d1.flags.writeable and ref_twist.flags.writeable:
-                    driver = self._driven_driver
-                else:
+                driver = self._driven_jit
+                if driver is None:
                     driver = self._driven_serial_driver(nsteps, x, v, theta, ref_d1, ref_twist, presc, m1, timed)
                 code = driver(p.f, p.i, p.b, p.layout, nsteps, self._dt, x, v, theta, ref_d1, ref_twist, presc, m1,
                               timed, self._symplectic)
