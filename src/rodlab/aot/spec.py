@@ -70,6 +70,10 @@ ENTRIES = {
     ("rodlab.der_implicit.energies", "update_frames"): [NONE(F1, F2, F2, F1, F2, F1, F2, F1)],
     ("rodlab.der_implicit.energies", "material_curvature_all"): [NONE(F1, F2, F1, F2, F1, F2, F1)],
     ("rodlab.der_implicit.batch", "advance_serial"): [INT(I1, F1, F2, F2, F1, F1, F2, F1, F2, F2, INT, NONE)],
+    # target `rodlab demo` (its perversion scene: a der rod between a fixed and a moving clamp):
+    # the serial driver of driven worlds, per-step inputs as arrays, fast projection (symplectic None)
+    ("rodlab.der.batch", "advance_rods_serial"): [
+        INT(F1, I1, B1, I2, INT, FLOAT, F2, F2, F1, F2, F1, *(T.Array(T.float64, 3, "C"),) * 3, NONE)],
 }
 
 

@@ -128,6 +128,12 @@ class DERSimulator(Simulator):
         self._undriven_aot = aot.entries(B.advance_undriven_serial)
         self._undriven_jit = None if self._undriven_aot else B.advance_undriven_serial  # no AOT entry: always this
         self._driver_arrays, self._driver = (None,) * 5, None
+        # the same for the serial driver of driven worlds (moving clamps, time-dependent forces:
+        # _advance_general), whose per-step inputs are None, or arrays this simulator makes;
+        # (state arrays, inputs None?) of the last call, and its driver (_driven_serial_driver)
+        self._driven_aot = aot.entries(B.advance_rods_serial)
+        self._driven_jit = None if self._driven_aot else B.advance_rods_serial  # no AOT entry: always this
+        self._driven_key, self._driven_driver = (None,) * 6, None
 
     def _setup_contact(self) -> None:
         """Contact data (:class:`rodlab.der.contact.DERContact`); refused with rigid bodies."""
@@ -399,6 +405,28 @@ class DERSimulator(Simulator):
         self._driver_arrays, self._driver = ((x, v, theta, ref_d1, ref_twist) if writeable else (None,) * 5), driver
         return driver
 
+    def _driven_serial_driver(self, nsteps, x, v, theta, ref_d1, ref_twist, presc, m1, timed):
+        """The serial driver of driven worlds (:meth:`_advance_general`) for these arguments: its
+        ahead-of-time compiled entry (rodlab.aot, bitwise the JIT's results) when the call has one
+        of the entry's signatures, else numba's dispatcher. Remembers the state arrays and whether
+        the per-step inputs are None: those inputs are None all three (:meth:`_call_loads`), or
+        arrays of shape (steps, k, 3) that :meth:`_call_inputs` makes anew (or ``_no_input``), so
+        the next call on the same state arrays has the same argument types and checks only the
+        arrays' identity and writeability."""
+        k = self._driven_key
+        writeable = x.flags.writeable and v.flags.writeable and theta.flags.writeable and ref_d1.flags.writeable \
+            and ref_twist.flags.writeable
+        if writeable and x is k[0] and v is k[1] and theta is k[2] and ref_d1 is k[3] and ref_twist is k[4] \
+                and (presc is None) is k[5]:
+            return self._driven_driver
+        p = self._packed
+        driver = aot.pick(self._driven_aot, B.advance_rods_serial, (
+            p.f, p.i, p.b, p.layout, nsteps, self._dt, x, v, theta, ref_d1, ref_twist, presc, m1, timed,
+            self._symplectic))
+        self._driven_key = (x, v, theta, ref_d1, ref_twist, presc is None) if writeable else (None,) * 6
+        self._driven_driver = driver
+        return driver
+
     def _deferring_code(self, state: State, code: int, nsteps: int, t0: float, was_pending: bool) -> None:
         """A nonzero result code of a deferring call: after a failed call the driver restored the
         state and wrote the frames of its start (the deferral, if one was pending, ends: its
@@ -446,9 +474,13 @@ class DERSimulator(Simulator):
                                       no if presc is None else presc, no if m1 is None else m1,
                                       no if timed is None else timed)
             else:
-                code = B.advance_rods_serial(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v,
-                                             state.edge_theta, state.edge_ref_d1, state.joint_ref_twist, presc, m1,
-                                             timed, self._symplectic)
+                x, v, theta, ref_d1, ref_twist = (state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
+                                                  state.joint_ref_twist)
+                driver = self._driven_jit
+                if driver is None:
+                    driver = self._driven_serial_driver(nsteps, x, v, theta, ref_d1, ref_twist, presc, m1, timed)
+                code = driver(p.f, p.i, p.b, p.layout, nsteps, self._dt, x, v, theta, ref_d1, ref_twist, presc, m1,
+                              timed, self._symplectic)
             if code:
                 self._check_code(state, code, nsteps, t0)
             state.t += nsteps * self._dt

@@ -26,9 +26,14 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..aot import kernel
 from ..geometry.curves import compute_edges, compute_tangents, reference_twist, time_parallel_update
 from ..model import BoundaryConditions, Loads, ModelError, require
 from ..state import RodState
+
+# called from Python only here: the ahead-of-time entries where built (rodlab.aot), else the dispatchers
+compute_edges, compute_tangents, reference_twist, time_parallel_update = map(kernel, (
+    compute_edges, compute_tangents, reference_twist, time_parallel_update))
 
 
 def _rod_index(world, rod) -> int:
