@@ -133,8 +133,11 @@ WHY = [
     "(`error_model=\"python\"`, no fastmath), not the dispatcher's options. Each export is therefore a one-line "
     "function calling the kernel's dispatcher: numba compiles the kernel as the JIT does and links it in, so every "
     "construct of the tree compiled unchanged (the try/except in the per-rod step, the `rodlab.numba_views` "
-    "intrinsics, `inline=\"always\"`, None-typed arguments pruned). Not tried: `parallel=True` kernels (the parallel "
-    "drivers stay on the JIT). `numba.pycc` is pending deprecation in numba; its successor would take this build.",
+    "intrinsics, `inline=\"always\"`, None-typed arguments pruned). Not possible as is: a `parallel=True` kernel "
+    "(a stand-alone `prange` test) builds, but the module fails to import (`undefined symbol: numba_parallel_for`): "
+    "numba hands its threading layer's functions to the JIT by address, so an AOT module would need a C shim "
+    "defining `numba_parallel_for` and the scheduling functions over numba's threading-layer library, started as "
+    "numba's `_launch_threads` does; der's parallel drivers stay on the JIT. `numba.pycc` is pending deprecation in numba; its successor would take this build.",
     "- **pycc's argument checks are thin**: its wrapper unboxes an array checking only the item size, so a float64 "
     "array of another dimension or order would be misread. `rodlab.aot` checks each call against the signature as "
     "numba's dispatcher types it (dtype, dimensions, C order, writeable, alignment; tests/test_aot.py compares with "
