@@ -95,6 +95,58 @@ WHY = [
     "leaves' own typing, lowering and code generation remain, which for one method's physics is more than 10 s "
     "on this machine (compact above: ~17 s of numba's own passes after its levels were merged).",
     "",
+    "### Ahead-of-time kernels",
+    "",
+    "Measured 2026-12-07 on this 2-core machine (numba 0.68.1, llvmlite 0.50; CPU seconds of the whole process, "
+    "`/usr/bin/time`; load averages as given: other work shared the machine). `pip install` builds the extension module "
+    "`rodlab.aot._kernels` with `numba.pycc` (`setup.py`, `rodlab/aot/build.py`): the 16 kernels a der cantilever run "
+    "calls from Python (found with a `numba:compile` listener, `python bench/aot_entries.py run cantilever --set "
+    "method=der`): the serial driver `der.batch.advance_undriven_serial`, the setup's frame and twist kernels "
+    "(`geometry.curves.*`, `der.kernels.refresh_geometry`, `clamp_material_angles`, `update_twist`) and the picture's "
+    "rasterizer, each with the signature its Python caller passes (`rodlab/aot/spec.py`), for this machine's CPU name "
+    "and feature string (those numba's JIT uses). A run uses them when the module was built by the installed numba and "
+    "llvmlite, for this CPU, from the installed sources (SHA-256 of every `.py`), and the arguments have the entry's "
+    "signature; otherwise, or with `RODLAB_JIT_ONLY=1`, numba's JIT as before (`rodlab/aot/__init__.py`).",
+    "",
+    "| `rodlab run cantilever --set method=der --set t_end=0.05`, empty `NUMBA_CACHE_DIR` | cold wall [s] | cold CPU [s] "
+    "| compilations | warm wall [s] | warm CPU [s] |",
+    "| --- | ---: | ---: | ---: | ---: | ---: |",
+    "| AOT kernels, load 2.1 | 2.6 | 2.6 | 0 | | |",
+    "| `RODLAB_JIT_ONLY=1`, load 2.1 | 40.7 | 40.1 | 82 | | |",
+    "| AOT kernels, load 4.7, 2 rounds | 5.2-6.6 | 2.9-3.2 | 0 | 6.0-7.8 | 3.0-3.1 |",
+    "| `RODLAB_JIT_ONLY=1`, load 4.7, 2 rounds | 110-129 | 50-54 | 82 | 6.1-9.6 | 3.2-3.6 |",
+    "",
+    "- **The cold der cantilever is within 10 s**: nothing compiles; a cold run costs what a warm one does (~3 s CPU: "
+    "the interpreter, imports, the run and its pictures). Outputs are bitwise the JIT's (positions, frames, energies, "
+    "`frames.png`; `bench/der_trajectory_hashes.py`: 690 digests equal to main's through both paths); per-call overhead "
+    "unchanged (`bench/bench_overhead.py --paired --methods der --sizes 10 50 200 --repeats 7`, 3 interleaved rounds at "
+    "load ~5: 4.3 / 4.5 / 5.2 us on main, through the AOT entry, and through the JIT).",
+    "- **`rodlab demo` is not yet**: cold 52.5 s CPU (130 s wall) with the module, 68 compilations, against 71.2 s (171 s wall, 86) without, "
+    "load ~4.9: 44.6 s of it is `der.batch.advance_rods_serial`, the driver of worlds with moving clamps (the "
+    "perversion scene), and ~1 s curve kernels called from `world/moves.py`. Exporting that driver is the next step; "
+    "its per-call load arrays are new every call, so it needs the signature check of those three arrays each call.",
+    "- **The price is install time**: `pip install -e \".[test]\"` into a fresh virtual environment that already has "
+    "the dependencies: 19 s wall / 7.5 s CPU before, 198 s / 82 s after (load 4.7); numba's compile of the module "
+    "55 s CPU, the rest is pip's isolated build environment (numpy, scipy, numba) and gcc of numba's runtime. A failed "
+    "build installs without the module (the JIT path) unless `RODLAB_REQUIRE_AOT=1` (`.ci/run`).",
+    "- **How the JIT's code is reused**: pycc compiles an exported function itself with its default flags "
+    "(`error_model=\"python\"`, no fastmath), not the dispatcher's options. Each export is therefore a one-line "
+    "function calling the kernel's dispatcher: numba compiles the kernel as the JIT does and links it in, so every "
+    "construct of the tree compiled unchanged (the try/except in the per-rod step, the `rodlab.numba_views` "
+    "intrinsics, `inline=\"always\"`, None-typed arguments pruned). Not possible as is: a `parallel=True` kernel "
+    "(a stand-alone `prange` test) builds, but the module fails to import (`undefined symbol: numba_parallel_for`): "
+    "numba hands its threading layer's functions to the JIT by address, so an AOT module would need a C shim "
+    "defining `numba_parallel_for` and the scheduling functions over numba's threading-layer library, started as "
+    "numba's `_launch_threads` does; der's parallel drivers stay on the JIT. `numba.pycc` is pending deprecation in numba; its successor would take this build.",
+    "- **pycc's argument checks are thin**: its wrapper unboxes an array checking only the item size, so a float64 "
+    "array of another dimension or order would be misread. `rodlab.aot` checks each call against the signature as "
+    "numba's dispatcher types it (dtype, dimensions, C order, writeable, alignment; tests/test_aot.py compares with "
+    "`numba.typeof`); on der's per-call path the state arrays are checked once and then by identity and "
+    "writeability (~0.4 us, what the AOT entry saves over the dispatcher).",
+    "- **Other methods follow** by adding their Python-called kernels to `rodlab/aot/spec.py` (`bench/aot_entries.py` "
+    "prints each with its signature and call site) and calling them through `rodlab.aot.kernel`; each tree adds "
+    "its compile time to the install (der's: ~45 s CPU).",
+    "",
 ]
 
 

@@ -163,6 +163,14 @@ def entries(dispatcher) -> list:
     return [(signature_check(sig), getattr(mod, spec.symbol(*key, k))) for k, sig in enumerate(spec.ENTRIES[key])]
 
 
+def pick(found: list, jit, args: tuple):
+    """The function of the first of ``found`` (:func:`entries`) whose signature ``args`` has, else ``jit``."""
+    for fits, function in found:
+        if fits(args):
+            return function
+    return jit
+
+
 class Kernel:
     """A Python caller's handle on a compiled kernel: calls the ahead-of-time entry whose
     signature the arguments have, else the JIT dispatcher ``jit`` (the same results, bitwise).
@@ -180,10 +188,7 @@ class Kernel:
         if self._generation != _generation[0]:
             self._entries = entries(self.jit)
             self._generation = _generation[0]
-        for fits, function in self._entries:
-            if fits(args):
-                return function(*args)
-        return self.jit(*args)
+        return pick(self._entries, self.jit, args)(*args)
 
     def __repr__(self):
         return f"<rodlab.aot.Kernel {self.__name__}>"
@@ -194,5 +199,5 @@ def kernel(dispatcher) -> Kernel:
     return Kernel(dispatcher)
 
 
-__all__ = ["JIT_ONLY_ENV", "Kernel", "build_info", "entries", "host_target", "kernel", "module", "refresh",
+__all__ = ["JIT_ONLY_ENV", "Kernel", "build_info", "entries", "host_target", "kernel", "module", "pick", "refresh",
            "signature_check", "source_digest", "unavailable_reason"]

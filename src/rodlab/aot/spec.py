@@ -6,7 +6,9 @@ nothing else of that run compiles when they are built.
 A signature is written in numba's types; the runtime (:mod:`rodlab.aot`) checks each call's
 arguments against it (dtype, dimensions, C order, writeable) the way numba's dispatcher would
 type them, and takes the JIT dispatcher for anything else. Another method follows by adding its
-Python-called kernels here (``python -m rodlab.aot --list`` prints what a run compiles).
+Python-called kernels here (``python bench/aot_entries.py run cantilever --set method=M`` prints what
+a cold run still compiles, with signatures and call sites) and calling them through
+:func:`rodlab.aot.kernel`.
 """
 from __future__ import annotations
 

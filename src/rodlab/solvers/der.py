@@ -123,10 +123,10 @@ class DERSimulator(Simulator):
         self._frames_state = None
         p = self._packed  # the serial driver's arguments, read by advance without a named tuple's lookups
         self._buf_f, self._buf_i, self._buf_b, self._buf_layout = p.f, p.i, p.b, p.layout
-        # the serial driver's ahead-of-time compiled entry (rodlab.aot), None where not built;
-        # (state arrays, entry) of the last call: arrays found to fit the entry's signature, or
-        # (None, None) until a call checks them (_serial_driver)
+        # the serial driver's ahead-of-time compiled entries (rodlab.aot; none where not built), and
+        # the state arrays last found to fit one with that entry (_serial_driver)
         self._undriven_aot = aot.entries(B.advance_undriven_serial)
+        self._undriven_jit = None if self._undriven_aot else B.advance_undriven_serial  # no AOT entry: always this
         self._driver_arrays, self._driver = (None,) * 5, None
 
     def _setup_contact(self) -> None:
@@ -341,12 +341,15 @@ class DERSimulator(Simulator):
             if x.shape != self._shape_x:
                 self._check_layout(state)
             v = state.vertex_v
-            a = self._driver_arrays  # the arrays the last call checked, if these are they (and still writeable)
-            if x is a[0] and v is a[1] and theta is a[2] and ref_d1 is a[3] and ref_twist is a[4] and x.flags.writeable \
-                    and v.flags.writeable and theta.flags.writeable and ref_d1.flags.writeable and ref_twist.flags.writeable:
-                driver = self._driver
-            else:
-                driver = self._serial_driver(x, v, theta, ref_d1, ref_twist)
+            driver = self._undriven_jit
+            if driver is None:  # the AOT entry, if these are the arrays the last call checked (and still writeable)
+                a = self._driver_arrays
+                if x is a[0] and v is a[1] and theta is a[2] and ref_d1 is a[3] and ref_twist is a[4] \
+                        and x.flags.writeable and v.flags.writeable and theta.flags.writeable and ref_d1.flags.writeable \
+                        and ref_twist.flags.writeable:
+                    driver = self._driver
+                else:
+                    driver = self._serial_driver(x, v, theta, ref_d1, ref_twist)
             code = driver(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, nsteps, self._dt, x, v, theta, ref_d1,
                           ref_twist, self._symplectic, mode)
             if code:
@@ -381,18 +384,18 @@ class DERSimulator(Simulator):
         return ok_report(nsteps, perf_counter() - t0)
 
     def _serial_driver(self, x, v, theta, ref_d1, ref_twist):
-        """The serial driver of undriven worlds for these state arrays: its ahead-of-time compiled
-        entry (rodlab.aot, bitwise the JIT's results) when the call has the entry's signature, else
-        numba's dispatcher (which compiles any other argument types as before). Remembers the
-        arrays, so that the next call on them checks only their identity and writeability."""
-        args = (self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 1, self._dt, x, v, theta, ref_d1, ref_twist,
-                self._symplectic, B.FRAMES_FRESH)
-        driver = B.advance_undriven_serial
-        for fits, function in self._undriven_aot:
-            if fits(args):
-                driver = function
+        """The serial driver of undriven worlds for these state arrays: its ahead-of-time compiled entry
+        (rodlab.aot, bitwise the JIT's results) when the call has its signature, else numba's dispatcher
+        (which compiles other argument types as before). Remembers the arrays: :meth:`advance`'s next
+        call on them checks only their identity and writeability (arrays are not re-typed in place)."""
+        a = self._driver_arrays
         writeable = x.flags.writeable and v.flags.writeable and theta.flags.writeable and ref_d1.flags.writeable \
             and ref_twist.flags.writeable
+        if writeable and x is a[0] and v is a[1] and theta is a[2] and ref_d1 is a[3] and ref_twist is a[4]:
+            return self._driver
+        driver = aot.pick(self._undriven_aot, B.advance_undriven_serial, (
+            self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 1, self._dt, x, v, theta, ref_d1, ref_twist,
+            self._symplectic, B.FRAMES_FRESH))
         self._driver_arrays, self._driver = ((x, v, theta, ref_d1, ref_twist) if writeable else (None,) * 5), driver
         return driver
 
@@ -410,9 +413,9 @@ class DERSimulator(Simulator):
         """The fill of the frames left unwritten by :meth:`advance` (``State.defer``)."""
         x, v, theta, ref_d1, ref_twist = (state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
                                           state.joint_ref_twist)
-        self._serial_driver(x, v, theta, ref_d1, ref_twist)(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 0,
-                                                            self._dt, x, v, theta, ref_d1, ref_twist, self._symplectic,
-                                                            B.FRAMES_FILL)
+        driver = self._undriven_jit or self._serial_driver(x, v, theta, ref_d1, ref_twist)
+        driver(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 0, self._dt, x, v, theta, ref_d1, ref_twist,
+               self._symplectic, B.FRAMES_FILL)
         if self._frames_state is state:
             self._frames_state = None
 
