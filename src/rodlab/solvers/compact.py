@@ -457,7 +457,7 @@ class CompactSimulator(Simulator):
         self._checked = (sv, *arrays)
         self._frames = None
         fill_args = (self._vstart, self._estart, self._jstart, arrays[4], arrays[2], *arrays[6:])
-        self._fill = next((function for fits, function in self._frames_aot if fits(fill_args)), write_frames)
+        self._fill = aot.pick(self._frames_aot, write_frames, fill_args)
         return sv
 
     def _own_fast(self, state: State, frames: dict | None) -> tuple[dict, bool]:
@@ -537,7 +537,7 @@ class CompactSimulator(Simulator):
         where one has the types of this simulator's driver arguments (fixed at construction: its own
         ``ib``/``fb``; ``drive``, ``history``, dense storage None or tuples), else numba's dispatcher."""
         args = (1, False, self._ib, self._fb, () if self._drives else None, () if self._integ else None, self._dense)
-        return next((function for fits, function in aot.entries(self._driver) if fits(args)), self._driver)
+        return aot.pick(aot.entries(self._driver), self._driver, args)
 
     def _run(self, state: State, nsteps: int, static: bool) -> tuple[int, int, int, int, float, float]:
         """``nsteps`` steps (or one static solve) of every rod in one compiled call; the common
