@@ -46,8 +46,9 @@ ENTRIES = {
     ("rodlab.render.raster", "_rasterize"): [NONE(F1, F1, F1, F1, I2, F2, B1, S3, F2)],
     ("rodlab.render.raster", "_downsample"): [NONE(S3, INT, U3)],
     # der-implicit: a cold `rodlab run cantilever --set method=der-implicit` (aot-di): the rest state's
-    # frames and curvatures (rod_model), and the serial driver of a one-rod backward-Euler world
-    # (4d / 2d-average bending: slerp_rest None)
+    # frames and curvatures (rod_model, through rodlab.aot.kernel), and the serial driver of one-rod
+    # worlds with 4d / 2d-average bending (slerp_rest None), backward Euler or BDF2, seeded into its
+    # dispatcher (rodlab.aot.seed, by RodBatch): its callers call the dispatcher as before
     ("rodlab.der_implicit.energies", "update_frames"): [NONE(F1, F2, F2, F1, F2, F1, F2, F1)],
     ("rodlab.der_implicit.energies", "material_curvature_all"): [NONE(F1, F2, F1, F2, F1, F2, F1)],
     ("rodlab.der_implicit.batch", "advance_serial"): [INT(I1, F1, F2, F2, F1, F1, F2, F1, F2, F2, INT, NONE)],
