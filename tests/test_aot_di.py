@@ -1,7 +1,7 @@
-"""der-implicit's ahead-of-time kernels (rodlab.aot): the rest state's kernels and the one-rod serial
-driver give bitwise the JIT's results on every path a run takes (deferred calls, a read's fill, a
-stepwise world through RodBatch.advance, BDF2), a read-only array goes to the JIT, and a pickled
-simulator finds the entries again.
+"""der-implicit's ahead-of-time kernels (rodlab.aot): the rest state's kernels (rodlab.aot.kernel) and
+the one-rod serial driver (rodlab.aot.seed: the entry inserted into numba's dispatcher) give bitwise
+the JIT's results on every path a run takes (deferred calls, a read's fill, a stepwise world through
+RodBatch.advance, BDF2); a read-only array still gets the JIT's error; RODLAB_JIT_ONLY=1 inserts nothing.
 
 The tests that need the module skip without it, unless ``RODLAB_REQUIRE_AOT=1`` (.ci/run)."""
 from __future__ import annotations
@@ -11,11 +11,15 @@ import pickle
 
 import numpy as np
 import pytest
+from numba.core.errors import TypingError
 
 from rodlab import aot
+from rodlab.aot import spec
 from rodlab.der_implicit import batch as B
 from rodlab.solvers import make_simulator
 from rodlab.world import WorldBuilder, shapes
+
+DRIVER_ARGS = tuple(spec.ENTRIES[("rodlab.der_implicit.batch", "advance_serial")][0].args)
 
 
 @pytest.fixture
@@ -49,7 +53,7 @@ def fields(s) -> np.ndarray:
 
 def run(world, **opts):
     """12 calls of one step (deferred, each going on from the last), a read (the fill), a call of 9
-    steps, a read; every field after each read, and the driver the batch used."""
+    steps, a read; every field after each read, and the rest model's arrays."""
     sim = make_simulator(world, "der-implicit", **opts)
     s = sim.initial_state()
     out = []
@@ -60,17 +64,24 @@ def run(world, **opts):
     out.append(fields(s))
     model = sim.models[0]
     out.append(np.concatenate([model.wbar.ravel(), model.mbar, sim._rest[0].a1.ravel(), sim._rest[0].mref]))
-    return out, sim.batch
+    return out
+
+
+def fresh_driver():
+    """The serial driver without any compilation of this process, decided again (rodlab.aot.refresh)."""
+    B.advance_serial._reset_overloads()
+    aot.refresh()
 
 
 def both_paths(restore_aot, world, **opts):
-    aot.refresh()
-    with_aot, batch = run(world, **opts)
-    assert batch.serial_function is batch.serial_aot[0][1]  # the ahead-of-time entry ran
+    fresh_driver()
+    with_aot = run(world, **opts)
+    assert aot.seeded(B.advance_serial) == (DRIVER_ARGS,)  # the entry was inserted ...
+    assert DRIVER_ARGS not in B.advance_serial.overloads  # ... and ran: numba compiled nothing for it
     restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
-    aot.refresh()
-    with_jit, batch = run(world, **opts)
-    assert batch.serial_aot == [] and batch.serial_function in (None, B.advance_serial)  # the dispatcher ran
+    fresh_driver()
+    with_jit = run(world, **opts)
+    assert aot.seeded(B.advance_serial) == () and DRIVER_ARGS in B.advance_serial.overloads  # numba's own
     return with_aot, with_jit
 
 
@@ -89,7 +100,11 @@ def test_bitwise_the_same_through_aot_and_jit(restore_aot, case):
 def test_rest_state_kernels_match_the_jit():
     """rod_model's frames and rest curvature through the entries and through the dispatchers."""
     require_module()
-    from rodlab.der_implicit.energies import material_curvature_all, pack_dofs, update_frames
+    from rodlab.der_implicit.energies import (
+        material_curvature_all,
+        pack_dofs,
+        update_frames,
+    )
 
     rng = np.random.default_rng(5)
     nv = 9
@@ -112,28 +127,22 @@ def test_rest_state_kernels_match_the_jit():
     assert results[0].tobytes() == results[1].tobytes()
 
 
-def test_read_only_or_other_arrays_go_to_the_jit():
-    """The remembered entry holds only while the same arrays stay writeable; an array of another
-    type (float32, Fortran order, read-only) gets numba's dispatcher."""
+def test_a_read_only_array_gets_the_jits_error(restore_aot):
+    """numba's dispatcher types a read-only array as another signature: not the entry's, so the JIT
+    compiles it and refuses the driver's writes, as without the module."""
     require_module()
+    fresh_driver()
     sim = make_simulator(cantilever(6), "der-implicit")
     s = sim.initial_state()
     sim.advance(s, 2)
-    b = sim.batch
-    tv, fx = s.solver["edge_theta_v"], s.solver["vertex_x_frames"]
-    arrays = [s.vertex_x, s.vertex_v, s.edge_theta, tv, s.edge_ref_d1, s.joint_ref_twist, fx, b.no_prev]
-    entry = b.serial_driver(*arrays)
-    assert entry is b.serial_aot[0][1] and b.serial_function is entry
-    s.vertex_v.flags.writeable = False
-    assert b.serial_driver(*arrays) is B.advance_serial and b.serial_function is None  # (not remembered)
-    s.vertex_v.flags.writeable = True
-    assert b.serial_driver(*arrays) is entry
-    for other in (s.vertex_x.astype(np.float32), np.asfortranarray(s.vertex_x), s.vertex_x[:, :2]):
-        assert b.serial_driver(other, *arrays[1:]) is B.advance_serial
-    assert b.serial_driver(*arrays) is entry
+    assert aot.seeded(B.advance_serial) == (DRIVER_ARGS,)
+    v = s.vertex_v  # (the read fills the deferred output)
+    v.flags.writeable = False
+    with pytest.raises(TypingError, match="readonly"):
+        sim.advance(s, 1)
 
 
-def test_unpickled_simulator_uses_the_entries():
+def test_unpickled_simulator_matches():
     require_module()
     sim = make_simulator(cantilever(6), "der-implicit")
     s = sim.initial_state()
@@ -142,12 +151,11 @@ def test_unpickled_simulator_uses_the_entries():
     sc = s.copy()
     copy.advance(sc, 2)
     sim.advance(s, 2)
-    assert copy.batch.serial_function is copy.batch.serial_aot[0][1]
     assert fields(sc).tobytes() == fields(s).tobytes()
 
 
-def test_jit_only_env_turns_the_entries_off(restore_aot):
+def test_jit_only_env_inserts_nothing(restore_aot):
     restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
     aot.refresh()
-    sim = make_simulator(cantilever(6), "der-implicit")
-    assert sim.batch.serial_aot == []
+    make_simulator(cantilever(6), "der-implicit")
+    assert aot.seed(B.advance_serial) == 0 and aot.seeded(B.advance_serial) == ()

@@ -122,7 +122,9 @@ def test_driver_without_slerped_bending_compiles_the_newton_loop_without_it():
 
     m, s = _rod(False)
     batch = RodBatch([m], h=1.0 / 240.0, newton_iters=1, gtol=0.0, line_search=0)
-    batch.serial_aot = []  # numba's driver (not its ahead-of-time entry, rodlab.aot: tests/test_aot_di.py)
+    from rodlab import aot
+
+    aot.refresh()  # numba's own driver below, not the ahead-of-time entry RodBatch seeded (tests/test_aot_di.py)
     assert batch.slerp_rest is None
     assert batch.advance(*_flat([s]), 2, False) == 0
     # The serial driver was typed with ``slerp_rest`` None: this holds whether it was compiled now or

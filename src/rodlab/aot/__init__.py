@@ -37,6 +37,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 _loaded = None  # (module or None, reason) once decided; refresh() forgets it
 _generation = [0]  # bumped by refresh(): kernels re-resolve their entries
+_seeded = {}  # dispatcher -> the argument types of the entries seed() inserted; refresh() takes them out
 
 
 def host_target() -> tuple[str, str]:
@@ -104,10 +105,51 @@ def unavailable_reason() -> str:
 
 
 def refresh() -> None:
-    """Decide again (after ``RODLAB_JIT_ONLY`` changed, say): every kernel re-resolves."""
+    """Decide again (after ``RODLAB_JIT_ONLY`` changed, say): every kernel re-resolves, and every
+    seeded dispatcher (:func:`seed`) drops what it holds (its JIT compilations load again from numba's
+    cache at their next call) until it is seeded again."""
     global _loaded
     _loaded = None
     _generation[0] += 1
+    for dispatcher, inserted in _seeded.items():
+        if inserted:
+            dispatcher._reset_overloads()
+    _seeded.clear()
+
+
+def seed(dispatcher) -> int:
+    """Insert the compiled entries of ``dispatcher`` (a numba dispatcher named in
+    :data:`rodlab.aot.spec.ENTRIES`) into the dispatcher itself, each under its signature, the way
+    numba adds a JIT compilation (``Dispatcher._insert``, the C-level table ``add_overload`` fills;
+    the module was built by this very numba: :func:`build_info`). A Python call whose arguments numba
+    types as an entry's signature (its own C type dispatch: dtype, dimensions, layout, read-only)
+    then runs the entry at the per-call cost of a JIT overload, with no check in Python; any other
+    call compiles as before. For a per-call path: the callers keep calling the dispatcher.
+
+    An entry is not inserted for a signature the dispatcher already compiled (the JIT's code, the
+    same bits), and is not listed in ``dispatcher.overloads`` / ``signatures`` (there is no compile
+    result: compiled code that calls the dispatcher gets a JIT compilation). Done once per
+    :func:`refresh`; returns the number of entries the dispatcher holds from this module."""
+    from . import spec
+
+    if dispatcher in _seeded:
+        return len(_seeded[dispatcher])
+    mod = module()
+    key = (dispatcher.py_func.__module__, dispatcher.py_func.__name__)
+    inserted = []
+    if mod is not None and key in spec.ENTRIES:
+        for k, sig in enumerate(spec.ENTRIES[key]):
+            if tuple(sig.args) not in dispatcher.overloads:
+                dispatcher._insert([a._code for a in sig.args], getattr(mod, spec.symbol(*key, k)), False)
+                inserted.append(tuple(sig.args))
+    _seeded[dispatcher] = tuple(inserted)
+    return len(inserted)
+
+
+def seeded(dispatcher) -> tuple:
+    """The argument types (tuples of numba types) of the entries :func:`seed` inserted into
+    ``dispatcher`` since the last :func:`refresh` (empty: none)."""
+    return _seeded.get(dispatcher, ())
 
 
 def _argument_check(ty):

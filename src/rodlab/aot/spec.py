@@ -67,8 +67,9 @@ ENTRIES = {
     ("rodlab.galpha.batch", "advance_rods"): [
         INT(INT, INT, FLOAT, FLOAT, F1, I1, F2, F2, F2, F1, F1, T.Array(T.float64, 3, "C"), F1, I1, INT)],
     # der-implicit: a cold `rodlab run cantilever --set method=der-implicit` (aot-di): the rest state's
-    # frames and curvatures (rod_model), and the serial driver of a one-rod backward-Euler world
-    # (4d / 2d-average bending: slerp_rest None)
+    # frames and curvatures (rod_model, through rodlab.aot.kernel), and the serial driver of one-rod
+    # worlds with 4d / 2d-average bending (slerp_rest None), backward Euler or BDF2, seeded into its
+    # dispatcher (rodlab.aot.seed, by RodBatch): its callers call the dispatcher as before
     ("rodlab.der_implicit.energies", "update_frames"): [NONE(F1, F2, F2, F1, F2, F1, F2, F1)],
     ("rodlab.der_implicit.energies", "material_curvature_all"): [NONE(F1, F2, F1, F2, F1, F2, F1)],
     ("rodlab.der_implicit.batch", "advance_serial"): [INT(I1, F1, F2, F2, F1, F1, F2, F1, F2, F2, INT, NONE)],

@@ -659,49 +659,10 @@ class RodBatch:
         self.vertex_x_frames = np.full((totals["vertex"], 3), np.nan)  # advance(vertex_x_frames=None)'s record
         # the driver's last argument: the slerped bending's rest curvature, or None (_rod_steps)
         self.slerp_rest = self.vertex_wbar2 if slerp is not None else None
-        # advance_serial's ahead-of-time compiled entries (rodlab.aot; empty where not built), and the
-        # arrays of the last serial_driver call with the driver chosen for them (a simulator's per-call
-        # path reads these two directly: the same arrays, still writeable, keep their driver)
-        self.serial_aot = aot.entries(advance_serial)
-        self.serial_arrays, self.serial_function = (None,) * 8, None
-
-    def __getstate__(self):  # pickling: the compiled entries are looked up again where unpickled
-        return self.__dict__ | {"serial_aot": None, "serial_arrays": (None,) * 8, "serial_function": None}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self.serial_aot = aot.entries(advance_serial)
-
-    def serial_driver(self, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
-                      vertex_x_frames, dof_prev):
-        """The serial driver for a call on these arrays (:meth:`advance`'s arguments): the ahead-of-time
-        compiled entry of :func:`advance_serial` (rodlab.aot, bitwise the JIT's results) when the call
-        has its signature, else numba's dispatcher (which compiles any other argument types as
-        before). Remembered with the arrays (``serial_arrays``, ``serial_function``): a call on the
-        same arrays, all still writeable, is not checked again (the dispatcher, where chosen, takes
-        any arrays; an entry only those it was checked for)."""
-        arrays = (vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, vertex_x_frames, dof_prev)
-        if self.serial_function is not None:  # (None: nothing remembered)
-            same = True
-            for a, last in zip(arrays, self.serial_arrays):
-                if a is not last or not a.flags.writeable:
-                    same = False
-                    break
-            if same:
-                return self.serial_function
-        driver = advance_serial
-        args = (self.ibuf, self.fbuf) + arrays + (1, self.slerp_rest)
-        for fits, function in self.serial_aot:
-            if fits(args):  # (every array C-contiguous, aligned and writeable)
-                driver = function
-                break
-        writeable = True
-        for a in arrays:
-            if not (a.__class__ is np.ndarray and a.flags.writeable):
-                writeable = False
-        # (arrays that are not all writeable are checked again at the next call: they may become so)
-        self.serial_arrays, self.serial_function = (arrays, driver) if writeable else ((None,) * 8, None)
-        return driver
+        # the serial driver's ahead-of-time compiled entry (rodlab.aot), where built, inserted into
+        # its dispatcher: every caller's advance_serial(...) of a one-rod backward-Euler or BDF2 world
+        # with 4D / averaged bending runs it (numba's own type dispatch; other arguments: the JIT)
+        aot.seed(advance_serial)
 
     def advance(self, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist, nsteps: int,
                 parallel: bool, dof_prev: np.ndarray | None = None, have_prev: bool = False,
@@ -726,10 +687,8 @@ class RodBatch:
         self.ibuf[I_RESUME] = 1 if resume else 0
         self.ibuf[I_DEFER] = 1 if defer else 0
         if not parallel:
-            driver = self.serial_driver(vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1, joint_ref_twist,
-                                        vertex_x_frames, dof_prev)
-            return driver(self.ibuf, self.fbuf, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
-                          joint_ref_twist, vertex_x_frames, dof_prev, nsteps, self.slerp_rest)
+            return advance_serial(self.ibuf, self.fbuf, vertex_x, vertex_v, edge_theta, edge_theta_v, edge_ref_d1,
+                                  joint_ref_twist, vertex_x_frames, dof_prev, nsteps, self.slerp_rest)
         chunk = get_parallel_chunksize()
         set_parallel_chunksize(PARALLEL_CHUNK)
         try:

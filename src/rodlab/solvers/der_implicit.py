@@ -562,8 +562,7 @@ class DERImplicitSimulator(Simulator):
             ib[I_RESUME] = resume
             ib[I_DEFER] = defer
         self._flags = None
-        driver = b.serial_driver(x, xv, theta, tv, d1, mref, fx, prev)  # (rodlab.aot's entry where it fits)
-        failed = driver(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
+        failed = advance_serial(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
         self._flags = (True, True) if defer and not failed else flags  # (a deferring call sets I_RESUME)
         return failed
 
@@ -593,17 +592,7 @@ class DERImplicitSimulator(Simulator):
                 if self._flags != (True, True):
                     ib[I_RESUME] = ib[I_DEFER] = 1
                     self._flags = (True, True)
-                a, prev = b.serial_arrays, b.no_prev  # (RodBatch.serial_driver's remembered arrays, inline)
-                if not b.serial_aot:  # (no ahead-of-time entry: numba's dispatcher, which takes any arrays)
-                    driver = advance_serial
-                elif x is a[0] and xv is a[1] and theta is a[2] and tv is a[3] and d1 is a[4] and mref is a[5] \
-                        and fx is a[6] and prev is a[7] and x.flags.writeable and xv.flags.writeable \
-                        and theta.flags.writeable and tv.flags.writeable and d1.flags.writeable \
-                        and mref.flags.writeable and fx.flags.writeable and prev.flags.writeable:
-                    driver = b.serial_function
-                else:
-                    driver = b.serial_driver(x, xv, theta, tv, d1, mref, fx, prev)
-                failed = driver(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
+                failed = advance_serial(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, b.no_prev, nsteps, b.slerp_rest)
             if failed:  # the call wrote the state it started from: nothing is pending any more
                 self._pending, self._pending_arrays = None, ()
                 state.drop_deferred()
@@ -672,17 +661,7 @@ class DERImplicitSimulator(Simulator):
                 ib[I_RESUME] = 0
                 ib[I_DEFER] = defer
             self._flags = None
-            a = b.serial_arrays  # the driver of the last call on these arrays (RodBatch.serial_driver), inline
-            if not b.serial_aot:  # (no ahead-of-time entry: numba's dispatcher, which takes any arrays)
-                driver = advance_serial
-            elif x is a[0] and xv is a[1] and theta is a[2] and tv is a[3] and d1 is a[4] and mref is a[5] \
-                    and fx is a[6] and prev is a[7] and x.flags.writeable and xv.flags.writeable \
-                    and theta.flags.writeable and tv.flags.writeable and d1.flags.writeable \
-                    and mref.flags.writeable and fx.flags.writeable and prev.flags.writeable:
-                driver = b.serial_function
-            else:
-                driver = b.serial_driver(x, xv, theta, tv, d1, mref, fx, prev)
-            failed = driver(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
+            failed = advance_serial(ib, b.fbuf, x, xv, theta, tv, d1, mref, fx, prev, nsteps, b.slerp_rest)
             self._flags = (True, True) if defer and not failed else flags
         if failed:
             self._replay_and_fail(state, tv, nsteps, failed, t0, prev=prev, have=have, fx=fx)
