@@ -55,7 +55,12 @@ def make_cc():
 def extension():
     """The setuptools ``Extension`` of the module (numba's runtime sources; the compiled kernels
     are added by :class:`BuildExt`)."""
-    return make_cc().distutils_extension(optional=True)
+    ext = make_cc().distutils_extension(optional=True)
+    # numba's runtime C sources are absolute paths into numba's installation, which setuptools'
+    # file list refuses (egg_info's SOURCES.txt, read by an editable install's build_py: "setup
+    # script specifies an absolute path"); the compiler gets them only while BuildExt builds
+    ext._runtime_sources, ext.sources = list(ext.sources), []
+    return ext
 
 
 class BuildExt(build_ext):
@@ -67,6 +72,7 @@ class BuildExt(build_ext):
         if cc is None:
             return super().build_extension(ext)
         t0, cpu0 = time.perf_counter(), time.process_time()
+        ext.sources = list(ext._runtime_sources)
         try:
             self._build_kernels(ext, cc)
         except Exception as exc:  # a build failure leaves the JIT path, unless CI requires the module
@@ -75,6 +81,8 @@ class BuildExt(build_ext):
             print(f"rodlab: the ahead-of-time kernels were not built ({type(exc).__name__}: {exc}); "
                   "every kernel will compile on first use (numba's JIT)", file=sys.stderr)
             return
+        finally:
+            ext.sources = []  # (see extension)
         print(f"rodlab: ahead-of-time kernels built in {time.perf_counter() - t0:.1f} s "
               f"({time.process_time() - cpu0:.1f} s CPU in numba)", file=sys.stderr)
 
