@@ -55,6 +55,7 @@ ENTRIES = {
     ("rodlab.der.bodies", "advance_world"): [
         INT(F1, I1, B1, I2, F1, I1, B1, I2, NONE, INT, FLOAT, F2, F2, F1, F2, F1, F2, F2, F2, F2,
             *(T.Array(T.float64, 3, "C"),) * 3, BOOL)],
+    ("rodlab.geometry.rotations", "quat_matrix_into"): [NONE(T.Array(T.float64, 1, "C", readonly=True), F2)],
 }
 
 

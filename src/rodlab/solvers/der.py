@@ -180,7 +180,7 @@ class DERSimulator(Simulator):
         frames = {}
         for k, x in enumerate(welds):
             body = w.bodies[x.body]
-            quat_matrix_into(np.ascontiguousarray(body.orientation), Rm)
+            aot.kernel(quat_matrix_into)(np.ascontiguousarray(body.orientation), Rm)  # AOT entry where built
             rs = self._rod_initial[x.rod]
             if x.rod not in frames:
                 frames[x.rod] = self.steppers[x.rod].material_frames(rs)[0]
