@@ -108,3 +108,68 @@ def test_argument_types_without_an_entry_go_to_the_jit():
     assert sim._driven_key == (None,) * 6
     rattle = make_simulator(coil_between_clamps(8), "der", dt=2e-5, projection="symplectic")
     assert rattle._driven_serial_driver(1, x, v, theta, d1, tw, steps, steps, steps) is B.advance_rods_serial
+
+
+# ---- examples/weld-body.toml: der with a rigid body welded to the rod ----------------------------
+def pendulum_with_bob(n: int = 12, rods: int = 1):
+    """``rods`` clamped rods, each with a rigid bob welded to its lower end (weld-body's world)."""
+    b = WorldBuilder(gravity=(0.0, 0.0, -9.81))
+    for k in range(rods):
+        direction = np.array([0.4, 0.0, -1.0]) / np.linalg.norm([0.4, 0.0, -1.0])
+        start = np.array([0.0, 0.3 * k, 0.0])
+        r = b.add_rod(shapes.straight(n, 0.5, start=tuple(start), direction=tuple(direction)), E=1e8, G=3.3e7,
+                      rho=1000.0, radius=0.004)
+        b.clamp(r, "start")
+        body = b.add_body(0.2, (1e-4, 1e-4, 1e-4), position=tuple(start + 0.5 * direction))
+        b.weld(r, "end", body)
+    return b.build()
+
+
+def run_welded():
+    """10 calls of one step and one of 8: every rod and body array after each phase, and the
+    driver's AOT entry (None where the dispatcher ran)."""
+    sim = make_simulator(pendulum_with_bob(), "der")
+    s = sim.initial_state()
+    out = []
+    for _ in range(10):
+        sim.advance(s, 1)
+    out.append(s.copy())
+    sim.advance(s, 8)
+    out.append(s.copy())
+    arrays = [np.concatenate([a.ravel() for a in (st.vertex_x, st.vertex_v, st.edge_theta, st.edge_ref_d1,
+                                                    st.joint_ref_twist, st.body_x, st.body_q, st.body_v, st.body_w)])
+              for st in out]
+    return arrays, sim._world_entry
+
+
+def test_welded_body_bitwise_the_same_through_aot_and_jit(restore_aot):
+    """The AOT entry loops over the coupled rods' chunks serially, the JIT's driver in parallel
+    (one chunk here): the same results, bitwise."""
+    require_module()
+    aot.refresh()
+    with_aot, entry = run_welded()
+    assert entry is not None  # the AOT entry ran
+    restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
+    aot.refresh()
+    with_jit, entry = run_welded()
+    assert entry is None
+    assert np.all(np.isfinite(with_jit[-1])) and not np.array_equal(with_jit[0], with_jit[1])
+    for a, b in zip(with_aot, with_jit):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_welded_worlds_the_entry_does_not_describe_go_to_the_jit():
+    """Two coupled rods (two chunks where numba has two threads) or read-only body arrays: the
+    parallel dispatcher, not the serial AOT entry."""
+    require_module()
+    aot.refresh()
+    import numba
+
+    two = make_simulator(pendulum_with_bob(8, rods=2), "der")
+    assert (two._world_aot == []) == (numba.config.NUMBA_NUM_THREADS > 1)
+    sim = make_simulator(pendulum_with_bob(8), "der")
+    s = sim.initial_state()
+    assert sim._world_driver(s, 1) is not None
+    s.body_q.flags.writeable = False
+    assert sim._world_driver(s, 1) is None
+    assert sim._world_key == (None,) * 9

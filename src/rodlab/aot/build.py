@@ -94,6 +94,10 @@ class BuildExt(build_ext):
         AOTCPUCodegen._customize_tm_features = lambda codegen: features
         os.makedirs(self.build_temp, exist_ok=True)
         ext.extra_objects = cc._compile_object_files(self.build_temp)[0]
+        # build_ext relinks only when a source or dependency is newer than the module: the C sources
+        # (numba's runtime) never are, so without this a rebuild kept the old kernels under a new
+        # build record
+        ext.depends = list(ext.depends) + list(ext.extra_objects)
         super().build_extension(ext)
         target = Path(self.get_ext_fullpath(ext.name)).parent / BUILD_INFO
         target.write_text(json.dumps(build_info(), indent=1) + "\n")

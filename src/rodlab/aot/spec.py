@@ -77,6 +77,13 @@ ENTRIES = {
     # the serial driver of driven worlds, per-step inputs as arrays, fast projection (symplectic None)
     ("rodlab.der.batch", "advance_rods_serial"): [
         INT(F1, I1, B1, I2, INT, FLOAT, F2, F2, F1, F2, F1, *(T.Array(T.float64, 3, "C"),) * 3, NONE)],
+    # target `rodlab run examples/weld-body.toml`: the driver of worlds with rigid bodies, every rod
+    # welded (free_rod None), the coupled phases' loop over chunks serial (serial True: pycc compiles
+    # no parallel loop; the simulator takes this entry for worlds of one chunk only)
+    ("rodlab.der.bodies", "advance_world"): [
+        INT(F1, I1, B1, I2, F1, I1, B1, I2, NONE, INT, FLOAT, F2, F2, F1, F2, F1, F2, F2, F2, F2,
+            *(T.Array(T.float64, 3, "C"),) * 3, BOOL)],
+    ("rodlab.geometry.rotations", "quat_matrix_into"): [NONE(T.Array(T.float64, 1, "C", readonly=True), F2)],
 }
 
 

@@ -498,12 +498,20 @@ def _chunk(f, i, b, L, bf, bi, bb, bL, c, kind, step, it, solve, more, h, X, V, 
 
 @njit(parallel=True, **JIT)
 def _phase(f, i, b, L, bf, bi, bb, bL, kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc,
-           call_m1, call_timed):
+           call_m1, call_timed, serial):
     """One per-rod phase over every coupled rod, in parallel over the chunks of rods (the
-    parallel loop sees only the packed buffers; each chunk unpacks them once)."""
-    for c in prange(bL[29, 1] - 1):  # chunk_start has one entry per chunk + 1
-        _chunk(f, i, b, L, bf, bi, bb, bL, np.int64(c), kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ, BV,
-               BW, call_presc, call_m1, call_timed)
+    parallel loop sees only the packed buffers; each chunk unpacks them once). ``serial``:
+    ``None``, or ``True`` for a plain loop over the chunks instead (numba prunes the other
+    branch: no parallel loop is compiled, which the ahead-of-time build needs, rodlab.aot;
+    the chunks touch disjoint rods, so the results are bitwise the same)."""
+    if serial is None:
+        for c in prange(bL[29, 1] - 1):  # chunk_start has one entry per chunk + 1
+            _chunk(f, i, b, L, bf, bi, bb, bL, np.int64(c), kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ,
+                   BV, BW, call_presc, call_m1, call_timed)
+    else:
+        for c in range(bL[29, 1] - 1):
+            _chunk(f, i, b, L, bf, bi, bb, bL, np.int64(c), kind, step, it, solve, more, h, X, V, TH, D1, TW, BX, BQ,
+                   BV, BW, call_presc, call_m1, call_timed)
 
 
 @njit(**B.JIT_INNER)
@@ -516,7 +524,7 @@ def _coupled_failed(bm, w):
 
 @njit(**B.JIT_INNER)
 def _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1,
-             call_timed):
+             call_timed, serial):
     """(c) Newton iterations of every group until its violation is within ``projection_tol``
     (at most ``projection_max_iter`` solves). Returns False if ``T`` or ``S`` lost definiteness."""
     tol, max_iter = m.option_float[0], m.option_int[0]
@@ -527,7 +535,7 @@ def _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW
         bw.comp_iters[k] = 0.0
     for it in range(max_iter + 1):
         _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_MEASURE), step, it, it < max_iter, np.bool_(False), h, X, V,
-               TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
+               TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed, serial)
         comp_viol[:] = 0.0
         for r in range(bm.rod_coupled.shape[0]):
             k = bm.rod_comp[r]
@@ -554,7 +562,7 @@ def _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW
 
 @njit(**B.JIT_INNER)
 def _project_velocities(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, BV, BW,
-                        call_presc, call_m1, call_timed):
+                        call_presc, call_m1, call_timed, serial):
     """RATTLE's velocity step for every coupled group: one exact solve of the coupled system with
     ``dC/dt`` as right-hand side (:func:`rodlab.der.body_projection._rod_measure`), the velocities
     of free vertices and bodies corrected, welded vertices' velocities set from their bodies.
@@ -562,20 +570,20 @@ def _project_velocities(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V,
     for k in range(bw.comp_state.shape[0]):
         bw.comp_state[k] = 1
     _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_VELOCITY), step, np.int64(0), np.bool_(True), np.bool_(False), h,
-           X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
+           X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed, serial)
     for r in range(bm.rod_coupled.shape[0]):
         if bm.rod_comp[r] >= 0 and math.isnan(bw.rod_viol[r]):
             return False
     if not _bodies_solve(m, w, bm, bw, np.bool_(True), BX, BQ, BV, BW):
         return False
     _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_VELOCITY), step, np.int64(1), np.bool_(False), np.bool_(False), h,
-           X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
+           X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed, serial)
     return True
 
 
 @njit(**B.JIT_INNER)
 def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1,
-                     call_timed):
+                     call_timed, serial):
     """Advance the coupled rods and every body by ``nsteps`` steps of ``h`` [s] (module
     docstring); statuses and diagnostics go to ``w.rod_status`` / ``w.rod_diag`` of the coupled
     rods (the caller restores on failure). Returns the steps completed."""
@@ -588,7 +596,7 @@ def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX
     done = 0
     if nsteps > 0:
         _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_FORCES), np.int64(0), np.int64(0), np.bool_(False),
-               np.bool_(True), h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
+               np.bool_(True), h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed, serial)
     for step in range(nsteps):
         bad = _coupled_failed(bm, w)
         if bad != B.ROD_OK:
@@ -596,7 +604,7 @@ def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX
             break
         _bodies_step(m, bm, bw, h, BX, BQ, BV, BW)
         if not _project(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, BV, BW,
-                        call_presc, call_m1, call_timed):
+                        call_presc, call_m1, call_timed, serial):
             _mark(bm, w, np.int64(B.ROD_DEGENERATE))
             break
         worst = 0.0
@@ -617,15 +625,15 @@ def _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX
             break
         more = step + 1 < nsteps
         _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_FINISH), step, np.int64(0), np.bool_(False),
-               more and not symplectic, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
+               more and not symplectic, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed, serial)
         if symplectic and _coupled_failed(bm, w) == B.ROD_OK:
             if not _project_velocities(f, i, b, L, bf, bi, bb, bL, m, w, bm, bw, step, h, X, V, TH, D1, TW, BX, BQ, BV,
-                                       BW, call_presc, call_m1, call_timed):
+                                       BW, call_presc, call_m1, call_timed, serial):
                 _mark(bm, w, np.int64(B.ROD_DEGENERATE))
                 break
             if more:
                 _phase(f, i, b, L, bf, bi, bb, bL, np.int64(_PH_FORCES), step + 1, np.int64(0), np.bool_(False),
-                       np.bool_(True), h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed)
+                       np.bool_(True), h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1, call_timed, serial)
         bad = _coupled_failed(bm, w)
         if bad != B.ROD_OK:
             _mark(bm, w, bad)
@@ -667,18 +675,20 @@ def _advance_free_rods(f, i, b, L, free, nsteps, h, X, V, TH, D1, TW, call_presc
 
 @njit(**JIT)
 def advance_world(f, i, b, L, bf, bi, bb, bL, free_rod, nsteps, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc,
-                  call_m1, call_timed):
+                  call_m1, call_timed, serial):
     """One call for a world with bodies: rods without welds step on their own, in parallel
     (:func:`rodlab.der.batch.advance_rod`), then the coupled rods and the bodies step together
     (module docstring). On any failure every rod and body is restored to the call's start.
     Returns the result code (``rodlab.der.batch.STATUS_*`` bits). ``free_rod``: the rods without
     a weld (``BodyModel.free_rod``), or ``None`` where every rod is welded: the free rods' step
-    (the whole single-rod call tree, ~40 s of a cold start's compile CPU) is then not compiled."""
+    (the whole single-rod call tree, ~40 s of a cold start's compile CPU) is then not compiled.
+    ``serial``: ``None`` (the coupled rods' phases in parallel over chunks of rods), or ``True``
+    (a plain loop over the chunks: :func:`_phase`; the ahead-of-time entry, rodlab.aot)."""
     bm, bw = unpack_bodies(bf, bi, bb, bL)
     if free_rod is not None:
         _advance_free_rods(f, i, b, L, free_rod, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed)
     _advance_coupled(f, i, b, L, bf, bi, bb, bL, nsteps, h, X, V, TH, D1, TW, BX, BQ, BV, BW, call_presc, call_m1,
-                     call_timed)
+                     call_timed, serial)
     m, w = B.unpack(f, i, b, L)
     code = B._finish(m, w, X, V, TH, D1, TW)
     if code & B.STATUS_FAILED:

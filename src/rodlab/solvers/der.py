@@ -180,7 +180,7 @@ class DERSimulator(Simulator):
         frames = {}
         for k, x in enumerate(welds):
             body = w.bodies[x.body]
-            quat_matrix_into(np.ascontiguousarray(body.orientation), Rm)
+            aot.kernel(quat_matrix_into)(np.ascontiguousarray(body.orientation), Rm)  # AOT entry where built
             rs = self._rod_initial[x.rod]
             if x.rod not in frames:
                 frames[x.rod] = self.steppers[x.rod].material_frames(rs)[0]
@@ -217,6 +217,13 @@ class DERSimulator(Simulator):
         self._body_packed, self.body_model, self.body_work = BD.pack_bodies(model, work)
         # the rods without a weld, or None where there are none (their step is then not compiled)
         self._free_rod = self.body_model.free_rod if self.body_model.free_rod.size else None
+        # advance_world's ahead-of-time compiled entries (rodlab.aot), for a world whose rods are all
+        # welded, in one chunk (the coupled phases' loop over chunks then runs serially, `serial`
+        # True: bitwise the parallel loop's results); else none. The state arrays last found to fit
+        # one, with that entry (_world_driver)
+        one_chunk = self.body_model.chunk_start.size == 2
+        self._world_aot = aot.entries(BD.advance_world) if self._free_rod is None and one_chunk else []
+        self._world_key, self._world_entry = (None,) * 9, None
 
     def _setup_batch(self) -> None:
         w, opt, h = self.world, self._options, self._dt
@@ -427,6 +434,23 @@ class DERSimulator(Simulator):
         self._driven_driver = driver
         return driver
 
+    def _world_driver(self, state: State, nsteps: int):
+        """The ahead-of-time entry of ``bodies.advance_world`` with ``serial`` True for this state's
+        arrays, or None where the call does not have its signature (numba's dispatcher then runs,
+        ``serial`` None). Remembers the arrays: the next call on them checks only their identity
+        and writeability (the per-step inputs are always arrays this simulator makes)."""
+        arrays = (state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1, state.joint_ref_twist,
+                  state.body_x, state.body_q, state.body_v, state.body_w)
+        k = self._world_key
+        writeable = all(a.flags.writeable for a in arrays)
+        if writeable and all(a is b for a, b in zip(arrays, k)):
+            return self._world_entry
+        p, q, no = self._packed, self._body_packed, self._no_input
+        entry = aot.pick(self._world_aot, None, (p.f, p.i, p.b, p.layout, q.f, q.i, q.b, q.layout, self._free_rod,
+                                                 nsteps, self._dt, *arrays, no, no, no, True))
+        self._world_key, self._world_entry = (arrays if writeable else (None,) * 9), entry
+        return entry
+
     def _deferring_code(self, state: State, code: int, nsteps: int, t0: float, was_pending: bool) -> None:
         """A nonzero result code of a deferring call: after a failed call the driver restored the
         state and wrote the frames of its start (the deferral, if one was pending, ends: its
@@ -462,11 +486,15 @@ class DERSimulator(Simulator):
             if self.world.bodies:
                 q = self._body_packed
                 no = self._no_input
-                code = BD.advance_world(p.f, p.i, p.b, p.layout, q.f, q.i, q.b, q.layout, self._free_rod, nsteps,
-                                        self._dt, state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
-                                        state.joint_ref_twist, state.body_x, state.body_q, state.body_v, state.body_w,
-                                        no if presc is None else presc, no if m1 is None else m1,
-                                        no if timed is None else timed)
+                driver, serial = BD.advance_world, None
+                if self._world_aot:
+                    entry = self._world_driver(state, nsteps)
+                    if entry is not None:
+                        driver, serial = entry, True
+                code = driver(p.f, p.i, p.b, p.layout, q.f, q.i, q.b, q.layout, self._free_rod, nsteps, self._dt,
+                              state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1, state.joint_ref_twist,
+                              state.body_x, state.body_q, state.body_v, state.body_w, no if presc is None else presc,
+                              no if m1 is None else m1, no if timed is None else timed, serial)
             elif self._parallel:
                 no = self._no_input
                 code = B.advance_rods(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v,
