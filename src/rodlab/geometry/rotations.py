@@ -274,3 +274,12 @@ def rotation_between(a, b):
     v[2] = a[0] * b[1] - a[1] * b[0]
     V = skew(v)
     return np.eye(3) + V + (V @ V) / (1.0 + c)
+
+
+def quat_matrices(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices (m, 3, 3) of unit quaternions (m, 4) (w, x, y, z), in numpy (batched: for
+    Python callers; compiled code has :func:`quat_matrix_into`)."""
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], 1)

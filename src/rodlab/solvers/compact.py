@@ -75,6 +75,7 @@ from ..compact.end_clamps import needs_rows
 from ..compact.energies import darboux, eval_energy
 from ..compact.pcg import PRECONDITIONERS
 from ..compact.sqp import CompactModel
+from ..geometry.rotations import quat_matrices
 from ..model import DAMPING_SCHEMES, ModelError, require
 from ..world import State
 from ..world.obstacles import Capsule, Cylinder, Plane, Sphere
@@ -433,7 +434,7 @@ class CompactSimulator(Simulator):
                 e = np.diff(x, axis=0)
                 t = e / np.linalg.norm(e, axis=1)[:, None]
                 w_world = np.cross(t, np.diff(state.rod_v(r), axis=0)) / np.linalg.norm(e, axis=1)[:, None]
-                R = _quat_matrices(qr)
+                R = quat_matrices(qr)
                 omega[w.rod_edges(r)] = np.einsum("kji,kj->ki", R, w_world)
                 q[w.rod_edges(r)] = qr
             state.solver = {"s": s, "qref": q.copy(), "q": q, "omega": omega}
@@ -792,14 +793,6 @@ class CompactSimulator(Simulator):
                         0, comps)
             total += float(comps[0])
         return total
-
-
-def _quat_matrices(q: np.ndarray) -> np.ndarray:
-    """Rotation matrices (m, 3, 3) of unit quaternions (m, 4) (w, x, y, z)."""
-    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-    return np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
-                     np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
-                     np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], 1)
 
 
 __all__ = ["CallStats", "CompactSimulator", "advance_rods", "advance_rods_serial", "compact_model_of", "contact_obstacle",
