@@ -121,13 +121,27 @@ WHY = [
     "`frames.png`; `bench/der_trajectory_hashes.py`: 690 digests equal to main's through both paths); per-call overhead "
     "unchanged (`bench/bench_overhead.py --paired --methods der --sizes 10 50 200 --repeats 7`, 3 interleaved rounds at "
     "load ~5: 4.3 / 4.5 / 5.2 us on main, through the AOT entry, and through the JIT).",
-    "- **`rodlab demo` is not yet**: cold 52.5 s CPU (130 s wall) with the module, 68 compilations, against 71.2 s (171 s wall, 86) without, "
-    "load ~4.9: 44.6 s of it is `der.batch.advance_rods_serial`, the driver of worlds with moving clamps (the "
-    "perversion scene), and ~1 s curve kernels called from `world/moves.py`. Exporting that driver is the next step; "
-    "its per-call load arrays are new every call, so it needs the signature check of those three arrays each call.",
+    "- **Every method, the demo and the welded body** (2026-12-07, afternoon): the kernels that a cold `rodlab run "
+    "cantilever` of der-implicit (its one-rod serial driver and the rest model's frames), compact (its serial driver, the "
+    "frame fill, `darboux`, `matrix_to_quat`, the alignment metric), galpha (`advance_rods`, the initial fields, the "
+    "energies, the rotations) and `rodlab demo` (der's serial driver of driven worlds, the curve kernels of "
+    "`world/moves.py`) call, and der's coupled driver `bodies.advance_world` for worlds whose welded rods form one "
+    "chunk (`bodies._phase` takes a `serial` argument: the AOT entry has a plain loop where the JIT has `prange`, which "
+    "pycc cannot export), are in the module too: 32 kernels, 33 signatures. A cold run of each then compiles nothing "
+    "(`python bench/aot_entries.py run ...` lists no compilation); the table above is that run. The simulators pick an "
+    "entry once per set of state arrays and check only their identity and writeability per call (der, galpha), or at "
+    "construction (compact: its own buffers), or numba's dispatcher holds the entry as a compiled overload of its "
+    "own (der-implicit, `rodlab.aot.seed`): per-call overhead within noise of the JIT path. Each has a test file "
+    "comparing a run through the module and through `RODLAB_JIT_ONLY=1` bit for bit (tests/test_aot*.py). Measured "
+    "by the helpers at load 2-6 with `RODLAB_JIT_ONLY=1` against the module: der-implicit 36.0 -> 2.4-2.6 s wall, "
+    "compact 51.8-78.3 -> 3.8-5.2 s, galpha 60-100 -> 3.2-8.0 s, demo 43.4 -> 4.8-5.5 s, weld-body 91 -> 2.0-2.4 s. "
+    "Still on the JIT: parallel drivers (several rods), RATTLE (`projection=\"symplectic\"`), moving clamps, BDF2 "
+    "history and direct storage of compact, galpha's moving clamps and `orientation=rodrigues`, contact: each would "
+    "be one more signature and 20-90 s more of install CPU.",
     "- **The price is install time**: `pip install -e \".[test]\"` into a fresh virtual environment that already has "
-    "the dependencies: 19 s wall / 7.5 s CPU before, 198 s / 82 s after (load 4.7); numba's compile of the module "
-    "55 s CPU, the rest is pip's isolated build environment (numpy, scipy, numba) and gcc of numba's runtime. A failed "
+    "the dependencies: 19 s wall / 7.5 s CPU before, 198 s / 82 s after (load 4.7, der's kernels only); with every "
+    "method's, numba's compile of the module is ~150 s CPU (`.ci/run`'s install on this machine: 155 s); of the der-only "
+    "build numba's compile was 55 s CPU, the rest is pip's isolated build environment (numpy, scipy, numba) and gcc of numba's runtime. A failed "
     "build installs without the module (the JIT path) unless `RODLAB_REQUIRE_AOT=1` (`.ci/run`).",
     "- **How the JIT's code is reused**: pycc compiles an exported function itself with its default flags "
     "(`error_model=\"python\"`, no fastmath), not the dispatcher's options. Each export is therefore a one-line "
@@ -199,6 +213,9 @@ def main() -> None:
             profiles.append((m, cold))
             print(f"{m}: cold {cold['wall_s']:.1f} s wall ({cold['compile_cpu_s']:.1f} s CPU compiling), "
                   f"warm {warm['wall_s']:.1f} s", flush=True)
+    from rodlab import aot
+    reason = aot.unavailable_reason() if aot.module() is None else ""
+    aot_state = "in use" if not reason else f"not in use ({reason})"
     lines = [
         "# Cold start",
         "",
@@ -212,6 +229,11 @@ def main() -> None:
         "numba's outermost compile events. Issue #16's target: cold within 10 s per method. Row `weld-body`: "
         f"`rodlab run examples/weld-body.toml --set simulation.t_end={a.t_end}` (method der, a rod welded to a rigid body). "
         "Row `demo`: `rodlab demo` (the README's quickstart; issue #16's target: cold within 15 s).",
+        "",
+        f"Ahead-of-time kernels (`rodlab.aot`, built by `pip install`): {aot_state}. With them a cold run compiles "
+        "only what is not in the module; `RODLAB_JIT_ONLY=1 python bench/bench_cold_start.py` measures numba's JIT "
+        "alone (the morning's table of 2026-12-07, JIT only: der 35.0, der-implicit 31.9, compact 27.0, galpha 28.0, "
+        "weld-body 84.5, demo 63.5 s cold wall).",
         "",
         "| method / case | cold wall [s] | cold CPU [s] | compile CPU [s] | functions compiled | compilations | warm wall [s] |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
