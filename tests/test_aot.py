@@ -7,8 +7,6 @@ tests that need it skip without it, unless ``RODLAB_REQUIRE_AOT=1`` (set by ``.c
 that a failure."""
 from __future__ import annotations
 
-import os
-
 import numba
 import numpy as np
 import pytest
@@ -20,20 +18,7 @@ from rodlab.geometry import curves as C
 from rodlab.solvers import simulator_class
 from rodlab.world import WorldBuilder, shapes
 
-
-@pytest.fixture
-def restore_aot(monkeypatch):
-    """Let a test change RODLAB_JIT_ONLY or the build record; the module is decided again after."""
-    yield monkeypatch
-    monkeypatch.undo()
-    aot.refresh()
-
-
-def require_module():
-    if aot.module() is None:
-        if os.environ.get("RODLAB_REQUIRE_AOT") == "1":  # set by .ci/run: the module must build there
-            pytest.fail(f"RODLAB_REQUIRE_AOT=1 but the AOT kernels are not usable: {aot.unavailable_reason()}")
-        pytest.skip(f"AOT kernels not usable: {aot.unavailable_reason()} (pip install -e . builds them)")
+from aot_helpers import require_module, restore_aot  # noqa: F401 (a fixture)
 
 
 def cantilever(n: int = 24):

@@ -9,30 +9,15 @@ failure."""
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
-import pytest
 
 from rodlab import aot
 from rodlab.der import batch as B
 from rodlab.solvers import make_simulator
 from rodlab.world import WorldBuilder, shapes
 
-
-@pytest.fixture
-def restore_aot(monkeypatch):
-    """Let a test set RODLAB_JIT_ONLY; the module is decided again after."""
-    yield monkeypatch
-    monkeypatch.undo()
-    aot.refresh()
-
-
-def require_module():
-    if aot.module() is None:
-        if os.environ.get("RODLAB_REQUIRE_AOT") == "1":  # set by .ci/run: the module must build there
-            pytest.fail(f"RODLAB_REQUIRE_AOT=1 but the AOT kernels are not usable: {aot.unavailable_reason()}")
-        pytest.skip(f"AOT kernels not usable: {aot.unavailable_reason()} (pip install -e . builds them)")
+from aot_helpers import require_module, restore_aot  # noqa: F401 (a fixture)
 
 
 def coil_between_clamps(n: int = 16):

@@ -6,7 +6,6 @@ RodBatch.advance, BDF2); a read-only array still gets the JIT's error; RODLAB_JI
 The tests that need the module skip without it, unless ``RODLAB_REQUIRE_AOT=1`` (.ci/run)."""
 from __future__ import annotations
 
-import os
 import pickle
 
 import numpy as np
@@ -19,22 +18,9 @@ from rodlab.der_implicit import batch as B
 from rodlab.solvers import make_simulator
 from rodlab.world import WorldBuilder, shapes
 
+from aot_helpers import require_module, restore_aot  # noqa: F401 (a fixture)
+
 DRIVER_ARGS = tuple(spec.ENTRIES[("rodlab.der_implicit.batch", "advance_serial")][0].args)
-
-
-@pytest.fixture
-def restore_aot(monkeypatch):
-    """Let a test set RODLAB_JIT_ONLY; the module is decided again after."""
-    yield monkeypatch
-    monkeypatch.undo()
-    aot.refresh()
-
-
-def require_module():
-    if aot.module() is None:
-        if os.environ.get("RODLAB_REQUIRE_AOT") == "1":  # set by .ci/run: the module must build there
-            pytest.fail(f"RODLAB_REQUIRE_AOT=1 but the AOT kernels are not usable: {aot.unavailable_reason()}")
-        pytest.skip(f"AOT kernels not usable: {aot.unavailable_reason()} (pip install -e . builds them)")
 
 
 def cantilever(n: int = 14, timed_force: bool = False):

@@ -7,10 +7,7 @@ tests that need it skip without it, unless ``RODLAB_REQUIRE_AOT=1`` (set by ``.c
 that a failure."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
-import pytest
 
 from rodlab import aot
 from rodlab.galpha.batch import advance_rods
@@ -18,20 +15,7 @@ from rodlab.solvers import simulator_class
 from rodlab.solvers.galpha import rest_geometry, rest_polyline
 from rodlab.world import WorldBuilder, shapes
 
-
-@pytest.fixture
-def restore_aot(monkeypatch):
-    """Let a test set RODLAB_JIT_ONLY; the module is decided again after."""
-    yield monkeypatch
-    monkeypatch.undo()
-    aot.refresh()
-
-
-def require_module():
-    if aot.module() is None:
-        if os.environ.get("RODLAB_REQUIRE_AOT") == "1":  # set by .ci/run: the module must build there
-            pytest.fail(f"RODLAB_REQUIRE_AOT=1 but the AOT kernels are not usable: {aot.unavailable_reason()}")
-        pytest.skip(f"AOT kernels not usable: {aot.unavailable_reason()} (pip install -e . builds them)")
+from aot_helpers import require_module, restore_aot  # noqa: F401 (a fixture)
 
 
 def cantilever(n: int = 12):
