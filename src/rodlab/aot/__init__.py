@@ -18,9 +18,14 @@ as before (:func:`unavailable_reason` says which failed):
 - it was built by the installed numba and llvmlite, for this CPU (name and features), from
   exactly the installed source files (a SHA-256 over every ``.py`` of the package: an edited
   kernel after ``pip install -e .`` falls back to the JIT until the next install);
-- the call's arguments have one of the entry's signatures, as numba's dispatcher would type
-  them (dtype, dimensions, C order, writeable, alignment; ``int``/``float``/``bool`` scalars,
-  ``None``); any other call goes to the dispatcher, which compiles it as before.
+- the call's arguments have one of the entry's signatures as numba's dispatcher types them
+  (dtype, dimensions, C order, writeable, alignment; ``int``/``float``/``bool`` scalars, ``None``).
+
+An entry is used through its kernel's own numba dispatcher (:func:`seed`): it is inserted there as
+the compiled code of its signature, and numba's C type dispatch, the one every JIT call goes
+through, runs it for a call of exactly that signature; any other call compiles as before. Callers
+keep calling the dispatcher (or a :func:`kernel` handle, which seeds at its first call): there is
+no argument check in Python.
 """
 from __future__ import annotations
 
@@ -29,14 +34,12 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
-
 JIT_ONLY_ENV = "RODLAB_JIT_ONLY"
 BUILD_INFO = "_kernels_build.json"  # written beside the extension module by the build
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 _loaded = None  # (module or None, reason) once decided; refresh() forgets it
-_generation = [0]  # bumped by refresh(): kernels re-resolve their entries
+_generation = [0]  # bumped by refresh(): Kernel handles seed their dispatchers again
 _seeded = {}  # dispatcher -> the argument types of the entries seed() inserted; refresh() takes them out
 
 
@@ -105,7 +108,8 @@ def unavailable_reason() -> str:
 
 
 def refresh() -> None:
-    """Decide again (after ``RODLAB_JIT_ONLY`` changed, say): every kernel re-resolves, and every
+    """Decide again (after ``RODLAB_JIT_ONLY`` changed, say): every :class:`Kernel` seeds again at its
+    next call, and every
     seeded dispatcher (:func:`seed`) drops what it holds (its JIT compilations load again from numba's
     cache at their next call) until it is seeded again."""
     global _loaded
@@ -152,85 +156,25 @@ def seeded(dispatcher) -> tuple:
     return _seeded.get(dispatcher, ())
 
 
-def _argument_check(ty):
-    """A predicate: does a Python value type as numba type ``ty`` in numba's dispatcher?"""
-    from numba import types as T
-
-    if isinstance(ty, T.Array):
-        assert ty.layout == "C" and ty.aligned, f"only aligned C arrays are exported (got {ty})"
-        dtype, ndim, writeable = np.dtype(str(ty.dtype) if ty.dtype != T.boolean else "bool"), ty.ndim, ty.mutable
-
-        def check(a):
-            if a.__class__ is not np.ndarray or a.ndim != ndim or a.dtype != dtype:
-                return False
-            flags = a.flags
-            return flags.c_contiguous and flags.aligned and flags.writeable == writeable
-        return check
-    if ty == T.int64:
-        return lambda a: (a.__class__ is int and -2 ** 63 <= a < 2 ** 63) or a.__class__ is np.int64
-    if ty == T.float64:
-        return lambda a: a.__class__ is float or a.__class__ is np.float64
-    if ty == T.boolean:
-        return lambda a: a.__class__ is bool or a.__class__ is np.bool_
-    if ty == T.none:
-        return lambda a: a is None
-    raise TypeError(f"rodlab.aot: no argument check for numba type {ty}")
-
-
-def signature_check(signature):
-    """A predicate over a call's argument tuple: does it have ``signature``'s argument types?"""
-    checks = tuple(_argument_check(ty) for ty in signature.args)
-    n = len(checks)
-
-    def fits(args):
-        if len(args) != n:
-            return False
-        for check, a in zip(checks, args):
-            if not check(a):
-                return False
-        return True
-    return fits
-
-
-def entries(dispatcher) -> list:
-    """``[(fits, function)]``: the compiled entries of ``dispatcher`` (a numba dispatcher named in
-    :data:`rodlab.aot.spec.ENTRIES`), each with the predicate of its signature; empty when the
-    module is not usable or does not hold the kernel."""
-    from . import spec
-
-    mod = module()
-    key = (dispatcher.py_func.__module__, dispatcher.py_func.__name__)
-    if mod is None or key not in spec.ENTRIES:
-        return []
-    return [(signature_check(sig), getattr(mod, spec.symbol(*key, k))) for k, sig in enumerate(spec.ENTRIES[key])]
-
-
-def pick(found: list, jit, args: tuple):
-    """The function of the first of ``found`` (:func:`entries`) whose signature ``args`` has, else ``jit``."""
-    for fits, function in found:
-        if fits(args):
-            return function
-    return jit
-
-
 class Kernel:
-    """A Python caller's handle on a compiled kernel: calls the ahead-of-time entry whose
-    signature the arguments have, else the JIT dispatcher ``jit`` (the same results, bitwise).
-    For calls from Python only; compiled code calls the dispatcher itself."""
+    """A Python caller's handle on a compiled kernel: its first call (after each :func:`refresh`)
+    seeds the kernel's ahead-of-time entries into its numba dispatcher (:func:`seed`), and every
+    call then calls that dispatcher, which runs an entry for a call of its exact signature and the
+    JIT for any other (the same results, bitwise). For handles made at import time, before the
+    module may be decided; a caller that exists per simulator can seed once and call the dispatcher."""
 
-    __slots__ = ("jit", "_entries", "_generation", "__name__")
+    __slots__ = ("jit", "_generation", "__name__")
 
     def __init__(self, jit):
         self.jit = jit
-        self._entries = None
         self._generation = -1
         self.__name__ = jit.py_func.__name__
 
     def __call__(self, *args):
         if self._generation != _generation[0]:
-            self._entries = entries(self.jit)
+            seed(self.jit)
             self._generation = _generation[0]
-        return pick(self._entries, self.jit, args)(*args)
+        return self.jit(*args)
 
     def __repr__(self):
         return f"<rodlab.aot.Kernel {self.__name__}>"
@@ -241,5 +185,5 @@ def kernel(dispatcher) -> Kernel:
     return Kernel(dispatcher)
 
 
-__all__ = ["JIT_ONLY_ENV", "Kernel", "build_info", "entries", "host_target", "kernel", "module", "pick", "refresh",
-           "signature_check", "source_digest", "unavailable_reason"]
+__all__ = ["JIT_ONLY_ENV", "Kernel", "build_info", "host_target", "kernel", "module", "refresh", "seed", "seeded",
+           "source_digest", "unavailable_reason"]

@@ -3,12 +3,13 @@ its Python callers pass: one cold ``rodlab run cantilever --set method=der`` cal
 Python (listed with a ``numba:compile`` event listener, ``bench/bench_cold_start.py``), and
 nothing else of that run compiles when they are built.
 
-A signature is written in numba's types; the runtime (:mod:`rodlab.aot`) checks each call's
-arguments against it (dtype, dimensions, C order, writeable) the way numba's dispatcher would
-type them, and takes the JIT dispatcher for anything else. Another method follows by adding its
-Python-called kernels here (``python bench/aot_entries.py run cantilever --set method=M`` prints what
-a cold run still compiles, with signatures and call sites) and calling them through
-:func:`rodlab.aot.kernel`.
+A signature is written in numba's types. The runtime (:func:`rodlab.aot.seed`) inserts each entry
+into its kernel's numba dispatcher under its signature: numba's own type dispatch runs it for a call
+of exactly those argument types (dtype, dimensions, C order, writeable) and compiles anything else as
+before. Another method follows by adding its Python-called kernels here (``python bench/aot_entries.py
+run cantilever --set method=M`` prints what a cold run still compiles, with signatures and call sites)
+and seeding their dispatchers (:func:`rodlab.aot.seed` where the simulator is made, or a
+:func:`rodlab.aot.kernel` handle made at import).
 """
 from __future__ import annotations
 

@@ -81,9 +81,9 @@ from ..world import State
 from ..world.obstacles import Capsule, Cylinder, Plane, Sphere
 from .base import Simulator, StaticReport, StepReport, UnsupportedFeature, step_report
 
-# Python calls of compiled kernels: their ahead-of-time entries where built (rodlab.aot), else the dispatchers
-_darboux, _write_frames_kernel = aot.kernel(darboux), aot.kernel(write_frames)
-INT64_MAX = 2**63 - 1  # the largest nsteps an int64 argument holds
+# a Python call of a compiled kernel before any simulator exists: a handle that seeds its ahead-of-time
+# entries, where built, into numba's dispatcher (rodlab.aot.kernel; bitwise the JIT's results)
+_darboux = aot.kernel(darboux)
 
 FEATURES = frozenset({"pinned vertices", "anisotropic bending", "rods given by stiffness", "prescribed clamp motion",
                       "obstacles", "rod contact", "point forces", "sliding clamps", "friction"})
@@ -350,9 +350,12 @@ class CompactSimulator(Simulator):
         self._drive_rest = (f["drive_x0"], f["drive_c0"], f["drive_q0"])
         self._driver = advance_rods if R > 1 else advance_rods_serial
         self._dense = (f["A"], f["L"]) if o["precond"] == "direct" else None  # the driver's dense storage
-        self._driver_aot = self._aot_driver()
-        self._frames_aot = aot.entries(write_frames)  # the frame fill's entries (rodlab.aot); _own picks one
-        self._fill = write_frames  # the frame fill of the arrays _own checked last: an AOT entry or the dispatcher
+        # the driver's and the frame fill's ahead-of-time entries (rodlab.aot, where built), inserted
+        # into their numba dispatchers: numba's type dispatch runs an entry for a call of its exact
+        # signature (an int64 step count, this simulator's ib/fb, drive/history/dense None), the JIT
+        # for any other (a numpy int32 step count, a read-only frame array, several rods' parallel driver)
+        aot.seed(self._driver)
+        aot.seed(write_frames)
         self._checked = None  # the arrays of the last state checked by _own (advance's fast path)
         self._frames = None  # the arrays of the frame fields last deferred, while _checked holds them
         self._contact = None
@@ -457,8 +460,6 @@ class CompactSimulator(Simulator):
         self._ib[I_STATE:I_STATE + len(STATE_ARRAYS)] = [a.ctypes.data for a in arrays]
         self._checked = (sv, *arrays)
         self._frames = None
-        fill_args = (self._vstart, self._estart, self._jstart, arrays[4], arrays[2], *arrays[6:])
-        self._fill = aot.pick(self._frames_aot, write_frames, fill_args)
         return sv
 
     def _own_fast(self, state: State, frames: dict | None) -> tuple[dict, bool]:
@@ -494,20 +495,15 @@ class CompactSimulator(Simulator):
         pending, so a loop of ``advance(state, 1)`` pays no O(n) output per call."""
         _, _, _, q, _, p, _, d1, theta, twist = self._checked
         vs, es, js = self._vstart, self._estart, self._jstart
-        entry = self._fill  # for these arrays (_own), as long as they stay writeable
 
         def fill(_state):
-            if p.flags.writeable and q.flags.writeable and d1.flags.writeable and theta.flags.writeable \
-                    and twist.flags.writeable:
-                entry(vs, es, js, p, q, d1, theta, twist)
-            else:  # an array made read-only since: numba's dispatcher types it (and refuses to write it)
-                write_frames(vs, es, js, p, q, d1, theta, twist)
+            write_frames(vs, es, js, p, q, d1, theta, twist)
 
         state.defer(FRAME_FIELDS, fill, self)
         self._frames = state.deferred_by(self)
 
     def _write_common(self, state: State) -> None:
-        _write_frames_kernel(self._vstart, self._estart, self._jstart, state.vertex_x, state.solver["q"],
+        write_frames(self._vstart, self._estart, self._jstart, state.vertex_x, state.solver["q"],
                              state.edge_ref_d1, state.edge_theta, state.joint_ref_twist)
 
     # ---- stepping ----------------------------------------------------------------------------
@@ -533,13 +529,6 @@ class CompactSimulator(Simulator):
                 "clamp motion must return a finite rotation and translation")
         return dR, dd
 
-    def _aot_driver(self):
-        """The driver for an int64 step count: its ahead-of-time entry (rodlab.aot, bitwise the JIT's)
-        where one has the types of this simulator's driver arguments (fixed at construction: its own
-        ``ib``/``fb``; ``drive``, ``history``, dense storage None or tuples), else numba's dispatcher."""
-        args = (1, False, self._ib, self._fb, () if self._drives else None, () if self._integ else None, self._dense)
-        return aot.pick(aot.entries(self._driver), self._driver, args)
-
     def _run(self, state: State, nsteps: int, static: bool) -> tuple[int, int, int, int, float, float]:
         """``nsteps`` steps (or one static solve) of every rod in one compiled call; the common
         frame fields are written by the static solve and deferred after time steps
@@ -555,11 +544,9 @@ class CompactSimulator(Simulator):
             stale = sv.get("bdf2_dt")
             if stale is not None:
                 stale[...] = 0.0
-        # the AOT entry takes what numba types as int64: a Python int below 2**63 or a numpy int64
-        n_class = nsteps.__class__
-        driver = self._driver_aot if (n_class is int and nsteps <= INT64_MAX) or n_class is np.int64 else self._driver
         t0 = perf_counter()
-        done, newton, linear, stalled, residual = driver(nsteps, static, self._ib, self._fb, drive, hist, self._dense)
+        done, newton, linear, stalled, residual = self._driver(nsteps, static, self._ib, self._fb, drive, hist,
+                                                               self._dense)
         wall = perf_counter() - t0
         if not static:
             dt = self._dt

@@ -124,17 +124,11 @@ class DERSimulator(Simulator):
         self._frames_state = None
         p = self._packed  # the serial driver's arguments, read by advance without a named tuple's lookups
         self._buf_f, self._buf_i, self._buf_b, self._buf_layout = p.f, p.i, p.b, p.layout
-        # the serial driver's ahead-of-time compiled entries (rodlab.aot; none where not built), and
-        # the state arrays last found to fit one with that entry (_serial_driver)
-        self._undriven_aot = aot.entries(B.advance_undriven_serial)
-        self._undriven_jit = None if self._undriven_aot else B.advance_undriven_serial  # no AOT entry: always this
-        self._driver_arrays, self._driver = (None,) * 5, None
-        # the same for the serial driver of driven worlds (moving clamps, time-dependent forces:
-        # _advance_general), whose per-step inputs are None, or arrays this simulator makes;
-        # (state arrays, inputs None?) of the last call, and its driver (_driven_serial_driver)
-        self._driven_aot = aot.entries(B.advance_rods_serial)
-        self._driven_jit = None if self._driven_aot else B.advance_rods_serial  # no AOT entry: always this
-        self._driven_key, self._driven_driver = (None,) * 6, None
+        # the serial drivers' ahead-of-time compiled entries (rodlab.aot, where built), inserted into
+        # their numba dispatchers: numba's own type dispatch runs an entry for a call of its exact
+        # signature, the JIT for any other; advance calls the dispatchers, with no check in Python
+        aot.seed(B.advance_undriven_serial)
+        aot.seed(B.advance_rods_serial)
 
     def _setup_contact(self) -> None:
         """Contact data (:class:`rodlab.der.contact.DERContact`); refused with rigid bodies."""
@@ -218,13 +212,14 @@ class DERSimulator(Simulator):
         self._body_packed, self.body_model, self.body_work = BD.pack_bodies(model, work)
         # the rods without a weld, or None where there are none (their step is then not compiled)
         self._free_rod = self.body_model.free_rod if self.body_model.free_rod.size else None
-        # advance_world's ahead-of-time compiled entries (rodlab.aot), for a world whose rods are all
-        # welded, in one chunk (the coupled phases' loop over chunks then runs serially, `serial`
-        # True: bitwise the parallel loop's results); else none. The state arrays last found to fit
-        # one, with that entry (_world_driver)
+        # advance_world's ahead-of-time compiled entry (rodlab.aot), for a world whose rods are all
+        # welded, in one chunk: seeded into the dispatcher, and the calls pass `serial` True (the
+        # coupled phases' loop over chunks then runs serially, bitwise the parallel loop's results
+        # for one chunk; pycc compiles no parallel loop). Elsewhere, or without the entry, `serial`
+        # is None: the JIT's driver with its parallel loop over chunks, as without the module
         one_chunk = self.body_model.chunk_start.size == 2
-        self._world_aot = aot.entries(BD.advance_world) if self._free_rod is None and one_chunk else []
-        self._world_key, self._world_entry = (None,) * 9, None
+        seeded = self._free_rod is None and one_chunk and aot.seed(BD.advance_world) > 0
+        self._world_serial = True if seeded else None
 
     def _setup_batch(self) -> None:
         w, opt, h = self.world, self._options, self._dt
@@ -355,17 +350,8 @@ class DERSimulator(Simulator):
             if x.shape != self._shape_x:
                 self._check_layout(state)
             v = state.vertex_v
-            driver = self._undriven_jit
-            if driver is None:  # the AOT entry, if these are the arrays the last call checked (and still writeable)
-                a = self._driver_arrays
-                if x is a[0] and v is a[1] and theta is a[2] and ref_d1 is a[3] and ref_twist is a[4] \
-                        and x.flags.writeable and v.flags.writeable and theta.flags.writeable and ref_d1.flags.writeable \
-                        and ref_twist.flags.writeable:
-                    driver = self._driver
-                else:
-                    driver = self._serial_driver(x, v, theta, ref_d1, ref_twist)
-            code = driver(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, nsteps, self._dt, x, v, theta, ref_d1,
-                          ref_twist, self._symplectic, mode)
+            code = B.advance_undriven_serial(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, nsteps, self._dt,
+                                             x, v, theta, ref_d1, ref_twist, self._symplectic, mode)
             if code:
                 self._deferring_code(state, code, nsteps, t0, arrays is not None)
             if arrays is None:
@@ -397,61 +383,6 @@ class DERSimulator(Simulator):
             state.t += nsteps * self._dt
         return ok_report(nsteps, perf_counter() - t0)
 
-    def _serial_driver(self, x, v, theta, ref_d1, ref_twist):
-        """The serial driver of undriven worlds for these state arrays: its ahead-of-time compiled entry
-        (rodlab.aot, bitwise the JIT's results) when the call has its signature, else numba's dispatcher
-        (which compiles other argument types as before). Remembers the arrays: :meth:`advance`'s next
-        call on them checks only their identity and writeability (arrays are not re-typed in place)."""
-        a = self._driver_arrays
-        writeable = x.flags.writeable and v.flags.writeable and theta.flags.writeable and ref_d1.flags.writeable \
-            and ref_twist.flags.writeable
-        if writeable and x is a[0] and v is a[1] and theta is a[2] and ref_d1 is a[3] and ref_twist is a[4]:
-            return self._driver
-        driver = aot.pick(self._undriven_aot, B.advance_undriven_serial, (
-            self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 1, self._dt, x, v, theta, ref_d1, ref_twist,
-            self._symplectic, B.FRAMES_FRESH))
-        self._driver_arrays, self._driver = ((x, v, theta, ref_d1, ref_twist) if writeable else (None,) * 5), driver
-        return driver
-
-    def _driven_serial_driver(self, nsteps, x, v, theta, ref_d1, ref_twist, presc, m1, timed):
-        """The serial driver of driven worlds (:meth:`_advance_general`) for these arguments: its
-        ahead-of-time compiled entry (rodlab.aot, bitwise the JIT's results) when the call has one
-        of the entry's signatures, else numba's dispatcher. Remembers the state arrays and whether
-        the per-step inputs are None: those inputs are None all three (:meth:`_call_loads`), or
-        arrays of shape (steps, k, 3) that :meth:`_call_inputs` makes anew (or ``_no_input``), so
-        the next call on the same state arrays has the same argument types and checks only the
-        arrays' identity and writeability."""
-        k = self._driven_key
-        writeable = x.flags.writeable and v.flags.writeable and theta.flags.writeable and ref_d1.flags.writeable \
-            and ref_twist.flags.writeable
-        if writeable and x is k[0] and v is k[1] and theta is k[2] and ref_d1 is k[3] and ref_twist is k[4] \
-                and (presc is None) is k[5]:
-            return self._driven_driver
-        p = self._packed
-        driver = aot.pick(self._driven_aot, B.advance_rods_serial, (
-            p.f, p.i, p.b, p.layout, nsteps, self._dt, x, v, theta, ref_d1, ref_twist, presc, m1, timed,
-            self._symplectic))
-        self._driven_key = (x, v, theta, ref_d1, ref_twist, presc is None) if writeable else (None,) * 6
-        self._driven_driver = driver
-        return driver
-
-    def _world_driver(self, state: State, nsteps: int):
-        """The ahead-of-time entry of ``bodies.advance_world`` with ``serial`` True for this state's
-        arrays, or None where the call does not have its signature (numba's dispatcher then runs,
-        ``serial`` None). Remembers the arrays: the next call on them checks only their identity
-        and writeability (the per-step inputs are always arrays this simulator makes)."""
-        arrays = (state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1, state.joint_ref_twist,
-                  state.body_x, state.body_q, state.body_v, state.body_w)
-        k = self._world_key
-        writeable = all(a.flags.writeable for a in arrays)
-        if writeable and all(a is b for a, b in zip(arrays, k)):
-            return self._world_entry
-        p, q, no = self._packed, self._body_packed, self._no_input
-        entry = aot.pick(self._world_aot, None, (p.f, p.i, p.b, p.layout, q.f, q.i, q.b, q.layout, self._free_rod,
-                                                 nsteps, self._dt, *arrays, no, no, no, True))
-        self._world_key, self._world_entry = (arrays if writeable else (None,) * 9), entry
-        return entry
-
     def _deferring_code(self, state: State, code: int, nsteps: int, t0: float, was_pending: bool) -> None:
         """A nonzero result code of a deferring call: after a failed call the driver restored the
         state and wrote the frames of its start (the deferral, if one was pending, ends: its
@@ -466,9 +397,8 @@ class DERSimulator(Simulator):
         """The fill of the frames left unwritten by :meth:`advance` (``State.defer``)."""
         x, v, theta, ref_d1, ref_twist = (state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
                                           state.joint_ref_twist)
-        driver = self._undriven_jit or self._serial_driver(x, v, theta, ref_d1, ref_twist)
-        driver(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 0, self._dt, x, v, theta, ref_d1, ref_twist,
-               self._symplectic, B.FRAMES_FILL)
+        B.advance_undriven_serial(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 0, self._dt, x, v, theta,
+                                  ref_d1, ref_twist, self._symplectic, B.FRAMES_FILL)
         if self._frames_state is state:
             self._frames_state = None
 
@@ -487,15 +417,11 @@ class DERSimulator(Simulator):
             if self.world.bodies:
                 q = self._body_packed
                 no = self._no_input
-                driver, serial = BD.advance_world, None
-                if self._world_aot:
-                    entry = self._world_driver(state, nsteps)
-                    if entry is not None:
-                        driver, serial = entry, True
-                code = driver(p.f, p.i, p.b, p.layout, q.f, q.i, q.b, q.layout, self._free_rod, nsteps, self._dt,
-                              state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1, state.joint_ref_twist,
-                              state.body_x, state.body_q, state.body_v, state.body_w, no if presc is None else presc,
-                              no if m1 is None else m1, no if timed is None else timed, serial)
+                code = BD.advance_world(p.f, p.i, p.b, p.layout, q.f, q.i, q.b, q.layout, self._free_rod, nsteps,
+                                        self._dt, state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
+                                        state.joint_ref_twist, state.body_x, state.body_q, state.body_v, state.body_w,
+                                        no if presc is None else presc, no if m1 is None else m1,
+                                        no if timed is None else timed, self._world_serial)
             elif self._parallel:
                 no = self._no_input
                 code = B.advance_rods(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v,
@@ -503,13 +429,9 @@ class DERSimulator(Simulator):
                                       no if presc is None else presc, no if m1 is None else m1,
                                       no if timed is None else timed)
             else:
-                x, v, theta, ref_d1, ref_twist = (state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
-                                                  state.joint_ref_twist)
-                driver = self._driven_jit
-                if driver is None:
-                    driver = self._driven_serial_driver(nsteps, x, v, theta, ref_d1, ref_twist, presc, m1, timed)
-                code = driver(p.f, p.i, p.b, p.layout, nsteps, self._dt, x, v, theta, ref_d1, ref_twist, presc, m1,
-                              timed, self._symplectic)
+                code = B.advance_rods_serial(p.f, p.i, p.b, p.layout, nsteps, self._dt, state.vertex_x, state.vertex_v,
+                                             state.edge_theta, state.edge_ref_d1, state.joint_ref_twist, presc, m1,
+                                             timed, self._symplectic)
             if code:
                 self._check_code(state, code, nsteps, t0)
             state.t += nsteps * self._dt

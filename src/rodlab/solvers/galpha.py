@@ -97,8 +97,8 @@ _NV = 15
 COMMON_FIELDS = ("vertex_x", "vertex_v", "edge_ref_d1", "edge_theta", "joint_ref_twist")
 log = logging.getLogger(__name__)
 
-# Python calls of compiled kernels: their ahead-of-time entries where built (rodlab.aot; bitwise the
-# JIT's results), else numba's dispatchers (advance_rods: GAlphaSimulator._stepper)
+# Python calls of compiled kernels: handles that seed their ahead-of-time entries, where built, into
+# numba's dispatchers (rodlab.aot.kernel; bitwise the JIT's results; advance_rods: seeded by _setup)
 _matrix_to_quat, _quat_to_matrix, _cayley_call, _energies = map(aot.kernel, (matrix_to_quat, quat_to_matrix, _cayley,
                                                                            energies))
 
@@ -367,10 +367,10 @@ class GAlphaSimulator(Simulator):
         self._bc = np.stack([sol.boundary_rows(0.0, self._dt, 1) for sol in self.solvers]) if static else None
         self._bc_none = np.zeros((w.n_rods, 1, BC_SIZE))  # the rows of a call of no step (only the shape is read)
         self._paper = o["init"] == "paper"  # a rod's first step then runs in Python (GAlphaSolver.advance)
-        # advance_rods' ahead-of-time compiled entry (rodlab.aot), [] where not built; the state
-        # arrays of the last call found to fit it and the entry, else (None, ...) and the dispatcher
-        self._advance_aot = aot.entries(advance_rods)
-        self._stepper_arrays, self._stepper = (None,) * 7, advance_rods
+        # advance_rods' ahead-of-time compiled entry (rodlab.aot, where built), inserted into its numba
+        # dispatcher: numba's type dispatch runs it for a call of its exact signature (the
+        # simulator's own fb, ib and bc; writeable C float64 state arrays), the JIT for any other
+        aot.seed(advance_rods)
 
     def _time_coefficients(self) -> Coefficients:
         """The time scheme's (alpha, beta, gamma) from ``rho_inf`` or from ``alpha``, ``beta``, ``gamma``."""
@@ -460,8 +460,7 @@ class GAlphaSimulator(Simulator):
         """The common fields of every rod from the node frames (:func:`advance_rods` of no step),
         written now (a deferral of this simulator's dropped: its fields are written)."""
         common = self._common(state)
-        if self._stepper_for(sfb, sib, *common)(0, 0, state.t, self._dt, sfb, sib, *common, self._bc_none, self._fb,
-                                                 self._ib, 1) != 0:
+        if advance_rods(0, 0, state.t, self._dt, sfb, sib, *common, self._bc_none, self._fb, self._ib, 1) != 0:
             self._layout_error(state)
         state.drop_deferred()
 
@@ -471,14 +470,8 @@ class GAlphaSimulator(Simulator):
         state resolves first) and ``state.vertex_x``, as a call would have written them."""
         x, v, d1, theta, twist = (state.vertex_x, state.vertex_v, state.edge_ref_d1, state.edge_theta,
                                   state.joint_ref_twist)
-        a = self._stepper_arrays  # advance's check inline (a read after every call pays it)
-        if sfb is a[0] and sib is a[1] and x is a[2] and v is a[3] and d1 is a[4] and theta is a[5] and twist is a[6] \
-                and sfb.flags.writeable and sib.flags.writeable and x.flags.writeable and v.flags.writeable \
-                and d1.flags.writeable and theta.flags.writeable and twist.flags.writeable:
-            stepper = self._stepper
-        else:
-            stepper = self._stepper_for(sfb, sib, x, v, d1, theta, twist)
-        if stepper(0, 0, state.t, self._dt, sfb, sib, x, v, d1, theta, twist, self._bc_none, self._fb, self._ib, 1) != 0:
+        if advance_rods(0, 0, state.t, self._dt, sfb, sib, x, v, d1, theta, twist, self._bc_none, self._fb, self._ib,
+                        1) != 0:
             self._layout_error(state)
 
     def _defer_common(self, state: State, sfb: np.ndarray, sib: np.ndarray) -> None:
@@ -530,43 +523,13 @@ class GAlphaSimulator(Simulator):
         else:
             x, v, d1, theta, twist = (arrays["vertex_x"], arrays["vertex_v"], arrays["edge_ref_d1"], arrays["edge_theta"],
                                       arrays["joint_ref_twist"])
-        a = self._stepper_arrays  # the arrays the last call checked, if these are they (and still writeable): _stepper_for
-        if sfb is a[0] and sib is a[1] and x is a[2] and v is a[3] and d1 is a[4] and theta is a[5] and twist is a[6] \
-                and sfb.flags.writeable and sib.flags.writeable and x.flags.writeable and v.flags.writeable \
-                and d1.flags.writeable and theta.flags.writeable and twist.flags.writeable:
-            stepper = self._stepper
-        else:
-            stepper = self._stepper_for(sfb, sib, x, v, d1, theta, twist)
-        failed = stepper(nsteps, 0, state.t, self._dt, sfb, sib, x, v, d1, theta, twist, bc, self._fb, self._ib, 0)
+        failed = advance_rods(nsteps, 0, state.t, self._dt, sfb, sib, x, v, d1, theta, twist, bc, self._fb, self._ib, 0)
         if failed:
             return self._retry(state, nsteps, failed, bc, sfb, sib, t0)
         if arrays is None:
             state.defer(COMMON_FIELDS, partial(self._fill, sfb, sib), self)
         newton, residual, state.t = self._result.tolist()
         return step_report(nsteps, True, "ok", int(newton), 0, residual, perf_counter() - t0)
-
-    def _stepper_for(self, sfb, sib, x, v, d1, theta, twist):
-        """:func:`advance_rods` for these state arrays: its ahead-of-time compiled entry (rodlab.aot,
-        bitwise the JIT's results) when a call with them has the entry's signature, else numba's
-        dispatcher (which compiles any other argument types as before). Remembers arrays that fit,
-        so that the next call on them checks only their identity and writeability. The other
-        arguments are the simulator's own: ``fb``, ``ib``, checked here, and ``bc``, always a new
-        or kept float64 C array (rods, steps, BC_SIZE) made by the simulator."""
-        if not self._advance_aot:
-            return advance_rods
-        a = self._stepper_arrays  # advance's check, spelled out (a generator over the pairs costs ~1.5 us)
-        if sfb is a[0] and sib is a[1] and x is a[2] and v is a[3] and d1 is a[4] and theta is a[5] and twist is a[6] \
-                and sfb.flags.writeable and sib.flags.writeable and x.flags.writeable and v.flags.writeable \
-                and d1.flags.writeable and theta.flags.writeable and twist.flags.writeable:
-            return self._stepper
-        arrays = (sfb, sib, x, v, d1, theta, twist)
-        args = (1, 0, 0.0, self._dt, *arrays, self._bc_none, self._fb, self._ib, 0)
-        for fits, function in self._advance_aot:
-            if fits(args):  # writeable C arrays of the entry's types
-                self._stepper_arrays, self._stepper = arrays, function
-                return function
-        self._stepper_arrays, self._stepper = (None,) * 7, advance_rods
-        return advance_rods
 
     def _boundary_rows(self, t: float, nsteps: int) -> np.ndarray:
         """(rods, nsteps, BC_SIZE): every rod's boundary rows for ``nsteps`` steps from ``t``."""
@@ -609,8 +572,7 @@ class GAlphaSimulator(Simulator):
             residual, t_end = max(residual, res.residual), gs.t
             # the rods after it (none: only the common fields are written)
             if r + 1 < n_rods:
-                failed = self._stepper_for(sfb, sib, *common)(nsteps, r + 1, t_start, dt, sfb, sib, *common, bc, self._fb,
-                                                              self._ib, 0)
+                failed = advance_rods(nsteps, r + 1, t_start, dt, sfb, sib, *common, bc, self._fb, self._ib, 0)
                 more, worst, t_end = self.layout.result.tolist()
                 newton, residual = newton + more, max(residual, worst)
             else:
