@@ -1,7 +1,8 @@
 """Ahead-of-time kernels of ``rodlab demo`` (rodlab.aot): the der serial driver of driven worlds
 (moving clamps, time-dependent forces), the call of the demo's perversion scene, gives bitwise
-the JIT's results; the simulator checks a call's arguments once per set of state arrays and sends
-argument types the entry does not have to the dispatcher.
+the JIT's results, and so does der's coupled driver of a welded body (``serial`` True with the module,
+None without); the entries run through their numba dispatchers (rodlab.aot.seed), numba compiling
+nothing for their signatures.
 
 The module exists only after ``pip install`` (or ``python setup.py build_ext --inplace``); the
 tests that need it skip without it, unless ``RODLAB_REQUIRE_AOT=1`` (``.ci/run``) makes that a
@@ -13,11 +14,16 @@ import math
 import numpy as np
 
 from rodlab import aot
+from rodlab.aot import spec
 from rodlab.der import batch as B
+from rodlab.der import bodies as BD
 from rodlab.solvers import make_simulator
 from rodlab.world import WorldBuilder, shapes
 
-from aot_helpers import require_module, restore_aot  # noqa: F401 (a fixture)
+from aot_helpers import entry_ran, fresh, jit_ran, require_module, restore_aot  # noqa: F401 (a fixture)
+
+DRIVEN = tuple(spec.ENTRIES[("rodlab.der.batch", "advance_rods_serial")][0].args)
+WORLD = tuple(spec.ENTRIES[("rodlab.der.bodies", "advance_world")][0].args)
 
 
 def coil_between_clamps(n: int = 16):
@@ -35,64 +41,38 @@ def coil_between_clamps(n: int = 16):
 
 def run_driven():
     """12 calls of one step, one of 9 steps, then 5 calls on a copy of the state (other arrays):
-    every state array after each phase, and the drivers the simulator picked."""
+    every state array after each phase."""
     sim = make_simulator(coil_between_clamps(), "der", dt=2e-5)
     s = sim.initial_state()
     rng = np.random.default_rng(1)
     s.vertex_x[2:-2, 1:] += 1e-6 * rng.standard_normal((s.vertex_x.shape[0] - 4, 2))  # off the symmetric path
-    out, drivers = [], []
+    out = []
     for _ in range(12):
         sim.advance(s, 1)
     out.append(s.copy())
     sim.advance(s, 9)
     out.append(s.copy())
-    drivers.append(sim._driven_jit or sim._driven_driver)  # the dispatcher where no AOT entry exists, else the one used
     s2 = s.copy()
     for _ in range(5):
         sim.advance(s2, 1)
-    assert sim._driven_jit or sim._driven_key[0] is s2.vertex_x  # the copy's arrays were checked anew
-    drivers.append(sim._driven_jit or sim._driven_driver)
     out.append(s2)
-    arrays = [np.concatenate([a.ravel() for a in (st.vertex_x, st.vertex_v, st.edge_theta, st.edge_ref_d1,
-                                                    st.joint_ref_twist)] + [np.array([st.t])]) for st in out]
-    return arrays, drivers
+    return [np.concatenate([a.ravel() for a in (st.vertex_x, st.vertex_v, st.edge_theta, st.edge_ref_d1,
+                                                st.joint_ref_twist)] + [np.array([st.t])]) for st in out]
 
 
 def test_driven_world_bitwise_the_same_through_aot_and_jit(restore_aot):
     require_module()
-    aot.refresh()
-    with_aot, drivers = run_driven()
-    assert all(d is not B.advance_rods_serial for d in drivers)  # the AOT entry ran
+    fresh(B.advance_rods_serial)
+    with_aot = run_driven()
+    assert entry_ran(B.advance_rods_serial, DRIVEN)  # every call, the copy's arrays too
     restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
-    aot.refresh()
-    with_jit, drivers = run_driven()
-    assert all(d is B.advance_rods_serial for d in drivers)
+    fresh(B.advance_rods_serial)
+    with_jit = run_driven()
+    assert jit_ran(B.advance_rods_serial, DRIVEN)
     assert np.all(np.isfinite(with_jit[-1]))
     assert not np.array_equal(with_jit[0], with_jit[1])  # the run moved
     for a, b in zip(with_aot, with_jit):
         assert a.tobytes() == b.tobytes()
-
-
-def test_argument_types_without_an_entry_go_to_the_jit():
-    """Per-step inputs None (a world with wind only), read-only state arrays or RATTLE's
-    ``symplectic=True``: not the entry's signature, so the dispatcher is picked (and read-only
-    arrays are checked again on every call)."""
-    require_module()
-    aot.refresh()
-    sim = make_simulator(coil_between_clamps(8), "der", dt=2e-5)
-    s = sim.initial_state()
-    x, v, theta, d1, tw = s.vertex_x, s.vertex_v, s.edge_theta, s.edge_ref_d1, s.joint_ref_twist
-    steps = np.zeros((1, 1, 3))
-    assert sim._driven_serial_driver(1, x, v, theta, d1, tw, steps, steps, steps) is not B.advance_rods_serial
-    assert sim._driven_key == (x, v, theta, d1, tw, False)
-    assert sim._driven_serial_driver(1, x, v, theta, d1, tw, None, None, None) is B.advance_rods_serial
-    assert sim._driven_key[5] is True
-    frozen = x.copy()
-    frozen.flags.writeable = False
-    assert sim._driven_serial_driver(1, frozen, v, theta, d1, tw, steps, steps, steps) is B.advance_rods_serial
-    assert sim._driven_key == (None,) * 6
-    rattle = make_simulator(coil_between_clamps(8), "der", dt=2e-5, projection="symplectic")
-    assert rattle._driven_serial_driver(1, x, v, theta, d1, tw, steps, steps, steps) is B.advance_rods_serial
 
 
 # ---- examples/weld-body.toml: der with a rigid body welded to the rod ----------------------------
@@ -112,7 +92,7 @@ def pendulum_with_bob(n: int = 12, rods: int = 1):
 
 def run_welded():
     """10 calls of one step and one of 8: every rod and body array after each phase, and the
-    driver's AOT entry (None where the dispatcher ran)."""
+    ``serial`` argument the simulator passes its coupled driver."""
     sim = make_simulator(pendulum_with_bob(), "der")
     s = sim.initial_state()
     out = []
@@ -124,37 +104,36 @@ def run_welded():
     arrays = [np.concatenate([a.ravel() for a in (st.vertex_x, st.vertex_v, st.edge_theta, st.edge_ref_d1,
                                                     st.joint_ref_twist, st.body_x, st.body_q, st.body_v, st.body_w)])
               for st in out]
-    return arrays, sim._world_entry
+    return arrays, sim._world_serial
 
 
 def test_welded_body_bitwise_the_same_through_aot_and_jit(restore_aot):
-    """The AOT entry loops over the coupled rods' chunks serially, the JIT's driver in parallel
-    (one chunk here): the same results, bitwise."""
+    """The AOT entry loops over the coupled rods' chunks serially (``serial`` True), the JIT's driver
+    in parallel (``serial`` None; one chunk here): the same results, bitwise."""
     require_module()
-    aot.refresh()
-    with_aot, entry = run_welded()
-    assert entry is not None  # the AOT entry ran
+    fresh(BD.advance_world)
+    with_aot, serial = run_welded()
+    assert serial is True and entry_ran(BD.advance_world, WORLD)
     restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
-    aot.refresh()
-    with_jit, entry = run_welded()
-    assert entry is None
+    fresh(BD.advance_world)
+    with_jit, serial = run_welded()
+    assert serial is None and aot.seeded(BD.advance_world) == ()
+    assert (*WORLD[:-1], spec.NONE) in BD.advance_world.overloads and WORLD not in BD.advance_world.overloads
     assert np.all(np.isfinite(with_jit[-1])) and not np.array_equal(with_jit[0], with_jit[1])
     for a, b in zip(with_aot, with_jit):
         assert a.tobytes() == b.tobytes()
 
 
-def test_welded_worlds_the_entry_does_not_describe_go_to_the_jit():
-    """Two coupled rods (two chunks where numba has two threads) or read-only body arrays: the
-    parallel dispatcher, not the serial AOT entry."""
+def test_welded_worlds_of_several_chunks_keep_the_parallel_driver(restore_aot):
+    """Two coupled rods (two chunks where numba has two threads): ``serial`` None, the JIT's
+    parallel driver, whether or not the module holds the one-chunk entry; RODLAB_JIT_ONLY=1: None."""
     require_module()
-    aot.refresh()
     import numba
 
+    fresh(BD.advance_world)
     two = make_simulator(pendulum_with_bob(8, rods=2), "der")
-    assert (two._world_aot == []) == (numba.config.NUMBA_NUM_THREADS > 1)
-    sim = make_simulator(pendulum_with_bob(8), "der")
-    s = sim.initial_state()
-    assert sim._world_driver(s, 1) is not None
-    s.body_q.flags.writeable = False
-    assert sim._world_driver(s, 1) is None
-    assert sim._world_key == (None,) * 9
+    assert (two._world_serial is None) == (numba.config.NUMBA_NUM_THREADS > 1)
+    assert make_simulator(pendulum_with_bob(8), "der")._world_serial is True
+    restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
+    aot.refresh()
+    assert make_simulator(pendulum_with_bob(8), "der")._world_serial is None

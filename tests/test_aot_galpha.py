@@ -1,6 +1,6 @@
 """Ahead-of-time compiled kernels of method galpha (rodlab.aot): a galpha run gives the same
-results through the AOT entries as through numba's JIT, bitwise; arrays the entry's signature does
-not describe go to the JIT dispatcher.
+results through the AOT entries as through numba's JIT, bitwise; ``advance_rods``' entry runs through
+its numba dispatcher (rodlab.aot.seed), numba compiling nothing for its signature.
 
 The module exists only after ``pip install`` (or ``python setup.py build_ext --inplace``); the
 tests that need it skip without it, unless ``RODLAB_REQUIRE_AOT=1`` (set by ``.ci/run``) makes
@@ -10,12 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from rodlab import aot
+from rodlab.aot import spec
 from rodlab.galpha.batch import advance_rods
 from rodlab.solvers import simulator_class
 from rodlab.solvers.galpha import rest_geometry, rest_polyline
 from rodlab.world import WorldBuilder, shapes
 
-from aot_helpers import require_module, restore_aot  # noqa: F401 (a fixture)
+from aot_helpers import entry_ran, fresh, jit_ran, require_module, restore_aot  # noqa: F401 (a fixture)
+
+ADVANCE = tuple(spec.ENTRIES[("rodlab.galpha.batch", "advance_rods")][0].args)
 
 
 def cantilever(n: int = 12):
@@ -29,7 +32,7 @@ def cantilever(n: int = 12):
 
 def run_galpha():
     """20 calls of one step, a read, one call of 15 steps, the energies: every state array after
-    each phase, and which function stepped."""
+    each phase."""
     sim = simulator_class("galpha")(cantilever())
     s = sim.initial_state()
     out = []
@@ -42,18 +45,18 @@ def run_galpha():
                                                     st.joint_ref_twist, st.solver["x"], st.solver["xdot"],
                                                     st.solver["R"], st.solver["r_vel"])]) for st in out]
     arrays.append(np.array(list(sim.energies(s).values())))
-    return arrays, sim._stepper
+    return arrays
 
 
 def test_galpha_bitwise_the_same_through_aot_and_jit(restore_aot):
     require_module()
-    aot.refresh()
-    with_aot, stepper = run_galpha()
-    assert stepper is not advance_rods  # the AOT entry stepped
+    fresh(advance_rods)
+    with_aot = run_galpha()
+    assert entry_ran(advance_rods, ADVANCE)  # the deferred calls, the fill, the 15-step call
     restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
-    aot.refresh()
-    with_jit, stepper = run_galpha()
-    assert stepper is advance_rods
+    fresh(advance_rods)
+    with_jit = run_galpha()
+    assert jit_ran(advance_rods, ADVANCE)
     for a, b in zip(with_aot, with_jit):
         assert a.tobytes() == b.tobytes()
 
@@ -78,30 +81,8 @@ def test_rest_geometry_bitwise_the_same_through_aot_and_jit(restore_aot):
     assert with_aot.tobytes() == geometry().tobytes()
 
 
-def test_arrays_off_the_signature_go_to_the_jit(restore_aot):
-    """A read-only or float32 common field does not fit the entry: the dispatcher is chosen (and
-    the fitting arrays after it get the entry again)."""
-    require_module()
-    aot.refresh()
-    sim = simulator_class("galpha")(cantilever(6))
-    s = sim.initial_state()
-    sfb, sib = s.solver.sfb, s.solver.sib
-    common = [s.vertex_x, s.vertex_v, s.edge_ref_d1, s.edge_theta, s.joint_ref_twist]
-    assert sim._stepper_for(sfb, sib, *common) is not advance_rods
-    frozen = common[1].copy()
-    frozen.flags.writeable = False
-    assert sim._stepper_for(sfb, sib, common[0], frozen, *common[2:]) is advance_rods
-    assert sim._stepper_for(sfb, sib, *common) is not advance_rods
-    assert sim._stepper_for(sfb, sib, *common[:3], common[3].astype(np.float32), common[4]) is advance_rods
-    common[1].flags.writeable = False  # the remembered array itself turned read-only
-    assert sim._stepper_for(sfb, sib, *common) is advance_rods
-
-
-def test_jit_only_env_leaves_the_dispatcher(restore_aot):
+def test_jit_only_env_seeds_nothing(restore_aot):
     restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
     aot.refresh()
-    sim = simulator_class("galpha")(cantilever(6))
-    assert sim._advance_aot == []
-    s = sim.initial_state()
-    assert sim._stepper_for(s.solver.sfb, s.solver.sib, s.vertex_x, s.vertex_v, s.edge_ref_d1, s.edge_theta,
-                            s.joint_ref_twist) is advance_rods
+    simulator_class("galpha")(cantilever(6))
+    assert aot.seed(advance_rods) == 0 and aot.seeded(advance_rods) == ()
