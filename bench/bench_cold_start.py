@@ -128,10 +128,12 @@ WHY = [
     "`world/moves.py`) call, and der's coupled driver `bodies.advance_world` for worlds whose welded rods form one "
     "chunk (`bodies._phase` takes a `serial` argument: the AOT entry has a plain loop where the JIT has `prange`, which "
     "pycc cannot export), are in the module too: 32 kernels, 33 signatures. A cold run of each then compiles nothing "
-    "(`python bench/aot_entries.py run ...` lists no compilation); the table above is that run. The simulators pick an "
-    "entry once per set of state arrays and check only their identity and writeability per call (der, galpha), or at "
-    "construction (compact: its own buffers), or numba's dispatcher holds the entry as a compiled overload of its "
-    "own (der-implicit, `rodlab.aot.seed`): per-call overhead within noise of the JIT path. Each has a test file "
+    "(`python bench/aot_entries.py run ...` lists no compilation); the table above is that run. Every simulator seeds "
+    "its drivers' entries into their numba dispatchers (`rodlab.aot.seed`: the entry becomes the dispatcher's "
+    "compiled overload of its signature, and numba's own type dispatch runs it for a call of exactly those argument "
+    "types; no argument check in Python) and calls the dispatchers (2026-12-07 evening; der, galpha and compact "
+    "checked array identity and writeability in Python before): per-call overhead at or below the JIT path's. "
+    "Each has a test file "
     "comparing a run through the module and through `RODLAB_JIT_ONLY=1` bit for bit (tests/test_aot*.py). Measured "
     "by the helpers at load 2-6 with `RODLAB_JIT_ONLY=1` against the module: der-implicit 36.0 -> 2.4-2.6 s wall, "
     "compact 51.8-78.3 -> 3.8-5.2 s, galpha 60-100 -> 3.2-8.0 s, demo 43.4 -> 4.8-5.5 s, weld-body 91 -> 2.0-2.4 s. "
@@ -153,12 +155,13 @@ WHY = [
     "defining `numba_parallel_for` and the scheduling functions over numba's threading-layer library, started as "
     "numba's `_launch_threads` does; der's parallel drivers stay on the JIT. `numba.pycc` is pending deprecation in numba; its successor would take this build.",
     "- **pycc's argument checks are thin**: its wrapper unboxes an array checking only the item size, so a float64 "
-    "array of another dimension or order would be misread. `rodlab.aot` checks each call against the signature as "
-    "numba's dispatcher types it (dtype, dimensions, C order, writeable, alignment; tests/test_aot.py compares with "
-    "`numba.typeof`); on der's per-call path the state arrays are checked once and then by identity and "
-    "writeability (~0.4 us, what the AOT entry saves over the dispatcher).",
+    "array of another dimension or order would be misread. `rodlab.aot` never calls an entry itself: seeded into its "
+    "kernel's dispatcher, an entry is reached only through numba's type dispatch, which checks dtype, dimensions, "
+    "layout, writeability and alignment in C as for every JIT overload (a call of any other types is compiled as "
+    "before; tests/test_aot.py).",
     "- **Other methods follow** by adding their Python-called kernels to `rodlab/aot/spec.py` (`bench/aot_entries.py` "
-    "prints each with its signature and call site) and calling them through `rodlab.aot.kernel`; each tree adds "
+    "prints each with its signature and call site) and seeding their dispatchers (`rodlab.aot.seed` where the simulator "
+    "is made, or a `rodlab.aot.kernel` handle, which seeds at its first call); each tree adds "
     "its compile time to the install (der's: ~45 s CPU).",
     "",
 ]
