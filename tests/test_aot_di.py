@@ -18,7 +18,7 @@ from rodlab.der_implicit import batch as B
 from rodlab.solvers import make_simulator
 from rodlab.world import WorldBuilder, shapes
 
-from aot_helpers import require_module, restore_aot  # noqa: F401 (a fixture)
+from aot_helpers import entry_ran, fresh, jit_ran, require_module, restore_aot  # noqa: F401 (a fixture)
 
 DRIVER_ARGS = tuple(spec.ENTRIES[("rodlab.der_implicit.batch", "advance_serial")][0].args)
 
@@ -83,8 +83,9 @@ def test_bitwise_the_same_through_aot_and_jit(restore_aot, case):
         assert a.tobytes() == b.tobytes()
 
 
-def test_rest_state_kernels_match_the_jit():
-    """rod_model's frames and rest curvature through the entries and through the dispatchers."""
+def test_rest_state_kernels_match_the_jit(restore_aot):
+    """rod_model's frames and rest curvature through the entries (rodlab.aot.kernel handles, which
+    seed the dispatchers) and through numba's own compilations (RODLAB_JIT_ONLY=1)."""
     require_module()
     from rodlab.der_implicit.energies import (
         material_curvature_all,
@@ -102,14 +103,20 @@ def test_rest_state_kernels_match_the_jit():
     a1 /= np.linalg.norm(a1, axis=1)[:, None]
     mref = rng.normal(size=nv - 2)
     results = []
-    kernels = (aot.kernel(update_frames), aot.kernel(material_curvature_all))
-    for frames, curvature in (kernels, (update_frames, material_curvature_all)):
+    signatures = [tuple(spec.ENTRIES[("rodlab.der_implicit.energies", k)][0].args)
+                  for k in ("update_frames", "material_curvature_all")]
+    for jit_only in (False, True):
+        if jit_only:
+            restore_aot.setenv(aot.JIT_ONLY_ENV, "1")
+        fresh(update_frames, material_curvature_all)
+        frames, curvature = aot.kernel(update_frames), aot.kernel(material_curvature_all)
         tan2, elen, a1c, mrefc = np.empty_like(tan), np.empty(nv - 1), np.empty_like(a1), np.empty(nv - 2)
         frames(q, tan, a1, mref, tan2, elen, a1c, mrefc)
         w, m = np.zeros((nv, 4)), np.zeros(nv)
         curvature(q, tan2, elen, a1c, mrefc, w, m)
         results.append(np.concatenate([tan2.ravel(), elen, a1c.ravel(), mrefc, w.ravel(), m]))
-    assert all(k._entries for k in kernels)  # the entries ran (resolved by the calls above)
+        ran = jit_ran if jit_only else entry_ran
+        assert ran(update_frames, signatures[0]) and ran(material_curvature_all, signatures[1])
     assert results[0].tobytes() == results[1].tobytes()
 
 
