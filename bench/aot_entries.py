@@ -8,9 +8,9 @@ Runs the ``rodlab`` command line in a fresh interpreter with an empty ``NUMBA_CA
 Python: the only kind an ahead-of-time entry can replace; the compiles nested in it are its
 callees, which come with it) with its signature, its inclusive compile CPU seconds and the Python
 line that called it. ``--jit-only`` sets ``RODLAB_JIT_ONLY=1``. A kernel listed here is covered by
-adding ``(module, name): [signature]`` to the spec, wrapping its Python call site in
-``rodlab.aot.kernel`` (or, on a per-call path, :func:`rodlab.aot.entries` checked once per set of
-arrays, as ``rodlab.solvers.der`` does), and reinstalling (``pip install -e .``).
+adding ``(module, name): [signature]`` to the spec, seeding its dispatcher (:func:`rodlab.aot.seed`
+where the simulator is made, as ``rodlab.solvers.der`` does for its drivers; or a ``rodlab.aot.kernel``
+handle at the Python call site), and reinstalling (``pip install -e .``).
 """
 from __future__ import annotations
 
