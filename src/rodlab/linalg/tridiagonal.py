@@ -28,22 +28,33 @@ from ..model import require
 
 @njit(inline="always", **JIT)
 def _thomas_run(lower, diag, upper, rhs, start, stop, cp, dp, out):
-    """Thomas on the rows and unknowns ``start .. stop - 1`` (couplings outside dropped) into ``out``."""
+    """Thomas on the rows and unknowns ``start .. stop - 1`` (couplings outside dropped) into ``out``.
+
+    Each sweep is a serial chain (a division per row in the forward one): the previous row's
+    ``c'``, ``d'`` and solution are carried in scalars, not re-read from the arrays just written
+    (a store-to-load round trip on the chain's critical path: 3.4 -> 2.0 us on 274 rows, bitwise
+    the same)."""
     b = diag[start]
     if b == 0.0:
         raise ValueError("singular tridiagonal matrix (zero pivot)")
-    cp[start] = upper[start] / b if start + 1 < stop else 0.0
-    dp[start] = rhs[start] / b
+    c_prev = upper[start] / b if start + 1 < stop else 0.0
+    d_prev = rhs[start] / b
+    cp[start] = c_prev
+    dp[start] = d_prev
     for r in range(start + 1, stop):
         a = lower[r - 1]
-        b = diag[r] - a * cp[r - 1]
+        b = diag[r] - a * c_prev
         if b == 0.0:
             raise ValueError("singular tridiagonal matrix (zero pivot)")
-        cp[r] = upper[r] / b if r + 1 < stop else 0.0
-        dp[r] = (rhs[r] - a * dp[r - 1]) / b
-    out[stop - 1] = dp[stop - 1]
+        c_prev = upper[r] / b if r + 1 < stop else 0.0
+        d_prev = (rhs[r] - a * d_prev) / b
+        cp[r] = c_prev
+        dp[r] = d_prev
+    o = d_prev
+    out[stop - 1] = o
     for r in range(stop - 2, start - 1, -1):
-        out[r] = dp[r] - cp[r] * out[r + 1]
+        o = dp[r] - cp[r] * o
+        out[r] = o
 
 
 @njit(**JIT)
@@ -110,22 +121,30 @@ def _sherman_morrison_ring(diag, lower, rhs, out):
     b = diag[0] - gamma
     if b == 0.0:
         raise ValueError("singular tridiagonal matrix (zero pivot)")
-    cp[0] = lower[0] / b
-    y[0] = rhs[0] / b
-    z[0] = gamma / b
-    for r in range(1, n):
+    c_prev = lower[0] / b
+    y_prev = rhs[0] / b
+    z_prev = gamma / b
+    cp[0] = c_prev
+    y[0] = y_prev
+    z[0] = z_prev
+    for r in range(1, n):  # (the previous row's values carried in scalars: _thomas_run)
         a = lower[r - 1]
         dr = d_last if r == n - 1 else diag[r]
-        b = dr - a * cp[r - 1]
+        b = dr - a * c_prev
         if b == 0.0:
             raise ValueError("singular tridiagonal matrix (zero pivot)")
-        cp[r] = lower[r] / b if r + 1 < n else 0.0
+        c_prev = lower[r] / b if r + 1 < n else 0.0
         ur = corner if r == n - 1 else 0.0
-        y[r] = (rhs[r] - a * y[r - 1]) / b
-        z[r] = (ur - a * z[r - 1]) / b
+        y_prev = (rhs[r] - a * y_prev) / b
+        z_prev = (ur - a * z_prev) / b
+        cp[r] = c_prev
+        y[r] = y_prev
+        z[r] = z_prev
     for r in range(n - 2, -1, -1):
-        y[r] = y[r] - cp[r] * y[r + 1]
-        z[r] = z[r] - cp[r] * z[r + 1]
+        y_prev = y[r] - cp[r] * y_prev
+        z_prev = z[r] - cp[r] * z_prev
+        y[r] = y_prev
+        z[r] = z_prev
     fac = (y[0] + corner * y[n - 1] / gamma) / (1.0 + z[0] + corner * z[n - 1] / gamma)
     for i in range(n):
         out[i] = y[i] - fac * z[i]
