@@ -525,7 +525,8 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
     dlam = work_s[6]
     active = np.empty(ne, dtype=np.bool_)
     edges0 = np.empty((0, 3))
-    old_tangents = np.empty((0 if twist_free else ne, 3))  # the frame transport's previous tangents
+    # the frame transport's previous tangents (no allocation where no step transports frames)
+    old_tangents = edges0 if twist_free else np.empty((ne, 3))
     if symplectic is not None:  # None: RATTLE's code is not compiled (dead-branch pruning)
         if symplectic:
             edges0 = np.empty((ne, 3))
@@ -594,10 +595,16 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
                         x[i, d] = x_old[i, d]
                 diag[5] = 1.0
                 return done
-        probe = 0.0  # x - x is 0 for finite x and NaN for inf/NaN: one vectorisable pass
+        # x - x is 0 for finite x and NaN for inf/NaN; three sums (one per coordinate), not one
+        # chain of 3 nv additions: the same test (a sum of zeros is 0, one NaN makes it NaN)
+        probe0 = 0.0
+        probe1 = 0.0
+        probe2 = 0.0
         for i in range(nv):
-            for d in range(3):
-                probe += x[i, d] - x[i, d]
+            probe0 += x[i, 0] - x[i, 0]
+            probe1 += x[i, 1] - x[i, 1]
+            probe2 += x[i, 2] - x[i, 2]
+        probe = probe0 + probe1 + probe2
         if probe != 0.0:
             for i in range(nv):
                 for d in range(3):
