@@ -257,6 +257,34 @@ def reference_twist(tangents, a1, closed, previous, out):
                                   previous[k])
 
 
+@njit(**JIT)
+def reference_twist_two_pass(tangents, a1, ref_twist, num, den):
+    """:func:`reference_twist` with ``previous`` = ``out`` = ``ref_twist``, in two passes: the
+    ``atan2`` arguments of every joint into the scratch ``num``, ``den`` (at least ``nj`` long),
+    then the ``atan2`` calls and the unwrapping. The same operations on every value as
+    :func:`reference_twist3`, bitwise; a loop of only the library calls runs faster (275-vertex
+    rod: 6.3 -> 5.2 us). Anti-parallel tangents: ValueError."""
+    ne = tangents.shape[0]
+    nj = ref_twist.shape[0]
+    for k in range(nj):
+        f = k + 1
+        if f == ne:
+            f = 0
+        sx, sy, sz = tangents[f, 0], tangents[f, 1], tangents[f, 2]
+        vx, vy, vz = a1[f, 0], a1[f, 1], a1[f, 2]
+        o0, o1, o2 = transport3(tangents[k, 0], tangents[k, 1], tangents[k, 2], sx, sy, sz, a1[k, 0], a1[k, 1],
+                                a1[k, 2])
+        cx = o1 * vz - o2 * vy
+        cy = o2 * vx - o0 * vz
+        cz = o0 * vy - o1 * vx
+        num[k] = cx * sx + cy * sy + cz * sz
+        den[k] = o0 * vx + o1 * vy + o2 * vz
+    two_pi = 2.0 * math.pi
+    for k in range(nj):
+        angle = math.atan2(num[k], den[k])
+        ref_twist[k] = angle + two_pi * math.floor((ref_twist[k] - angle) / two_pi + 0.5)
+
+
 @njit(inline="always", **JIT)
 def unwrap_near(angle, reference):
     """``angle + 2 pi m`` with the integer ``m`` that brings it closest to ``reference``."""
