@@ -190,84 +190,56 @@ def _residual(y, U0, G, glo, ghi, target, r, mu, off, F, J, jacobian, U):
 @njit(**JIT)
 def _solve_dense(A, b):
     """``A d = b`` in place by Gaussian elimination with partial pivoting (``A`` and ``b`` are
-    overwritten; ``b`` holds ``d``). A column whose best pivot is below ``1e-12`` of ``A``'s
-    largest entry is a free unknown, set to 0: duplicate rows (two segment pairs that meet at
-    one shared vertex give the same contact twice) make the Newton system singular, and a pair
-    that has passed through gives rows with opposite normals that no impulse satisfies both
-    (an inconsistent system); either way the step stays bounded. Returns False when ``A`` is
-    zero or not finite. The band of every row is found by scanning it (:func:`_eliminate`)."""
+    overwritten; ``b`` holds ``d``): :func:`_solve_band` with every row's band the whole row."""
     n = b.shape[0]
-    scale = 0.0
-    first = np.empty(n, dtype=np.int64)
-    last = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        first[i] = i
-        last[i] = i
-        for j in range(n):
-            a = abs(A[i, j])
-            scale = max(scale, a)
-            if a != 0.0:
-                first[i] = min(first[i], j)
-                last[i] = max(last[i], j)
-    return _eliminate(A, b, scale, first, last, np.empty(n, dtype=np.int64), np.empty(n, dtype=np.bool_))
+    return _solve_band(A, b, np.zeros(n, dtype=np.int64), np.full(n, n, dtype=np.int64),
+                       np.empty(4 * n, dtype=np.int64), np.empty(n, dtype=np.bool_))
 
 
 @njit(**JIT)
 def _solve_band(A, b, lo, hi, iwork, free):
-    """:func:`_solve_dense` of an ``A`` whose row ``i`` is zero outside columns ``lo[i]:hi[i]``
-    (which hold ``i``), scanning only those; ``A`` is left all zero (every entry the elimination
-    may have written is reset), ready for the next Jacobian of the same band. The same pivots and
-    arithmetic, the same result bit for bit. ``iwork`` (4 n,) int64 and ``free`` (n,) bool: work
-    arrays (a Newton solve calls this once per iteration: no allocation here)."""
+    """``A d = b`` in place by Gaussian elimination with partial pivoting, for an ``A`` whose row
+    ``i`` is zero outside columns ``lo[i]:hi[i]`` (which hold ``i``); ``b`` gets ``d`` and ``A``
+    is left all zero (every entry the elimination may have written is reset), ready for the next
+    Jacobian of the same band. A column whose best pivot is below ``1e-12`` of ``A``'s largest
+    entry is a free unknown, set to 0: duplicate rows (two segment pairs that meet at one shared
+    vertex give the same contact twice) make the Newton system singular, and a pair that has
+    passed through gives rows with opposite normals that no impulse satisfies both (an
+    inconsistent system); either way the step stays bounded. Returns False when ``A`` is zero or
+    not finite. ``iwork`` (4 n,) int64 and ``free`` (n,) bool: work arrays (a Newton solve calls
+    this once per iteration: no allocation here).
+
+    Each row's first and last nonzero columns are tracked: a row's fill-in from a pivot row ends
+    where the pivot row's nonzeros end (the updates and the back substitution stop there), and no
+    row gets an entry left of its first nonzero, so at column ``col`` only the rows up to the
+    lowest one whose first nonzero is at or before ``col`` can hold a nonzero in it: the pivot
+    search and the updates visit those alone (rows swap only within that bound, so a row below
+    it has not moved). The same arithmetic on every entry that can be nonzero, the skipped terms
+    being exact zeros (a zero never wins the strict pivot comparison): for a banded system (a
+    cluster's rows ordered along the rods: :func:`newton_cluster`) ``O(n w^2)`` for ``w`` nonzeros
+    per row instead of ``O(n^3)``, and no ``O(n^2)`` column scans. The entries left of the pivot
+    column are never read again and are left until the final reset."""
     n = b.shape[0]
     scale = 0.0
-    first = iwork[:n]
-    last = iwork[n:2 * n]
-    start = iwork[2 * n:3 * n]
+    first, last, start, reach = iwork[:n], iwork[n:2 * n], iwork[2 * n:3 * n], iwork[3 * n:4 * n]
     for i in range(n):
         first[i] = i
         last[i] = i
+        reach[i] = -1
+        free[i] = False
         for j in range(lo[i], hi[i]):
             a = abs(A[i, j])
             scale = max(scale, a)
             if a != 0.0:
                 first[i] = min(first[i], j)
                 last[i] = max(last[i], j)
-    # every entry a row can hold after the elimination lies in min(first, i) .. last (below)
+    # every entry a row can hold after the elimination lies in min(first, i) .. last
     for i in range(n):
         start[i] = min(first[i], i)
-    ok = _eliminate(A, b, scale, first, last, iwork[3 * n:4 * n], free)
-    for i in range(n):
-        for j in range(start[i], max(last[i], hi[i] - 1) + 1):
-            A[i, j] = 0.0
-    return ok
-
-
-@njit(**JIT)
-def _eliminate(A, b, scale, first, last, reach, free):
-    """The elimination of :func:`_solve_dense`, given ``scale`` (``A``'s largest entry) and each
-    row's first and last nonzero columns (or bounds of them: ``first[i] <= i <= last[i]``).
-
-    A row's fill-in from a pivot row ends where the pivot row's nonzeros end (``last`` is updated
-    and the updates and the back substitution stop there), and no row gets an entry left of its
-    first nonzero, so at column ``col`` only the rows up to the lowest one whose first nonzero is
-    at or before ``col`` can hold a nonzero in it: the pivot search and the updates visit those
-    alone. The same arithmetic on every entry that can be nonzero, the skipped terms being exact
-    zeros (a zero never wins the strict pivot comparison). For a banded system (a cluster's rows
-    ordered along the rods: :func:`newton_cluster`) that is ``O(n w^2)`` for ``w`` nonzeros per row
-    instead of ``O(n^3)`` (``O(n^2)`` for the column scans without the row bound). Rows swap only
-    within that bound, so a row below it has not moved. The entries left of the pivot column are
-    never read again and are left as they are. ``reach`` (n,) int64, ``free`` (n,) bool: work arrays."""
-    n = b.shape[0]
-    if not (scale > 0.0 and scale < np.inf):
-        return False
-    for i in range(n):
-        reach[i] = -1
-        free[i] = False
-    for i in range(n):
         reach[first[i]] = max(reach[first[i]], i)
+    ok = scale > 0.0 and scale < np.inf
     bottom = -1
-    for col in range(n):
+    for col in range(n if ok else 0):
         bottom = max(bottom, max(reach[col], col))
         p = col
         best = abs(A[col, col])
@@ -295,6 +267,8 @@ def _eliminate(A, b, scale, first, last, reach, free):
                 if last[col] > last[i]:
                     last[i] = last[col]
     for i in range(n - 1, -1, -1):
+        if not ok:
+            break
         if free[i]:
             b[i] = 0.0
             continue
@@ -302,7 +276,10 @@ def _eliminate(A, b, scale, first, last, reach, free):
         for j in range(i + 1, last[i] + 1):
             s -= A[i, j] * b[j]
         b[i] = s / A[i, i]
-    return True
+    for i in range(n):
+        for j in range(start[i], max(last[i], hi[i] - 1) + 1):
+            A[i, j] = 0.0
+    return ok
 
 
 @njit(**JIT)
