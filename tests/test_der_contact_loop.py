@@ -244,3 +244,24 @@ def test_a_rod_under_the_energy_check_steps_alike_in_one_call_and_in_single_step
     assert ra.contacts_sum > 0 and ra.contacts_sum == sums
     for name in ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist"):
         np.testing.assert_array_equal(getattr(a, name), getattr(c, name))
+
+
+def test_pair_order_is_the_argsort_of_lower_and_higher_rank():
+    # listed_pairs' counting sort by the lower box rank, then insertion by the higher, against the
+    # np.argsort of lower * nb + higher it replaced: distinct pairs, so one sorting permutation
+    from rodlab.der.contact_loop import _pair_order
+
+    rng = np.random.default_rng(7)
+    for nb, m in ((2, 1), (5, 10), (40, 300), (300, 900)):
+        flat = rng.choice(nb * nb, size=min(m, nb * (nb - 1) // 2), replace=False)
+        i, j = flat // nb, flat % nb
+        keep = i != j
+        i, j = i[keep], j[keep]
+        key = np.minimum(i, j) * nb + np.maximum(i, j)
+        _, first = np.unique(key, return_index=True)  # distinct unordered pairs
+        out = np.stack([i[first], j[first]], axis=1).astype(np.int64)
+        rank = rng.permutation(nb).astype(np.int64)  # box id -> rank
+        ri, rj = rank[out[:, 0]], rank[out[:, 1]]
+        want = np.argsort(np.minimum(ri, rj) * nb + np.maximum(ri, rj))
+        got = _pair_order(out, out.shape[0], rank, nb)
+        assert np.array_equal(got, want)

@@ -55,6 +55,40 @@ def _displacement(x, x_ref):
 
 
 @njit(**JIT)
+def _pair_order(out, m, rank, nb):
+    """The permutation that sorts pairs ``out[:m]`` (box ids) by (lower rank, higher rank) of their
+    boxes (``rank`` (E,), ranks ``0..nb-1``): a counting sort by the lower rank, then an insertion
+    sort by the higher within each group (a box's few partners). The pairs are distinct, so this
+    is the one sorting permutation, the one ``np.argsort`` of ``lower * nb + higher`` gives, in
+    ``O(m + nb)`` for a few partners per box."""
+    low = np.empty(m, dtype=np.int64)
+    high = np.empty(m, dtype=np.int64)
+    start = np.zeros(nb + 1, dtype=np.int64)
+    for q in range(m):
+        ri, rj = rank[out[q, 0]], rank[out[q, 1]]
+        low[q] = min(ri, rj)
+        high[q] = max(ri, rj)
+        start[low[q] + 1] += 1
+    for b in range(nb):
+        start[b + 1] += start[b]
+    fill = start[:nb].copy()
+    by = np.empty(m, dtype=np.int64)
+    for q in range(m):
+        by[fill[low[q]]] = q
+        fill[low[q]] += 1
+    for b in range(nb):
+        for a in range(start[b] + 1, start[b + 1]):
+            q = by[a]
+            key = high[q]
+            c = a
+            while c > start[b] and high[by[c - 1]] > key:
+                by[c] = by[c - 1]
+                c -= 1
+            by[c] = q
+    return by
+
+
+@njit(**JIT)
 def listed_pairs(lo, hi, x, skin, g, near_x, near):
     """The pairs of :func:`grid_pairs_serial` for the boxes ``lo``, ``hi`` (E, 3) at ``x``, the
     same pairs in the same order, found among a kept list of candidates instead of by visiting
@@ -127,11 +161,7 @@ def listed_pairs(lo, hi, x, skin, g, near_x, near):
     rank = np.empty(n, dtype=np.int64)
     for q in range(nb):
         rank[box[order[q]]] = q
-    sort_key = np.empty(m, dtype=np.int64)
-    for q in range(m):
-        ri, rj = rank[out[q, 0]], rank[out[q, 1]]
-        sort_key[q] = min(ri, rj) * nb + max(ri, rj)
-    by = np.argsort(sort_key)
+    by = _pair_order(out, m, rank, nb)
     pairs = np.empty((m, 2), dtype=np.int64)
     for q in range(m):
         pairs[q, 0] = out[by[q], 0]

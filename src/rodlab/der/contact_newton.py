@@ -119,22 +119,20 @@ def _frame(n, E, q):
 
 
 @njit(**JIT)
-def _residual(y, U0, G, glo, ghi, target, r, mu, off, F, J, jacobian):
+def _residual(y, U0, G, glo, ghi, target, r, mu, off, F, J, jacobian, U):
     """The natural map ``F(y)`` (module docstring) of a cluster whose row ``p`` has unknowns
     ``y[off[p]:off[p + 1]]`` (3: normal and tangential; 1: normal only, a frictionless row), and
     with ``jacobian`` an element of its generalised Jacobian in ``J``. Row ``a`` of ``G`` is zero
     outside columns ``glo[a]:ghi[a]`` (the unknowns of the rows that share a vertex with its
-    row). Returns ``|F|^2``."""
+    row); ``J`` must be zero on entry (:func:`_solve_band` leaves it so). ``U`` (n,): work array for
+    the relative velocities. Returns ``|F|^2``."""
     n = y.shape[0]
     m = off.shape[0] - 1
-    U = U0.copy()
+    for a in range(n):
+        U[a] = U0[a]
     for a in range(n):
         for b in range(glo[a], ghi[a]):
             U[a] += G[a, b] * y[b]
-    if jacobian:
-        for a in range(n):
-            for b in range(n):
-                J[a, b] = 0.0
     for k in range(m):
         i = off[k]
         rk = r[k]
@@ -192,35 +190,60 @@ def _residual(y, U0, G, glo, ghi, target, r, mu, off, F, J, jacobian):
 @njit(**JIT)
 def _solve_dense(A, b):
     """``A d = b`` in place by Gaussian elimination with partial pivoting (``A`` and ``b`` are
-    overwritten; ``b`` holds ``d``). A column whose best pivot is below ``1e-12`` of ``A``'s
-    largest entry is a free unknown, set to 0: duplicate rows (two segment pairs that meet at
-    one shared vertex give the same contact twice) make the Newton system singular, and a pair
-    that has passed through gives rows with opposite normals that no impulse satisfies both
-    (an inconsistent system); either way the step stays bounded. Returns False when ``A`` is
-    zero or not finite.
+    overwritten; ``b`` holds ``d``): :func:`_solve_band` with every row's band the whole row."""
+    n = b.shape[0]
+    return _solve_band(A, b, np.zeros(n, dtype=np.int64), np.full(n, n, dtype=np.int64),
+                       np.empty(4 * n, dtype=np.int64), np.empty(n, dtype=np.bool_))
 
-    Each row's last nonzero column is tracked (a row's fill-in from a pivot row ends where the
-    pivot row's nonzeros end), and the updates and the back substitution stop there: the same
-    arithmetic on every entry that can be nonzero, the skipped terms being exact zeros. For a
-    banded system (a cluster's rows ordered along the rods: :func:`newton_cluster`) the
-    elimination costs ``O(n w^2)`` for ``w`` nonzeros per row instead of ``O(n^3)``."""
+
+@njit(**JIT)
+def _solve_band(A, b, lo, hi, iwork, free):
+    """``A d = b`` in place by Gaussian elimination with partial pivoting, for an ``A`` whose row
+    ``i`` is zero outside columns ``lo[i]:hi[i]`` (which hold ``i``); ``b`` gets ``d`` and ``A``
+    is left all zero (every entry the elimination may have written is reset), ready for the next
+    Jacobian of the same band. A column whose best pivot is below ``1e-12`` of ``A``'s largest
+    entry is a free unknown, set to 0: duplicate rows (two segment pairs that meet at one shared
+    vertex give the same contact twice) make the Newton system singular, and a pair that has
+    passed through gives rows with opposite normals that no impulse satisfies both (an
+    inconsistent system); either way the step stays bounded. Returns False when ``A`` is zero or
+    not finite. ``iwork`` (4 n,) int64 and ``free`` (n,) bool: work arrays (a Newton solve calls
+    this once per iteration: no allocation here).
+
+    Each row's first and last nonzero columns are tracked: a row's fill-in from a pivot row ends
+    where the pivot row's nonzeros end (the updates and the back substitution stop there), and no
+    row gets an entry left of its first nonzero, so at column ``col`` only the rows up to the
+    lowest one whose first nonzero is at or before ``col`` can hold a nonzero in it: the pivot
+    search and the updates visit those alone (rows swap only within that bound, so a row below
+    it has not moved). The same arithmetic on every entry that can be nonzero, the skipped terms
+    being exact zeros (a zero never wins the strict pivot comparison): for a banded system (a
+    cluster's rows ordered along the rods: :func:`newton_cluster`) ``O(n w^2)`` for ``w`` nonzeros
+    per row instead of ``O(n^3)``, and no ``O(n^2)`` column scans. The entries left of the pivot
+    column are never read again and are left until the final reset."""
     n = b.shape[0]
     scale = 0.0
-    last = np.empty(n, dtype=np.int64)
+    first, last, start, reach = iwork[:n], iwork[n:2 * n], iwork[2 * n:3 * n], iwork[3 * n:4 * n]
     for i in range(n):
+        first[i] = i
         last[i] = i
-        for j in range(n):
+        reach[i] = -1
+        free[i] = False
+        for j in range(lo[i], hi[i]):
             a = abs(A[i, j])
             scale = max(scale, a)
-            if a != 0.0 and j > last[i]:
-                last[i] = j
-    if not (scale > 0.0 and scale < np.inf):
-        return False
-    free = np.zeros(n, dtype=np.bool_)
-    for col in range(n):
+            if a != 0.0:
+                first[i] = min(first[i], j)
+                last[i] = max(last[i], j)
+    # every entry a row can hold after the elimination lies in min(first, i) .. last
+    for i in range(n):
+        start[i] = min(first[i], i)
+        reach[first[i]] = max(reach[first[i]], i)
+    ok = scale > 0.0 and scale < np.inf
+    bottom = -1
+    for col in range(n if ok else 0):
+        bottom = max(bottom, max(reach[col], col))
         p = col
         best = abs(A[col, col])
-        for i in range(col + 1, n):
+        for i in range(col + 1, bottom + 1):
             if abs(A[i, col]) > best:
                 best = abs(A[i, col])
                 p = i
@@ -235,7 +258,7 @@ def _solve_dense(A, b):
             last[col], last[p] = last[p], last[col]
         inv = 1.0 / A[col, col]
         end = last[col] + 1
-        for i in range(col + 1, n):
+        for i in range(col + 1, bottom + 1):
             f = A[i, col] * inv
             if f != 0.0:
                 for j in range(col + 1, end):
@@ -244,6 +267,8 @@ def _solve_dense(A, b):
                 if last[col] > last[i]:
                     last[i] = last[col]
     for i in range(n - 1, -1, -1):
+        if not ok:
+            break
         if free[i]:
             b[i] = 0.0
             continue
@@ -251,7 +276,10 @@ def _solve_dense(A, b):
         for j in range(i + 1, last[i] + 1):
             s -= A[i, j] * b[j]
         b[i] = s / A[i, i]
-    return True
+    for i in range(n):
+        for j in range(start[i], max(last[i], hi[i] - 1) + 1):
+            A[i, j] = 0.0
+    return ok
 
 
 @njit(**JIT)
@@ -351,14 +379,19 @@ def newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n,
     for p in range(m):
         off[p + 1] = off[p] + (3 if mu[rows[p]] > 0.0 else 1)
     n = off[m]
-    E = np.empty((m, 3, 3))
-    C = _cluster_coupling(rows, va, vb, wa, wb, inv_mass)
-    r = np.empty(m)
-    tg = np.empty(m)
-    mus = np.empty(m)
+    # work arrays, as views of two buffers (a chain step makes ~40 small solves: one allocation each)
+    fw = np.empty(12 * m + 8 * n + 6)
+    E = fw[:9 * m].reshape((m, 3, 3))
+    r, tg, mus = fw[9 * m:10 * m], fw[10 * m:11 * m], fw[11 * m:12 * m]
+    o = 12 * m
+    y, y0, U0, F = fw[o:o + n], fw[o + n:o + 2 * n], fw[o + 2 * n:o + 3 * n], fw[o + 3 * n:o + 4 * n]
+    F2, trial, d, U = fw[o + 4 * n:o + 5 * n], fw[o + 5 * n:o + 6 * n], fw[o + 6 * n:o + 7 * n], fw[o + 7 * n:o + 8 * n]
+    u, j = fw[o + 8 * n:o + 8 * n + 3], fw[o + 8 * n + 3:o + 8 * n + 6]
+    iw = np.empty(6 * n, dtype=np.int64)
     # the unknowns each unknown's row couples to: those of rows lo[p]..hi[p] (the rows sharing a vertex)
-    glo = np.empty(n, dtype=np.int64)
-    ghi = np.empty(n, dtype=np.int64)
+    glo, ghi, iwork = iw[:n], iw[n:2 * n], iw[2 * n:]
+    free = np.empty(n, dtype=np.bool_)
+    C = _cluster_coupling(rows, va, vb, wa, wb, inv_mass)
     for p in range(m):
         k = rows[p]
         _frame(normal[k], E, p)
@@ -381,13 +414,9 @@ def newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n,
                 continue
             for a in range(off[p + 1] - off[p]):
                 for b in range(off[q + 1] - off[q]):
-                    d = E[p, 0, a] * E[q, 0, b] + E[p, 1, a] * E[q, 1, b] + E[p, 2, a] * E[q, 2, b]
-                    G[off[p] + a, off[q] + b] = C[p, q] * d
+                    dot = E[p, 0, a] * E[q, 0, b] + E[p, 1, a] * E[q, 1, b] + E[p, 2, a] * E[q, 2, b]
+                    G[off[p] + a, off[q] + b] = C[p, q] * dot
     # start: the accumulated impulses in the rows' frames; U0 the relative velocities without them
-    y = np.empty(n)
-    y0 = np.empty(n)
-    U0 = np.empty(n)
-    u = np.empty(3)
     for p in range(m):
         k = rows[p]
         for c in range(3):
@@ -405,13 +434,9 @@ def newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n,
         for b in range(glo[a], ghi[a]):
             s += G[a, b] * y[b]
         U0[a] -= s
-    F = np.empty(n)
-    J = np.empty((n, n))
-    F2 = np.empty(n)
-    trial = np.empty(n)
-    d = np.empty(n)
+    J = np.zeros((n, n))  # zero outside each row's band; _solve_band leaves it zero
     it = 0
-    merit = _residual(y, U0, G, glo, ghi, tg, r, mus, off, F, J, True)
+    merit = _residual(y, U0, G, glo, ghi, tg, r, mus, off, F, J, True, U)
     while it < max_iter:
         worst = 0.0
         for p in range(m):
@@ -422,14 +447,14 @@ def newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n,
         it += 1
         for a in range(n):
             d[a] = -F[a]
-        if not _solve_dense(J, d):
+        if not _solve_band(J, d, glo, ghi, iwork, free):
             break
         step = 1.0
         accepted = False
         while step >= 1e-6:
             for a in range(n):
                 trial[a] = y[a] + step * d[a]
-            m2 = _residual(trial, U0, G, glo, ghi, tg, r, mus, off, F2, J, False)
+            m2 = _residual(trial, U0, G, glo, ghi, tg, r, mus, off, F2, J, False, U)
             if m2 <= (1.0 - 1e-4 * step) * merit:
                 accepted = True
                 break
@@ -438,9 +463,8 @@ def newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n,
             break
         for a in range(n):
             y[a] = trial[a]
-        merit = _residual(y, U0, G, glo, ghi, tg, r, mus, off, F, J, True)
+        merit = _residual(y, U0, G, glo, ghi, tg, r, mus, off, F, J, True, U)
     # the impulses' change, applied through the lumped masses; the impulses written back
-    j = np.empty(3)
     for p in range(m):
         k = rows[p]
         i = off[p]
