@@ -66,10 +66,10 @@ def test_drag_root_refuses_segments_below_three_vertices():
 
 
 def test_drop_cylinders_gives_the_first_wave_numbers_and_draws_the_cylinders(tmp_path):
-    r = run_scene("drop-cylinders", n=31, t_end=0.4)
+    r = run_scene("drop-cylinders", n=31, t_end=0.4, dt=0.01)  # the first wave's step (the default is now 0.001)
     m = r.metrics
     assert set(m) == COMMON_KEYS | {"mean_contacts", "max_contacts", "min_gap", "bounces", "min_clearance", "wall_s"}
-    assert m["bounces"] == 0  # the active set stops the normal velocity dead (docs/contact-compact.md)
+    assert m["bounces"] == 0  # at dt = 0.01 backward Euler damps the landing dead (docs/contact-compact.md)
     assert -0.01 * 0.03 <= m["min_gap"] < 1e-3  # radius 0.03 m: the issue's bound is -0.01 r
     assert m["success"] and m["steps"] == 40
     assert m["mean_contacts"] == pytest.approx(1.65, rel=1e-14) and m["max_contacts"] == 3
@@ -87,6 +87,22 @@ def test_drop_cylinders_gives_the_first_wave_numbers_and_draws_the_cylinders(tmp
     assert [c[0][0] for c in cyl] == [-0.6, 0.0, 0.6] and all(c[2] == 0.1 for c in cyl)
     paths = r.plot(r, tmp_path)
     assert len(paths) == 1 and paths[0].stat().st_size > 10_000
+
+
+def test_drop_cylinders_bounces_at_its_default_step_then_rests():
+    """Zhao et al. (Fig. 17): the rod bounces a while before it lies on the cylinders. At the
+    scene's default dt = 0.001 s it leaves the cylinders three times (separations after the first
+    contact) and comes to rest on all three tops; at dt = 0.01 s (the test above) it lands dead."""
+    r = run_scene("drop-cylinders", n=31, t_end=0.6)
+    m = r.metrics
+    assert m["success"] and m["steps"] == 600
+    assert m["bounces"] == 3
+    assert m["max_contacts"] == 3
+    assert -0.01 * 0.03 <= m["min_gap"] < 0.0  # radius 0.03 m: the issue's bound is -0.01 r
+    assert 0.0 < m["final_kinetic_energy"] < 1e-8  # settled, not frozen
+    assert abs(m["min_clearance"]) < 1e-9
+    ke = np.asarray(r.trajectory["kinetic_energy"])
+    assert ke[-1] < 1e-4 * ke.max()
 
 
 def test_n_counts_vertices_in_every_compact_scene():
