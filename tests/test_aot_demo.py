@@ -39,6 +39,15 @@ def coil_between_clamps(n: int = 16):
     return b.build()
 
 
+def singles_then_one_call(sim, s, singles: int, steps: int) -> list:
+    """``singles`` calls of one step, then one call of ``steps``: copies of the state after each phase."""
+    for _ in range(singles):
+        sim.advance(s, 1)
+    after_singles = s.copy()
+    sim.advance(s, steps)
+    return [after_singles, s.copy()]
+
+
 def run_driven():
     """12 calls of one step, one of 9 steps, then 5 calls on a copy of the state (other arrays):
     every state array after each phase."""
@@ -46,12 +55,7 @@ def run_driven():
     s = sim.initial_state()
     rng = np.random.default_rng(1)
     s.vertex_x[2:-2, 1:] += 1e-6 * rng.standard_normal((s.vertex_x.shape[0] - 4, 2))  # off the symmetric path
-    out = []
-    for _ in range(12):
-        sim.advance(s, 1)
-    out.append(s.copy())
-    sim.advance(s, 9)
-    out.append(s.copy())
+    out = singles_then_one_call(sim, s, 12, 9)
     s2 = s.copy()
     for _ in range(5):
         sim.advance(s2, 1)
@@ -95,12 +99,7 @@ def run_welded():
     ``serial`` argument the simulator passes its coupled driver."""
     sim = make_simulator(pendulum_with_bob(), "der")
     s = sim.initial_state()
-    out = []
-    for _ in range(10):
-        sim.advance(s, 1)
-    out.append(s.copy())
-    sim.advance(s, 8)
-    out.append(s.copy())
+    out = singles_then_one_call(sim, s, 10, 8)
     arrays = [np.concatenate([a.ravel() for a in (st.vertex_x, st.vertex_v, st.edge_theta, st.edge_ref_d1,
                                                     st.joint_ref_twist, st.body_x, st.body_q, st.body_v, st.body_w)])
               for st in out]
