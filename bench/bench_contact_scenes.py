@@ -74,7 +74,7 @@ def main(argv=None) -> int:
              "Target: issue #11's (10x faster than the paper); `tree`: issue #13's (1 ms). The paper's vertices and "
              "time step are its Table 1's (Bergou et al. 2008; Zhao et al. give the step in the text): a time per step "
              "compares like with like only at the same size and step, so the rows with overrides run two scenes "
-             "at the paper's size or step too (docs/contact-der.md, \"Sizes and steps beside the paper\").", "",
+             "at the paper's size or step too (docs/benchmarks.md, \"Contact scenes beside the papers: sizes and time steps\").", "",
              "| scene | paper figure | overrides | vertices | dt [s] | ms/step | paper [ms/step] | target [ms/step] | "
              "paper: vertices, dt [s] | min_gap [m] | contacts mean / max |",
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |"]
