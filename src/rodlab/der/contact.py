@@ -57,6 +57,7 @@ from ..contact.detect import _obstacle_table
 from ..contact.narrowphase import MESH
 from ..geometry._vec import JIT
 from ..geometry.curves import compute_edges, compute_tangents
+from ..numba_views import borrow
 from . import kernels as K
 from .contact_newton import apply_impulse, contact_clusters, newton_cluster
 from .projection import _mark_active, fast_projection, shake_projection, velocity_projection
@@ -305,10 +306,21 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
     before any projection: the later ones also accumulate what the projection takes back). ``x = x_rows + h (v - v_rows)`` holds throughout,
     so the rows' first-order gaps are ``h (n . v_rel - target)``. Returns ``(outer iterations,
     largest row violation [m], Gauss-Seidel sweeps summed over them)``."""
+    # borrowed views of the arguments (they outlive this call): no atomic reference counting below
+    va, vb, wa, wb, normal, target, mu = (borrow(va), borrow(vb), borrow(wa), borrow(wb), borrow(normal),
+                                          borrow(target), borrow(mu))
+    inv_mass, x, v, lam_n, lam_t, lam_n_first, lam_t_first = (borrow(inv_mass), borrow(x), borrow(v), borrow(lam_n),
+                                                              borrow(lam_t), borrow(lam_n_first), borrow(lam_t_first))
+    counts, vertex_rod, touched, rod_vertex_start, rod_edge_start = (borrow(counts), borrow(vertex_rod),
+                                                                     borrow(touched), borrow(rod_vertex_start),
+                                                                     borrow(rod_edge_start))
+    rod_slide_start, rod_closed, edge_rest_length, slide_vertex = (borrow(rod_slide_start), borrow(rod_closed),
+                                                                   borrow(edge_rest_length), borrow(slide_vertex))
+    slide_axis, slide_w, slide_edge, slide_side = (borrow(slide_axis), borrow(slide_w), borrow(slide_edge),
+                                                   borrow(slide_side))
     nv = x.shape[0]
     v_prev = np.empty_like(v)
     x_ref = np.empty_like(x) if symplectic else np.empty((0, 3))
-    moved = np.zeros(nv, dtype=np.bool_)
     # rods projected to the tolerance in this call and not moved since: their projection would return
     # at once without moving a vertex, so it is skipped
     settled = np.zeros(touched.shape[0], dtype=np.bool_)
@@ -328,13 +340,13 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
             copy_rows(lam_n_first, lam_n, lam_n.shape[0])
             copy_rows2(lam_t_first, lam_t, lam_t.shape[0])
         for i in range(nv):
-            moved[i] = False
+            moved = False
             for c in range(3):
                 d = v[i, c] - v_prev[i, c]
                 if d != 0.0:
-                    moved[i] = True
+                    moved = True
                     x[i, c] += h * d
-            if moved[i]:
+            if moved:
                 touched[vertex_rod[i]] = True
                 settled[vertex_rod[i]] = False
         if inextensible:

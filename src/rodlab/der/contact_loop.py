@@ -23,8 +23,10 @@ from numba import njit
 from ..contact.broadphase import _grid, _grid_keys, grid_pairs_serial
 from ..contact.ccd import _mesh_toi_of, ccd_segment_obstacle, ccd_segment_segment
 from ..contact.detect import _mesh_of
+from ..contact.geometry import ContactGeometry
 from ..contact.narrowphase import MESH, point_obstacle, segment_obstacle, segment_segment, segment_triangle, vlerp, vrow
 from ..geometry._vec import JIT, JIT_INNER
+from ..numba_views import borrow
 
 from .contact import copy_rows, copy_rows2, refresh_frames, resolve, velocity_project_rods
 
@@ -42,6 +44,19 @@ WARM_COLUMNS = 5
 
 # The serial grid broadphase is rodlab.contact.broadphase.grid_pairs_serial (one definition, shared
 # with compact's detection).
+
+
+@njit(inline="always", **JIT)
+def _borrowed_geometry(g):
+    """``g`` (a ContactGeometry) with borrowed arrays (:func:`rodlab.numba_views.borrow`): the
+    calls that take it increment and decrement no reference count. Only for a ``g`` that the
+    caller keeps alive for the whole call (an argument), and the result must not outlive it."""
+    return ContactGeometry(g.n_vertices, borrow(g.edge_v0), borrow(g.edge_v1), borrow(g.edge_rod),
+                           borrow(g.edge_local), borrow(g.edge_radius), borrow(g.rod_edge_count), borrow(g.rod_closed),
+                           borrow(g.rod_skip), borrow(g.obstacle_kind), borrow(g.obstacle_param), borrow(g.tri_x),
+                           borrow(g.tri_obstacle), borrow(g.tri_local), borrow(g.tri_lo), borrow(g.tri_hi),
+                           borrow(g.bvh_lo), borrow(g.bvh_hi), borrow(g.bvh_child), borrow(g.bvh_start),
+                           borrow(g.bvh_count), borrow(g.bvh_item))
 
 
 # ---- the segment pairs of a detection from a kept candidate list (a Verlet list) ----------------
@@ -268,14 +283,14 @@ def detect_rows(x0, x, margin, ccd, rods_on, ccd_tol, g, rod_mu, obstacle_mu, ro
     nt = g.tri_x.shape[0]
     k = 0
     if rods_on:
-        inflate = g.edge_radius + 0.5 * margin
         lo = np.empty((E, 3))
         hi = np.empty((E, 3))
         for e in range(E):
             a, b = g.edge_v0[e], g.edge_v1[e]
+            inflate = g.edge_radius[e] + 0.5 * margin
             for c in range(3):
-                lo[e, c] = min(x[a, c], x[b, c]) - inflate[e]
-                hi[e, c] = max(x[a, c], x[b, c]) + inflate[e]
+                lo[e, c] = min(x[a, c], x[b, c]) - inflate
+                hi[e, c] = max(x[a, c], x[b, c]) + inflate
         if skin > 0.0:
             pairs, near = listed_pairs(lo, hi, x, skin, g, near_x, near)
         else:
@@ -544,6 +559,16 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     the rods the response moved leaves their new geometry (:func:`rodlab.der.contact.refresh_frames`;
     every other rod's state is left as it was). Returns ``(active contacts, smallest row gap at the
     end, rows table, warm-start table, candidate pair list)``."""
+    # borrowed views of the arguments (they outlive this call; the tables it may return are not borrowed):
+    # the calls below pass them on without atomic reference counting
+    x0, x_step, x, v, theta, ref_d1, ref_twist = (borrow(x0), borrow(x_step), borrow(x), borrow(v), borrow(theta),
+                                                  borrow(ref_d1), borrow(ref_twist))
+    m1_step, g, rod_mu, obstacle_mu, vertex_rod = (borrow(m1_step), _borrowed_geometry(g), borrow(rod_mu),
+                                                   borrow(obstacle_mu), borrow(vertex_rod))
+    rod_closed, rod_uniform, rod_twist_free, clear, stats = (borrow(rod_closed), borrow(rod_uniform),
+                                                             borrow(rod_twist_free), borrow(clear), borrow(stats))
+    near_x, scratch_e3, scratch_s, scratch_kb, scratch_omega = (borrow(near_x), borrow(scratch_e3), borrow(scratch_s),
+                                                                borrow(scratch_kb), borrow(scratch_omega))
     margin, rmin, pen_tol, tolerance, ccd_tol = cfg[0], cfg[1], cfg[2], cfg[3], cfg[4]
     max_iter, max_rounds, max_outer = icfg[0], icfg[1], icfg[2]
     rods_on, has_mesh, warm_on = icfg[3] != 0, icfg[4] != 0, icfg[5] != 0
