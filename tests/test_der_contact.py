@@ -106,6 +106,35 @@ def test_rod_on_sphere_obstacle_keeps_out():
     assert rep.contacts_max >= 1
 
 
+def test_rod_dropped_on_plane_logs_no_penetration_warning(caplog):
+    r = 0.005
+    b = WorldBuilder(gravity=(0.0, 0.0, -GRAVITY))
+    b.add_rod(shapes.straight(6, 0.1, start=(0.0, 0.0, 0.02)), E=1e7, G=4e6, rho=1000.0, radius=r)
+    b.add_obstacle(Plane((0.0, 0.0, 0.0), (0.0, 0.0, 1.0)))
+    sim = make_simulator(b.build(), "der", dt=5e-4)
+    with caplog.at_level("WARNING", logger="rodlab.solvers.der"):
+        rep = sim.advance(sim.initial_state(), 300)
+    assert rep.contacts_max == 5
+    assert "penetration" not in caplog.text
+
+
+def test_infeasible_contact_logs_its_penetration(caplog):
+    """Two planes 8 mm apart facing each other and a rod of radius 5 mm between them: no position
+    keeps both gaps >= 0, the response stops at its limits, and the call says so (a warning naming
+    the penetration), where it used to report only ``contact_min_gap``."""
+    r = 0.005
+    b = WorldBuilder(gravity=(0.0, 0.0, -GRAVITY))
+    b.add_rod(shapes.straight(11, 0.2, start=(-0.1, 0.0, 0.004)), E=1e7, G=4e6, rho=1000.0, radius=r)
+    b.add_obstacle(Plane((0.0, 0.0, 0.0), (0.0, 0.0, 1.0)))
+    b.add_obstacle(Plane((0.0, 0.0, 0.008), (0.0, 0.0, -1.0)))
+    sim = make_simulator(b.build(), "der", dt=1e-4)
+    with caplog.at_level("WARNING", logger="rodlab.solvers.der"):
+        rep = sim.advance(sim.initial_state(), 3)
+    assert rep.contact_min_gap == pytest.approx(-0.002, abs=1e-6)   # 8 mm - 2 r: the whole overlap, on one side
+    assert "der contact: penetration -0.002 m" in caplog.text
+    assert "no common solution" in caplog.text
+
+
 def test_contact_refused_with_bodies():
     b = WorldBuilder()
     r = b.add_rod(shapes.straight(6, 0.1), E=1e7, G=4e6, rho=1000.0, radius=0.005)

@@ -66,6 +66,22 @@ _WHY = {B.ROD_NONFINITE: "the state became non-finite", B.ROD_PROJECTION: "fast 
         B.ROD_DEGENERATE: "the geometry degenerated (singular twist Hessian)"}
 
 
+# A contact call whose smallest gap is below -PENETRATION_WARN x the smallest contact radius logs a warning
+# (docs/contact-der.md, "What is and is not guaranteed": the response stops at its iteration limits when its
+# constraints have no common solution); the scenes and tests hold min_gap >= -0.01 r.
+PENETRATION_WARN = 0.01
+
+
+def _warn_penetration(gap_min: float, radius_min: float, nsteps: int, t: float) -> None:
+    import logging
+
+    logging.getLogger(__name__).warning(
+        "der contact: penetration %.3g m (%.3g x the smallest contact radius %.3g m) in the %d step(s) up to t = %.6g s: "
+        "the impulse / projection alternation stopped at its limits, its constraints (contact, inextensibility, "
+        "clamps) having no common solution; try a smaller dt, or check the world's clamps and obstacles",
+        gap_min, -gap_min / radius_min, radius_min, nsteps, t)
+
+
 class DERSimulator(Simulator):
     """Explicit DER over every rod of a world (module docstring).
 
@@ -474,6 +490,8 @@ class DERSimulator(Simulator):
         state.solver["der_contact_clear"] = clear
         state.solver["der_contact_warm"] = warm
         gap_min = min(gap_min, c.min_gap(state.vertex_x))
+        if gap_min < -PENETRATION_WARN * c.radius_min:
+            _warn_penetration(gap_min, c.radius_min, nsteps, state.t)
         return StepReport(nsteps, wall_s=time.perf_counter() - t0, contact_min_gap=gap_min, contacts_sum=n_sum,
                           contacts_max=n_max)
 
