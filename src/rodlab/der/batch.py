@@ -139,6 +139,10 @@ class BatchModel(NamedTuple):
     world_gravity: np.ndarray       # (3,) [m/s^2]
     option_float: np.ndarray        # (2,) projection_tol, projection_fail
     option_int: np.ndarray          # (5,) projection_max_iter, twist_max_iter, inextensible, symplectic (RATTLE), wind
+    # the energy check's per-coordinate fields (energy_check.rod_mechanical_energy: flat vectorised sums)
+    vertex_mass3: np.ndarray        # (N, 3) [kg] vertex_mass in every column
+    vertex_weight: np.ndarray       # (N, 3) [N] m_i g + constant point force
+    joint_bend_coef: np.ndarray     # (J, 3) [N m] (b_e + b_f) / (2 lbar_k) in every column (twist-free bending)
 
 
 class BatchWork(NamedTuple):
@@ -177,7 +181,7 @@ class BatchWork(NamedTuple):
 # kinds of the packed fields: (buffer, ndim, width); buffer 0 float64, 1 int64, 2 bool
 _F1, _F2, _I1, _I2, _B1 = (0, 1), (0, 2), (1, 1), (1, 2), (2, 1)
 _MODEL_KINDS = (_I1, _I1, _I1, _I1, _I1, _I1, _I1, _I2, _F1, _F1, _F1, _F1, _F1, _F2, _F1, _F2, _F1, _B1, _F1, _F2,
-                _F1, _F1, _I1, _I1, _F2, _I2, _F2, _F1, _I1, _F1, _I1, _F1, _F1, _I1)
+                _F1, _F1, _I1, _I1, _F2, _I2, _F2, _F1, _I1, _F1, _I1, _F1, _F1, _I1, _F2, _F2, _F2)
 _WORK_KINDS = (_F1, _F2, _F2, _F2, _F2, _F1, _F1, _F2, _F1, _F2, _F2, _F2, _F1, _F2, _F2, _F2, _I1, _F2, _F1, _F1, _F2,
                _F2, _I1)
 assert len(_MODEL_KINDS) == len(BatchModel._fields) and len(_WORK_KINDS) == len(BatchWork._fields)
@@ -466,15 +470,16 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
         m.joint_rest_curvature[js:je]
     bend_stiffness, rest_twist, twist_stiffness = m.edge_bend_stiffness[es:ee], m.joint_rest_twist[js:je], \
         m.joint_twist_stiffness[js:je]
-    stretch_stiffness, mass, gravity, force0 = m.edge_stretch_stiffness[es:ee], m.vertex_mass[vs:ve], m.world_gravity, \
-        m.vertex_force[vs:ve]
+    stretch_stiffness, mass3, weight, bend_coef = m.edge_stretch_stiffness[es:ee], m.vertex_mass3[vs:ve], \
+        m.vertex_weight[vs:ve], m.joint_bend_coef[js:je]
+    extensible = m.option_int[2] == 0
     if passive:
         if hit:
             e0, k0, el0 = w.rod_cache[r, 1], w.rod_cache[r, 2], w.rod_cache[r, 3]
         else:
-            e0, k0, el0 = _rod_energy(twist_free, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega, rest_length,
-                                      voronoi_length, rest_curvature, bend_stiffness, rest_twist, twist_stiffness,
-                                      stretch_stiffness, mass, gravity, force0)
+            e0, k0, el0 = _rod_energy(twist_free, extensible, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega,
+                                      rest_length, voronoi_length, rest_curvature, bend_stiffness, rest_twist,
+                                      twist_stiffness, stretch_stiffness, mass3, weight, bend_coef)
         w.rod_energy[r, 1] = k0 + abs(el0) + m.rod_energy_load[r] + 1e-300
         w.rod_energy[r, 2] = e0
     if call_timed is None and m.option_int[4] == 0:
@@ -534,9 +539,9 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
         # (or are left pending: the closed-form energy of a twist-free rod does not read them)
         if not twist_free:  # a twist-free rod's end geometry is what its energy needs (_end_geometry)
             _end_geometry(x, closed, twist_free, ref_d1, ref_twist, e3, s, kb)
-        e1, k1, el1 = _rod_energy(twist_free, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega, rest_length,
-                                      voronoi_length, rest_curvature, bend_stiffness, rest_twist, twist_stiffness,
-                                      stretch_stiffness, mass, gravity, force0)
+        e1, k1, el1 = _rod_energy(twist_free, extensible, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega,
+                                  rest_length, voronoi_length, rest_curvature, bend_stiffness, rest_twist,
+                                  twist_stiffness, stretch_stiffness, mass3, weight, bend_coef)
         w.rod_energy[r, 0] = e1 - w.rod_energy[r, 2]
         if w.rod_energy[r, 0] > 0.5 * w.rod_energy[r, 1]:
             w.rod_status[r] = ROD_ENERGY

@@ -44,6 +44,7 @@ import numpy as np
 from .. import aot
 from ..der import batch as B
 from ..der import bodies as BD
+from ..der.energy_check import joint_bend_coefficients
 from ..der.weld_layout import check_free_vertices, projection_layout, voronoi_lengths
 from ..der.static import solve_static as der_solve_static
 from ..der.stepper import DEROptions, DERStepper, suggested_time_step
@@ -291,7 +292,9 @@ class DERSimulator(Simulator):
             cat(parts["ss"]), cat(parts["tv"]).astype(np.int64), g,
             np.array([opt.projection_tol, opt.projection_fail]),
             np.array([opt.projection_max_iter, opt.twist_max_iter, int(opt.inextensible),
-                      int(self.opts["projection"] == "symplectic"), int(wind is not None)], dtype=np.int64))
+                      int(self.opts["projection"] == "symplectic"), int(wind is not None)], dtype=np.int64),
+            np.repeat(mass[:, None], 3, axis=1), mass[:, None] * g + cat(parts["force"]),
+            cat([joint_bend_coefficients(st.bend_k, st.lbar, st.rod.closed) for st in self.steppers]))
         N, E, J, P = w.n_vertices, w.n_edges, w.n_joints, int(starts[-1, 0])
         work = B.BatchWork(np.zeros(6 * N), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3)),
                            np.zeros(18 * E), np.zeros(7 * E), np.zeros((E, 3)), np.zeros(E), np.zeros((E, 3)),
