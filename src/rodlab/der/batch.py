@@ -70,13 +70,16 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
 
 from ..geometry._vec import JIT, JIT_INNER
 from ..geometry.curves import complete_frames, compute_edges, compute_tangents
 from . import kernels as K
-from .packing import (Packed, _copy1, _copy2, _same_bits, _same_bits3, borrow, borrow_flat,  # noqa: F401
-                      make_unpacker, pack_arrays)
+from .packing import (Packed, _copy1, _copy2, _same_bits, _same_bits3, are_packed_buffers, borrow,  # noqa: F401
+                      borrow_flat, make_unpacker, pack_arrays)
 from .energy_check import _rod_energy, mechanical_energy  # noqa: F401 (public here too)
 from .frames import rebuild_frames_on_tangents, rebuild_twist_free_frames  # noqa: F401 (public here too)
 
@@ -206,6 +209,40 @@ def unpack(f, i, b, L):
     buffers. Inlined: a caller builds only the views it reads (a called ``unpack`` returned all
     56 array structs, ~4 KB, stored to the caller's stack on every call)."""
     return _unpack_model(f, i, b, L), _unpack_work(f, i, b, L)
+
+
+@intrinsic
+def groups(typingctx, model, work):
+    """The named groups ``(m, w)`` in compiled code: ``(model, work)`` as given, or, where
+    ``work`` is None, :func:`unpack` of the packed buffers ``model = (f, i, b, L)`` built in the
+    caller (an intrinsic: always inlined, so only the views the caller reads are built, from the
+    layout table). A compiled call that is not inlined and receives the two groups takes their
+    57 array structs (~450 machine words) as arguments on every call; one that receives the four
+    buffers, 4. (numba's ``if work is None`` pruning cannot choose here: it resolves only None
+    arguments; an ``overload(..., inline="always")`` returning the groups lost the callee's
+    writes through them, numba 0.68.1.)"""
+    if isinstance(work, types.NoneType):
+        if not isinstance(model, types.BaseTuple) or not are_packed_buffers(tuple(model)):
+            return None
+        ret = types.Tuple((_unpack_model.group_type, _unpack_work.group_type))
+
+        def codegen(context, builder, signature, args):
+            bufs = cgutils.unpack_tuple(builder, args[0], 4)
+            types4 = tuple(signature.args[0])
+            values = [_unpack_model.build(context, builder, types4, bufs),
+                      _unpack_work.build(context, builder, types4, bufs)]
+            return context.make_tuple(builder, signature.return_type, values)
+
+        return ret(model, work), codegen
+    if model != _unpack_model.group_type or work != _unpack_work.group_type:
+        return None
+    ret = types.Tuple((model, work))
+
+    def codegen(context, builder, signature, args):
+        value = context.make_tuple(builder, signature.return_type, args)
+        return impl_ret_borrowed(context, builder, signature.return_type, value)
+
+    return ret(model, work), codegen
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,7 +393,7 @@ def _end_geometry(x, closed, twist_free, ref_d1, ref_twist, e3, s, kb):
 
 
 @njit(**JIT_INNER)
-def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic,
+def _advance_rod(model, work, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic,
                  frames=None):
     """:func:`advance_rod`; ``private`` (not None): step copies of the rod's state in fresh
     scratch (for threads); ``None``: the state's own rows in place (one thread; a failed rod's
@@ -403,6 +440,7 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     (``w.rod_frames_pending[r]``, set by the driver when the call commits), and a rod whose
     pending frames meet an edited state writes them first (what the eager call that left them
     would have written)."""
+    m, w = groups(model, work)
     vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
     es, ee = m.rod_edge_start[r], m.rod_edge_start[r + 1]
     js, je = m.rod_joint_start[r], m.rod_joint_start[r + 1]
@@ -682,8 +720,8 @@ def _serial_call(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, c
             _write_all_pending_frames(m, w, TH, D1, TW, np.bool_(True))
             return 0
     for r in range(w.rod_status.shape[0]):
-        _advance_rod(m, w, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, None, symplectic,
-                     frames)
+        _advance_rod((f, i, b, L), None, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed,
+                     None, symplectic, frames)
     code = _status_code(m.option_float, m.option_int, w.rod_status, w.rod_diag)
     if code & STATUS_FAILED:
         _restore_all(m, w, X, V, TH, D1, TW)

@@ -63,44 +63,66 @@ def make_unpacker(cls, kinds, first: int):
     with those (``inline="always"``, 56 fields) numba spent ~3 s inlining, typing and lowering the
     driver's ``unpack`` on a cold start; the LLVM code is the same loads, address computations and
     struct stores. Compiled code only; the views must not outlive the call that passed the
-    buffers."""
+    buffers. The intrinsic's ``group_type`` and ``build`` (:func:`group_builder`) let another
+    intrinsic build the same tuple."""
+    tuple_type, build = group_builder(cls, kinds, first)
+
+    @intrinsic
+    def unpack_fields(typingctx, f, i, b, layout):
+        if not are_packed_buffers((f, i, b, layout)):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return build(context, builder, signature.args, args)
+
+        return tuple_type(f, i, b, layout), codegen
+
+    unpack_fields.group_type, unpack_fields.build = tuple_type, build
+    return unpack_fields
+
+
+_BUFFER_DTYPES = (types.float64, types.int64, types.boolean, types.int64)
+
+
+def are_packed_buffers(buffer_types) -> bool:
+    """Whether ``buffer_types`` are the numba types of :class:`Packed`'s ``(f, i, b, layout)``:
+    C-contiguous float64, int64 and bool 1-D buffers and a 2-D int64 layout table."""
+    return len(buffer_types) == 4 and all(
+        isinstance(a, types.Array) and a.layout == "C" and a.dtype == dt and a.ndim == (2 if k == 3 else 1)
+        for k, (a, dt) in enumerate(zip(buffer_types, _BUFFER_DTYPES)))
+
+
+def group_builder(cls, kinds, first: int):
+    """``(tuple_type, build)``: the numba type of the named tuple ``cls`` of borrowed views that
+    :func:`make_unpacker` returns, and ``build(context, builder, buffer_types, buffer_values)``,
+    the LLVM code that makes it from the packed buffers ``(f, i, b, L)`` (for intrinsics)."""
     dtypes = (types.float64, types.int64, types.boolean)
     field_types = [types.Array(dtypes[buf], ndim, "C") for buf, ndim in kinds]
     tuple_type = types.BaseTuple.from_types(field_types, cls)
 
-    @intrinsic
-    def unpack_fields(typingctx, f, i, b, layout):
-        arrays = (f, i, b, layout)
-        if not all(isinstance(a, types.Array) and a.layout == "C" for a in arrays) or layout.ndim != 2 \
-                or tuple(a.dtype for a in arrays) != dtypes + (types.int64,) or any(a.ndim != 1 for a in arrays[:3]):
-            return None
+    def build(context, builder, buffer_types, buffer_values):
+        bufs = [make_array(t)(context, builder, value=a) for t, a in zip(buffer_types, buffer_values)]
+        lay = bufs.pop()
+        intp = context.get_value_type(types.intp)
+        zero, one = intp(0), intp(1)
+        values = []
+        for k, ((buf, ndim), aty) in enumerate(zip(kinds, field_types)):
+            o, n, w = (builder.load(cgutils.get_item_pointer(context, builder, buffer_types[3], lay,
+                                                             [intp(first + k), intp(col)])) for col in range(3))
+            itemsize = intp(context.get_abi_sizeof(context.get_data_type(aty.dtype)))
+            out = make_array(aty)(context, builder)
+            if ndim == 1:
+                shape, strides = [n], [itemsize]
+            else:
+                wide = builder.icmp_signed(">", w, zero)
+                shape = [builder.select(wide, builder.sdiv(n, builder.select(wide, w, one)), zero), w]
+                strides = [builder.mul(w, itemsize), itemsize]
+            populate_array(out, data=builder.gep(bufs[buf].data, [o]), shape=shape, strides=strides,
+                           itemsize=itemsize, meminfo=None)
+            values.append(out._getvalue())
+        return context.make_tuple(builder, tuple_type, values)
 
-        def codegen(context, builder, signature, args):
-            bufs = [make_array(t)(context, builder, value=a) for t, a in zip(signature.args, args)]
-            lay = bufs.pop()
-            intp = context.get_value_type(types.intp)
-            zero, one = intp(0), intp(1)
-            values = []
-            for k, ((buf, ndim), aty) in enumerate(zip(kinds, field_types)):
-                o, n, w = (builder.load(cgutils.get_item_pointer(context, builder, signature.args[3], lay,
-                                                                 [intp(first + k), intp(col)])) for col in range(3))
-                itemsize = intp(context.get_abi_sizeof(context.get_data_type(aty.dtype)))
-                out = make_array(aty)(context, builder)
-                if ndim == 1:
-                    shape, strides = [n], [itemsize]
-                else:
-                    wide = builder.icmp_signed(">", w, zero)
-                    shape = [builder.select(wide, builder.sdiv(n, builder.select(wide, w, one)), zero), w]
-                    strides = [builder.mul(w, itemsize), itemsize]
-                populate_array(out, data=builder.gep(bufs[buf].data, [o]), shape=shape, strides=strides,
-                               itemsize=itemsize, meminfo=None)
-                values.append(out._getvalue())
-            return context.make_tuple(builder, signature.return_type, values)
-
-        return tuple_type(f, i, b, layout), codegen
-
-    return unpack_fields
-
+    return tuple_type, build
 
 
 @njit(**JIT_INNER)
@@ -136,4 +158,4 @@ def _same_bits3(a, b):
     (:func:`borrow_flat`: no reshape, which calls a C function)."""
     return _same_bits(borrow_flat(a), borrow_flat(b))
 
-__all__ = ["Packed", "borrow", "borrow_flat", "make_unpacker", "pack_arrays"]
+__all__ = ["Packed", "are_packed_buffers", "borrow", "borrow_flat", "group_builder", "make_unpacker", "pack_arrays"]
