@@ -395,7 +395,8 @@ def _end_geometry(x, closed, twist_free, ref_d1, ref_twist, e3, s, kb):
 @njit(**JIT_INNER)
 def _advance_rod(model, work, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic,
                  frames=None):
-    """:func:`advance_rod`; ``private`` (not None): step copies of the rod's state in fresh
+    """:func:`advance_rod` (``model, work``: the groups ``m, w``, or the packed buffers and None,
+    :func:`groups`); ``private`` (not None): step copies of the rod's state in fresh
     scratch (for threads); ``None``: the state's own rows in place (one thread; a failed rod's
     rows are then left part-stepped, and the caller's :func:`_finish` restores every rod from the
     snapshot, as it does anyway) in the serial scratch ``w.serial_*``.
@@ -433,7 +434,12 @@ def _advance_rod(model, work, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m
     of a named group as a struct of 7-9 words and increments and decrements its reference count
     (a call into the runtime even for a borrowed array): ~0.3 us per call for ``m`` and ``w``
     (measured in a compiled loop: ``_finish(m, w, ...)`` 380 ns, the same code on its 14 arrays
-    77 ns). The per-call helpers below therefore take the rod's slices, not the groups.
+    77 ns). The per-call helpers below therefore take the rod's slices, not the groups, and the
+    serial driver passes this function the packed buffers ``model = (f, i, b, L)`` with ``work``
+    None instead of the groups (:func:`groups` builds the views read here, in place): the groups
+    as arguments were ~450 words pushed and read per call (paired overhead of a 200-vertex
+    ``advance(state, 1)`` -0.8 us, docs/der-speed.md). The contact loop and the parallel driver
+    pass the groups.
 
     ``frames``: ``None`` (omitted), or (serial driver only) a ``FRAMES_*`` mode of the deferred
     twist-free frames (:func:`advance_undriven_serial`): a twist-free rod then keeps its start tangents across calls and leaves its frames unwritten

@@ -125,11 +125,24 @@ class DERSimulator(Simulator):
         self._frames_state = None
         p = self._packed  # the serial driver's arguments, read by advance without a named tuple's lookups
         self._buf_f, self._buf_i, self._buf_b, self._buf_layout = p.f, p.i, p.b, p.layout
-        # the serial drivers' ahead-of-time compiled entries (rodlab.aot, where built), inserted into
-        # their numba dispatchers: numba's own type dispatch runs an entry for a call of its exact
-        # signature, the JIT for any other; advance calls the dispatchers, with no check in Python
+        self._seed_entries()
+
+    def _seed_entries(self) -> None:
+        """The serial drivers' ahead-of-time compiled entries (rodlab.aot, where built), inserted into
+        their numba dispatchers: numba's own type dispatch runs an entry for a call of its exact
+        signature, the JIT for any other; advance calls the dispatchers, with no check in Python.
+        At setup and at unpickling (:meth:`__setstate__`): seeding belongs to a process."""
         aot.seed(B.advance_undriven_serial)
         aot.seed(B.advance_rods_serial)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling (Dask, multiprocessing): the attributes, then the entries seeded in this
+        process (a simulator unpickled in a fresh process would otherwise run on the JIT); the
+        bodies' driver where the pickled simulator took its entry (``_world_serial``)."""
+        self.__dict__.update(state)
+        self._seed_entries()
+        if state.get("_world_serial"):
+            aot.seed(BD.advance_world)
 
     def _setup_contact(self) -> None:
         """Contact data (:class:`rodlab.der.contact.DERContact`); refused with rigid bodies."""
