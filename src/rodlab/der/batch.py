@@ -213,14 +213,10 @@ def unpack(f, i, b, L):
 
 @intrinsic
 def groups(typingctx, model, work):
-    """The named groups ``(m, w)`` in compiled code: ``(model, work)`` as given, or, where
-    ``work`` is None, :func:`unpack` of the packed buffers ``model = (f, i, b, L)`` built in the
-    caller (an intrinsic: always inlined, so only the views the caller reads are built, from the
-    layout table). A compiled call that is not inlined and receives the two groups takes their
-    57 array structs (~450 machine words) as arguments on every call; one that receives the four
-    buffers, 4. (numba's ``if work is None`` pruning cannot choose here: it resolves only None
-    arguments; an ``overload(..., inline="always")`` returning the groups lost the callee's
-    writes through them, numba 0.68.1.)"""
+    """The named groups ``(m, w)`` in compiled code: ``(model, work)``, or, where ``work`` is None,
+    :func:`unpack` of the packed buffers ``model = (f, i, b, L)``, built in the caller (inlined:
+    only the views it reads). (numba prunes ``if work is None`` only for None arguments; an inlined
+    ``overload`` returning the groups lost the callee's writes through them, numba 0.68.1.)"""
     if isinstance(work, types.NoneType):
         if not isinstance(model, types.BaseTuple) or not are_packed_buffers(tuple(model)):
             return None
