@@ -79,7 +79,7 @@ from ..geometry._vec import JIT, JIT_INNER
 from ..geometry.curves import complete_frames, compute_edges, compute_tangents
 from . import kernels as K
 from .packing import (Packed, _copy1, _copy2, _same_bits, _same_bits3, are_packed_buffers, borrow,  # noqa: F401
-                      borrow_flat, make_unpacker, pack_arrays)
+                      borrow_flat, make_unpacker, pack_arrays, split_arena)
 from .energy_check import _rod_energy, mechanical_energy  # noqa: F401 (public here too)
 from .frames import rebuild_frames_on_tangents, rebuild_twist_free_frames  # noqa: F401 (public here too)
 
@@ -695,9 +695,10 @@ def advance_rods_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, cal
 
 
 @njit(**JIT)
-def advance_undriven_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, symplectic, frames):
+def advance_undriven_serial(arena, nsteps, h, X, V, TH, D1, TW, symplectic, frames):
     """:func:`advance_rods_serial` of a world without moving clamps or time-dependent forces
-    (``call_*`` None: three arguments fewer to dispatch), with deferred frames.
+    (``call_*`` None), with deferred frames; the packed buffers as their one ``arena``
+    (:class:`Packed`, :func:`split_arena`): six arguments fewer to dispatch.
 
     ``frames``: ``None`` (every frame written at the end of the call), or a ``FRAMES_*`` mode
     (docs/der.md, "Deferred frames"): the twist-free rods' frame rebuild is left to whoever
@@ -709,6 +710,7 @@ def advance_undriven_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, symplectic,
     call of all those steps. ``FRAMES_FILL`` (``nsteps`` 0): write the pending frames, bitwise
     what the eager path writes at the end of such a call, and return. A failed call restores
     the state and writes the pending frames of its start."""
+    f, i, b, L = split_arena(arena)
     return _serial_call(f, i, b, L, nsteps, h, X, V, TH, D1, TW, None, None, None, symplectic, frames)
 
 

@@ -123,8 +123,8 @@ class DERSimulator(Simulator):
         # the largest call that takes the deferring serial path (0: none does)
         self._deferring_steps = (SERIAL_WORK // w.n_vertices if self._parallel else sys.maxsize) if defers else 0
         self._frames_state = None
-        p = self._packed  # the serial driver's arguments, read by advance without a named tuple's lookups
-        self._buf_f, self._buf_i, self._buf_b, self._buf_layout = p.f, p.i, p.b, p.layout
+        p = self._packed  # the deferring driver's argument (one arena: the packed buffers), read by advance
+        self._arena = p.arena
         self._seed_entries()
 
     def _seed_entries(self) -> None:
@@ -366,8 +366,8 @@ class DERSimulator(Simulator):
             if x.shape != self._shape_x:
                 self._check_layout(state)
             v = state.vertex_v
-            code = B.advance_undriven_serial(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, nsteps, self._dt,
-                                             x, v, theta, ref_d1, ref_twist, self._symplectic, mode)
+            code = B.advance_undriven_serial(self._arena, nsteps, self._dt, x, v, theta, ref_d1, ref_twist,
+                                             self._symplectic, mode)
             if code:
                 self._deferring_code(state, code, nsteps, t0, arrays is not None)
             if arrays is None:
@@ -413,8 +413,8 @@ class DERSimulator(Simulator):
         """The fill of the frames left unwritten by :meth:`advance` (``State.defer``)."""
         x, v, theta, ref_d1, ref_twist = (state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
                                           state.joint_ref_twist)
-        B.advance_undriven_serial(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 0, self._dt, x, v, theta,
-                                  ref_d1, ref_twist, self._symplectic, B.FRAMES_FILL)
+        B.advance_undriven_serial(self._arena, 0, self._dt, x, v, theta, ref_d1, ref_twist, self._symplectic,
+                                  B.FRAMES_FILL)
         if self._frames_state is state:
             self._frames_state = None
 
