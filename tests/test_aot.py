@@ -8,6 +8,8 @@ tests that need it skip without it, unless ``RODLAB_REQUIRE_AOT=1`` (set by ``.c
 that a failure."""
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -137,3 +139,25 @@ def test_a_stale_build_is_not_used(restore_aot):
     aot.refresh()
     assert aot.module() is None
     assert "source_sha256" in aot.unavailable_reason()
+
+
+def test_unpickled_simulator_seeds_the_entry(restore_aot):
+    """A der simulator unpickled where nothing is seeded (a fresh process: ``fresh``) seeds the serial
+    driver's entry at unpickling: its calls run the entry, bitwise the pickled simulator's steps."""
+    require_module()
+    sim = simulator_class("der")(cantilever())
+    s = sim.initial_state()
+    sim.advance(s, 3)
+    blob = pickle.dumps(sim)
+    fresh(B.advance_undriven_serial)
+    assert aot.seeded(B.advance_undriven_serial) == ()
+    copy = pickle.loads(blob)
+    assert aot.seeded(B.advance_undriven_serial) == (UNDRIVEN,)
+    sc = s.copy()
+    for _ in range(4):
+        copy.advance(sc, 1)
+    assert entry_ran(B.advance_undriven_serial, UNDRIVEN)
+    for _ in range(4):
+        sim.advance(s, 1)
+    for name in ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1", "joint_ref_twist"):
+        assert getattr(sc, name).tobytes() == getattr(s, name).tobytes(), name

@@ -44,7 +44,7 @@ ENTRIES = {
                               F2, F2, F2, F1, F1, F1, F1)],
     # the der simulator's serial driver of undriven worlds: fast projection (symplectic None),
     # deferred frames (an int FRAMES_* mode), the call of every plain der run
-    ("rodlab.der.batch", "advance_undriven_serial"): [INT(F1, I1, B1, I2, INT, FLOAT, F2, F2, F1, F2, F1, NONE, INT)],
+    ("rodlab.der.batch", "advance_undriven_serial"): [INT(F1, INT, FLOAT, F2, F2, F1, F2, F1, NONE, INT)],
     ("rodlab.render.raster", "_clear"): [NONE(S3, F2, S1)],
     ("rodlab.render.raster", "_rasterize"): [NONE(F1, F1, F1, F1, I2, F2, B1, S3, F2)],
     ("rodlab.render.raster", "_downsample"): [NONE(S3, INT, U3)],

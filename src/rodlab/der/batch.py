@@ -70,13 +70,16 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
 
 from ..geometry._vec import JIT, JIT_INNER
 from ..geometry.curves import complete_frames, compute_edges, compute_tangents
 from . import kernels as K
-from .packing import (Packed, _copy1, _copy2, _same_bits, _same_bits3, borrow, borrow_flat,  # noqa: F401
-                      make_unpacker, pack_arrays)
+from .packing import (Packed, _copy1, _copy2, _same_bits, _same_bits3, are_packed_buffers, borrow,  # noqa: F401
+                      borrow_flat, make_unpacker, pack_arrays, split_arena)
 from .energy_check import _rod_energy, mechanical_energy  # noqa: F401 (public here too)
 from .frames import rebuild_frames_on_tangents, rebuild_twist_free_frames  # noqa: F401 (public here too)
 
@@ -139,6 +142,10 @@ class BatchModel(NamedTuple):
     world_gravity: np.ndarray       # (3,) [m/s^2]
     option_float: np.ndarray        # (2,) projection_tol, projection_fail
     option_int: np.ndarray          # (5,) projection_max_iter, twist_max_iter, inextensible, symplectic (RATTLE), wind
+    # the energy check's per-coordinate fields (energy_check.rod_mechanical_energy: flat vectorised sums)
+    vertex_mass3: np.ndarray        # (N, 3) [kg] vertex_mass in every column
+    vertex_weight: np.ndarray       # (N, 3) [N] m_i g + constant point force
+    joint_bend_coef: np.ndarray     # (J, 3) [N m] (b_e + b_f) / (2 lbar_k) in every column (twist-free bending)
 
 
 class BatchWork(NamedTuple):
@@ -177,7 +184,7 @@ class BatchWork(NamedTuple):
 # kinds of the packed fields: (buffer, ndim, width); buffer 0 float64, 1 int64, 2 bool
 _F1, _F2, _I1, _I2, _B1 = (0, 1), (0, 2), (1, 1), (1, 2), (2, 1)
 _MODEL_KINDS = (_I1, _I1, _I1, _I1, _I1, _I1, _I1, _I2, _F1, _F1, _F1, _F1, _F1, _F2, _F1, _F2, _F1, _B1, _F1, _F2,
-                _F1, _F1, _I1, _I1, _F2, _I2, _F2, _F1, _I1, _F1, _I1, _F1, _F1, _I1)
+                _F1, _F1, _I1, _I1, _F2, _I2, _F2, _F1, _I1, _F1, _I1, _F1, _F1, _I1, _F2, _F2, _F2)
 _WORK_KINDS = (_F1, _F2, _F2, _F2, _F2, _F1, _F1, _F2, _F1, _F2, _F2, _F2, _F1, _F2, _F2, _F2, _I1, _F2, _F1, _F1, _F2,
                _F2, _I1)
 assert len(_MODEL_KINDS) == len(BatchModel._fields) and len(_WORK_KINDS) == len(BatchWork._fields)
@@ -202,6 +209,36 @@ def unpack(f, i, b, L):
     buffers. Inlined: a caller builds only the views it reads (a called ``unpack`` returned all
     56 array structs, ~4 KB, stored to the caller's stack on every call)."""
     return _unpack_model(f, i, b, L), _unpack_work(f, i, b, L)
+
+
+@intrinsic
+def groups(typingctx, model, work):
+    """The named groups ``(m, w)`` in compiled code: ``(model, work)``, or, where ``work`` is None,
+    :func:`unpack` of the packed buffers ``model = (f, i, b, L)``, built in the caller (inlined:
+    only the views it reads). (numba prunes ``if work is None`` only for None arguments; an inlined
+    ``overload`` returning the groups lost the callee's writes through them, numba 0.68.1.)"""
+    if isinstance(work, types.NoneType):
+        if not isinstance(model, types.BaseTuple) or not are_packed_buffers(tuple(model)):
+            return None
+        ret = types.Tuple((_unpack_model.group_type, _unpack_work.group_type))
+
+        def codegen(context, builder, signature, args):
+            bufs = cgutils.unpack_tuple(builder, args[0], 4)
+            types4 = tuple(signature.args[0])
+            values = [_unpack_model.build(context, builder, types4, bufs),
+                      _unpack_work.build(context, builder, types4, bufs)]
+            return context.make_tuple(builder, signature.return_type, values)
+
+        return ret(model, work), codegen
+    if model != _unpack_model.group_type or work != _unpack_work.group_type:
+        return None
+    ret = types.Tuple((model, work))
+
+    def codegen(context, builder, signature, args):
+        value = context.make_tuple(builder, signature.return_type, args)
+        return impl_ret_borrowed(context, builder, signature.return_type, value)
+
+    return ret(model, work), codegen
 
 
 # --------------------------------------------------------------------------------------------
@@ -352,9 +389,10 @@ def _end_geometry(x, closed, twist_free, ref_d1, ref_twist, e3, s, kb):
 
 
 @njit(**JIT_INNER)
-def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic,
+def _advance_rod(model, work, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, private, symplectic,
                  frames=None):
-    """:func:`advance_rod`; ``private`` (not None): step copies of the rod's state in fresh
+    """:func:`advance_rod` (``model, work``: the groups ``m, w``, or the packed buffers and None,
+    :func:`groups`); ``private`` (not None): step copies of the rod's state in fresh
     scratch (for threads); ``None``: the state's own rows in place (one thread; a failed rod's
     rows are then left part-stepped, and the caller's :func:`_finish` restores every rod from the
     snapshot, as it does anyway) in the serial scratch ``w.serial_*``.
@@ -392,13 +430,19 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
     of a named group as a struct of 7-9 words and increments and decrements its reference count
     (a call into the runtime even for a borrowed array): ~0.3 us per call for ``m`` and ``w``
     (measured in a compiled loop: ``_finish(m, w, ...)`` 380 ns, the same code on its 14 arrays
-    77 ns). The per-call helpers below therefore take the rod's slices, not the groups.
+    77 ns). The per-call helpers below therefore take the rod's slices, not the groups, and the
+    serial driver passes this function the packed buffers ``model = (f, i, b, L)`` with ``work``
+    None instead of the groups (:func:`groups` builds the views read here, in place): the groups
+    as arguments were ~450 words pushed and read per call (paired overhead of a 200-vertex
+    ``advance(state, 1)`` -0.8 us, docs/der-speed.md). The contact loop and the parallel driver
+    pass the groups.
 
     ``frames``: ``None`` (omitted), or (serial driver only) a ``FRAMES_*`` mode of the deferred
     twist-free frames (:func:`advance_undriven_serial`): a twist-free rod then keeps its start tangents across calls and leaves its frames unwritten
     (``w.rod_frames_pending[r]``, set by the driver when the call commits), and a rod whose
     pending frames meet an edited state writes them first (what the eager call that left them
     would have written)."""
+    m, w = groups(model, work)
     vs, ve = m.rod_vertex_start[r], m.rod_vertex_start[r + 1]
     es, ee = m.rod_edge_start[r], m.rod_edge_start[r + 1]
     js, je = m.rod_joint_start[r], m.rod_joint_start[r + 1]
@@ -466,15 +510,16 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
         m.joint_rest_curvature[js:je]
     bend_stiffness, rest_twist, twist_stiffness = m.edge_bend_stiffness[es:ee], m.joint_rest_twist[js:je], \
         m.joint_twist_stiffness[js:je]
-    stretch_stiffness, mass, gravity, force0 = m.edge_stretch_stiffness[es:ee], m.vertex_mass[vs:ve], m.world_gravity, \
-        m.vertex_force[vs:ve]
+    stretch_stiffness, mass3, weight, bend_coef = m.edge_stretch_stiffness[es:ee], m.vertex_mass3[vs:ve], \
+        m.vertex_weight[vs:ve], m.joint_bend_coef[js:je]
+    extensible = m.option_int[2] == 0
     if passive:
         if hit:
             e0, k0, el0 = w.rod_cache[r, 1], w.rod_cache[r, 2], w.rod_cache[r, 3]
         else:
-            e0, k0, el0 = _rod_energy(twist_free, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega, rest_length,
-                                      voronoi_length, rest_curvature, bend_stiffness, rest_twist, twist_stiffness,
-                                      stretch_stiffness, mass, gravity, force0)
+            e0, k0, el0 = _rod_energy(twist_free, extensible, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega,
+                                      rest_length, voronoi_length, rest_curvature, bend_stiffness, rest_twist,
+                                      twist_stiffness, stretch_stiffness, mass3, weight, bend_coef)
         w.rod_energy[r, 1] = k0 + abs(el0) + m.rod_energy_load[r] + 1e-300
         w.rod_energy[r, 2] = e0
     if call_timed is None and m.option_int[4] == 0:
@@ -534,9 +579,9 @@ def _advance_rod(m, w, r, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call
         # (or are left pending: the closed-form energy of a twist-free rod does not read them)
         if not twist_free:  # a twist-free rod's end geometry is what its energy needs (_end_geometry)
             _end_geometry(x, closed, twist_free, ref_d1, ref_twist, e3, s, kb)
-        e1, k1, el1 = _rod_energy(twist_free, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega, rest_length,
-                                      voronoi_length, rest_curvature, bend_stiffness, rest_twist, twist_stiffness,
-                                      stretch_stiffness, mass, gravity, force0)
+        e1, k1, el1 = _rod_energy(twist_free, extensible, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega,
+                                  rest_length, voronoi_length, rest_curvature, bend_stiffness, rest_twist,
+                                  twist_stiffness, stretch_stiffness, mass3, weight, bend_coef)
         w.rod_energy[r, 0] = e1 - w.rod_energy[r, 2]
         if w.rod_energy[r, 0] > 0.5 * w.rod_energy[r, 1]:
             w.rod_status[r] = ROD_ENERGY
@@ -650,9 +695,10 @@ def advance_rods_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, cal
 
 
 @njit(**JIT)
-def advance_undriven_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, symplectic, frames):
+def advance_undriven_serial(arena, nsteps, h, X, V, TH, D1, TW, symplectic, frames):
     """:func:`advance_rods_serial` of a world without moving clamps or time-dependent forces
-    (``call_*`` None: three arguments fewer to dispatch), with deferred frames.
+    (``call_*`` None), with deferred frames; the packed buffers as their one ``arena``
+    (:class:`Packed`, :func:`split_arena`): six arguments fewer to dispatch.
 
     ``frames``: ``None`` (every frame written at the end of the call), or a ``FRAMES_*`` mode
     (docs/der.md, "Deferred frames"): the twist-free rods' frame rebuild is left to whoever
@@ -664,6 +710,7 @@ def advance_undriven_serial(f, i, b, L, nsteps, h, X, V, TH, D1, TW, symplectic,
     call of all those steps. ``FRAMES_FILL`` (``nsteps`` 0): write the pending frames, bitwise
     what the eager path writes at the end of such a call, and return. A failed call restores
     the state and writes the pending frames of its start."""
+    f, i, b, L = split_arena(arena)
     return _serial_call(f, i, b, L, nsteps, h, X, V, TH, D1, TW, None, None, None, symplectic, frames)
 
 
@@ -677,8 +724,8 @@ def _serial_call(f, i, b, L, nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, c
             _write_all_pending_frames(m, w, TH, D1, TW, np.bool_(True))
             return 0
     for r in range(w.rod_status.shape[0]):
-        _advance_rod(m, w, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed, None, symplectic,
-                     frames)
+        _advance_rod((f, i, b, L), None, np.int64(r), nsteps, h, X, V, TH, D1, TW, call_presc, call_m1, call_timed,
+                     None, symplectic, frames)
     code = _status_code(m.option_float, m.option_int, w.rod_status, w.rod_diag)
     if code & STATUS_FAILED:
         _restore_all(m, w, X, V, TH, D1, TW)

@@ -5,14 +5,23 @@ A call refuses to keep steps in which an undriven rod gained more than half its 
 (docs/der.md, "Energy check"). The sums are written as several independent running sums: one sum
 over a rod is a chain of dependent additions (~4 cycles each, which LLVM may not reorder without
 fast-math), and three such chains were ~0.85 us of a call of one step at 200 vertices (issue #13's
-per-call target is 5 us; docs/der.md, "Per-call cost")."""
+per-call target is 5 us; docs/der.md, "Per-call cost"). The driver's check sums over flat
+per-coordinate arrays precomputed at setup (each vertex's mass and ``m g + F`` per coordinate, each
+joint's isotropic bending coefficient): vectorised reductions (:data:`JIT_FM_INNER`), 0.69 -> 0.22 us
+per energy at 200 vertices (docs/der-speed.md). The energy only accepts or refuses a call: its
+rounding never reaches a trajectory."""
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
-from ..geometry._vec import JIT, JIT_INNER
+from ..geometry._vec import JIT, JIT_FM, JIT_INNER
 from ..geometry.der_joint import edge_stretch_energy
+from ..numba_views import borrow_flat
 from . import kernels as K
+
+# the vectorised sums: JIT_FM (reassociation) without wrappers (called from compiled code only)
+JIT_FM_INNER = dict(JIT_FM, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
 @njit(**JIT)
@@ -51,49 +60,65 @@ def _vertex_work(i, x, mass, gravity, force):
             + (mass[i] * gravity[2] + force[i, 2]) * x[i, 2])
 
 
-@njit(inline="always", **JIT_INNER)
-def _joint_isotropic_bend_energy(k, kb, bend_stiffness, voronoi_length, ne):
-    """``(b_e + b_f) |kb_k|^2 / (2 lbar_k)`` [J] of joint ``k`` (edges ``e = k``, ``f = k + 1``,
-    wrapping to 0 on a closed rod)."""
-    f = k + 1
-    if f == ne:
-        f = 0
-    c = (bend_stiffness[k, 0] + bend_stiffness[f, 0]) / voronoi_length[k]
-    return 0.5 * c * (kb[k, 0] * kb[k, 0] + kb[k, 1] * kb[k, 1] + kb[k, 2] * kb[k, 2])
+@njit(**JIT_FM_INNER)
+def _weighted_squares(c, a):
+    """``sum_k c_k a_k^2`` of two 1-D arrays of one length: a reduction LLVM vectorises under the
+    reassociation of :data:`JIT_FM` (one running sum per vector lane)."""
+    total = 0.0
+    for k in range(a.shape[0]):
+        total += c[k] * (a[k] * a[k])
+    return total
 
 
-@njit(inline="always", **JIT_INNER)
-def _edge_stretch_term(j, stretch_stiffness, lengths, rest_length):
-    """Edge ``j``'s stretching energy [J] (0 for an inextensible edge)."""
-    if stretch_stiffness[j] > 0.0:
-        return edge_stretch_energy(stretch_stiffness[j], lengths[j], rest_length[j])
-    return 0.0
-
-
-@njit(inline="always", **JIT_INNER)
-def _twist_free_elastic_energy(kb, s, rest_length, voronoi_length, bend_stiffness, stretch_stiffness):
-    """Elastic energy [J] of a twist-free rod: isotropic bending plus stretching, two joints and
-    two edges per pass into four running sums (see :func:`mechanical_energy`)."""
-    ne, nj = bend_stiffness.shape[0], kb.shape[0]
-    lengths = s[0]
-    ba, bb, sa, sb = 0.0, 0.0, 0.0, 0.0
-    k = 0
-    while k + 1 < nj:
-        ba += _joint_isotropic_bend_energy(k, kb, bend_stiffness, voronoi_length, ne)
-        bb += _joint_isotropic_bend_energy(k + 1, kb, bend_stiffness, voronoi_length, ne)
-        sa += _edge_stretch_term(k, stretch_stiffness, lengths, rest_length)
-        sb += _edge_stretch_term(k + 1, stretch_stiffness, lengths, rest_length)
-        k += 2
-    if k < nj:
-        ba += _joint_isotropic_bend_energy(k, kb, bend_stiffness, voronoi_length, ne)
-    for j in range(k, ne):  # the edges past the last pair (an open rod has one edge more than joints)
-        sa += _edge_stretch_term(j, stretch_stiffness, lengths, rest_length)
-    return (ba + bb) + (sa + sb)
+@njit(**JIT_FM_INNER)
+def _dot(a, b):
+    """``sum_k a_k b_k`` of two 1-D arrays of one length (vectorised, :func:`_weighted_squares`)."""
+    total = 0.0
+    for k in range(a.shape[0]):
+        total += a[k] * b[k]
+    return total
 
 
 @njit(**JIT_INNER)
-def _rod_energy(twist_free, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega, rest_length, voronoi_length,
-                rest_curvature, bend_stiffness, rest_twist, twist_stiffness, stretch_stiffness, mass, gravity, force):
+def rod_mechanical_energy(x, v, vertex_mass3, vertex_weight, elastic):
+    """:func:`mechanical_energy` from the batch model's per-coordinate fields: ``vertex_mass3``
+    (n, 3) each vertex's mass in every column, ``vertex_weight`` (n, 3) ``m_i g + F_i`` (gravity
+    and constant point forces); two vectorised passes over the flat arrays (:func:`_dot`)."""
+    kinetic = 0.5 * _weighted_squares(borrow_flat(vertex_mass3), borrow_flat(v))
+    return kinetic + elastic - _dot(borrow_flat(vertex_weight), borrow_flat(x)), kinetic
+
+
+@njit(**JIT_INNER)
+def twist_free_elastic_energy(kb, lengths, rest_length, stretch_stiffness, joint_bend_coef, extensible):
+    """Elastic energy [J] of a twist-free rod: isotropic bending ``sum_k c_k |kb_k|^2`` with
+    ``joint_bend_coef`` (J, 3) holding ``c_k = (b_e + b_f) / (2 lbar_k)`` in every column (edges
+    ``e = k``, ``f = k + 1`` wrapping on a closed rod), plus stretching where ``extensible``
+    (an inextensible rod's stretching stiffness is 0: no term)."""
+    bend = _weighted_squares(borrow_flat(joint_bend_coef), borrow_flat(kb))
+    if not extensible:
+        return bend
+    stretch = 0.0
+    for j in range(stretch_stiffness.shape[0]):
+        if stretch_stiffness[j] > 0.0:
+            stretch += edge_stretch_energy(stretch_stiffness[j], lengths[j], rest_length[j])
+    return bend + stretch
+
+
+def joint_bend_coefficients(bend_stiffness, voronoi_length, closed: bool):
+    """``(b_e + b_f) / (2 lbar_k)`` [N m] of each joint of one rod (first bend stiffness column,
+    the isotropic one), repeated in 3 columns (J, 3): :func:`twist_free_elastic_energy`'s
+    ``joint_bend_coef``. Python, at setup."""
+    b = np.asarray(bend_stiffness, dtype=float)[:, 0]
+    nj = np.asarray(voronoi_length).shape[0]
+    f = (np.arange(nj) + 1) % b.shape[0] if closed else np.arange(1, nj + 1)
+    c = 0.5 * ((b[:nj] + b[f]) / np.asarray(voronoi_length, dtype=float))
+    return np.repeat(c[:, None], 3, axis=1)
+
+
+@njit(**JIT_INNER)
+def _rod_energy(twist_free, extensible, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega, rest_length, voronoi_length,
+                rest_curvature, bend_stiffness, rest_twist, twist_stiffness, stretch_stiffness, vertex_mass3,
+                vertex_weight, joint_bend_coef):
     """Mechanical energy of one rod (total, kinetic, elastic) [J] for the energy check, on its
     refreshed geometry (edges, lengths, tangents, curvature binormals; a general rod also its
     second reference directors ``e3[3]``). Rod slices of the model's fields: a named group
@@ -103,12 +128,12 @@ def _rod_energy(twist_free, x, v, theta, ref_d1, ref_twist, e3, s, kb, omega, re
     A twist-free rod (naturally straight, isotropic, untwisted: its twist vanishes) gets the
     energy whose gradient its step uses (``isotropic_bending_forces``): bending
     ``sum_k (b_e + b_f) |kb_k|^2 / (2 lbar_k)`` (Bergou 2008, Eq. 6 with ``B = b I``,
-    ``wbar = 0``) plus stretching, one pass without material frames (the general formula, equal
-    up to round-off, costs ~4 us at 200 vertices: a sine and cosine per edge and the frames)."""
+    ``wbar = 0``) plus stretching, without material frames (the general formula, equal up to
+    round-off, costs ~4 us at 200 vertices: a sine and cosine per edge and the frames)."""
     if twist_free:
-        el = _twist_free_elastic_energy(kb, s, rest_length, voronoi_length, bend_stiffness, stretch_stiffness)
+        el = twist_free_elastic_energy(kb, s[0], rest_length, stretch_stiffness, joint_bend_coef, extensible)
     else:
         el = K.elastic_energy(kb, ref_d1, e3[3], theta, ref_twist, s[0], rest_length, voronoi_length, rest_curvature,
                               bend_stiffness, rest_twist, twist_stiffness, stretch_stiffness, e3[4], e3[5], omega)
-    total, kinetic = mechanical_energy(x, v, mass, gravity, force, el)
+    total, kinetic = rod_mechanical_energy(x, v, vertex_mass3, vertex_weight, el)
     return total, kinetic, el

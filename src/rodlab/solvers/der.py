@@ -44,6 +44,7 @@ import numpy as np
 from .. import aot
 from ..der import batch as B
 from ..der import bodies as BD
+from ..der.energy_check import joint_bend_coefficients
 from ..der.weld_layout import check_free_vertices, projection_layout, voronoi_lengths
 from ..der.static import solve_static as der_solve_static
 from ..der.stepper import DEROptions, DERStepper, suggested_time_step
@@ -138,13 +139,26 @@ class DERSimulator(Simulator):
         # the largest call that takes the deferring serial path (0: none does)
         self._deferring_steps = (SERIAL_WORK // w.n_vertices if self._parallel else sys.maxsize) if defers else 0
         self._frames_state = None
-        p = self._packed  # the serial driver's arguments, read by advance without a named tuple's lookups
-        self._buf_f, self._buf_i, self._buf_b, self._buf_layout = p.f, p.i, p.b, p.layout
-        # the serial drivers' ahead-of-time compiled entries (rodlab.aot, where built), inserted into
-        # their numba dispatchers: numba's own type dispatch runs an entry for a call of its exact
-        # signature, the JIT for any other; advance calls the dispatchers, with no check in Python
+        p = self._packed  # the deferring driver's argument (one arena: the packed buffers), read by advance
+        self._arena = p.arena
+        self._seed_entries()
+
+    def _seed_entries(self) -> None:
+        """The serial drivers' ahead-of-time compiled entries (rodlab.aot, where built), inserted into
+        their numba dispatchers: numba's own type dispatch runs an entry for a call of its exact
+        signature, the JIT for any other; advance calls the dispatchers, with no check in Python.
+        At setup and at unpickling (:meth:`__setstate__`): seeding belongs to a process."""
         aot.seed(B.advance_undriven_serial)
         aot.seed(B.advance_rods_serial)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling (Dask, multiprocessing): the attributes, then the entries seeded in this
+        process (a simulator unpickled in a fresh process would otherwise run on the JIT); the
+        bodies' driver where the pickled simulator took its entry (``_world_serial``)."""
+        self.__dict__.update(state)
+        self._seed_entries()
+        if state.get("_world_serial"):
+            aot.seed(BD.advance_world)
 
     def _setup_contact(self) -> None:
         """Contact data (:class:`rodlab.der.contact.DERContact`); refused with rigid bodies."""
@@ -307,7 +321,9 @@ class DERSimulator(Simulator):
             cat(parts["ss"]), cat(parts["tv"]).astype(np.int64), g,
             np.array([opt.projection_tol, opt.projection_fail]),
             np.array([opt.projection_max_iter, opt.twist_max_iter, int(opt.inextensible),
-                      int(self.opts["projection"] == "symplectic"), int(wind is not None)], dtype=np.int64))
+                      int(self.opts["projection"] == "symplectic"), int(wind is not None)], dtype=np.int64),
+            np.repeat(mass[:, None], 3, axis=1), mass[:, None] * g + cat(parts["force"]),
+            cat([joint_bend_coefficients(st.bend_k, st.lbar, st.rod.closed) for st in self.steppers]))
         N, E, J, P = w.n_vertices, w.n_edges, w.n_joints, int(starts[-1, 0])
         work = B.BatchWork(np.zeros(6 * N), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3)), np.zeros((N, 3)),
                            np.zeros(18 * E), np.zeros(7 * E), np.zeros((E, 3)), np.zeros(E), np.zeros((E, 3)),
@@ -366,8 +382,8 @@ class DERSimulator(Simulator):
             if x.shape != self._shape_x:
                 self._check_layout(state)
             v = state.vertex_v
-            code = B.advance_undriven_serial(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, nsteps, self._dt,
-                                             x, v, theta, ref_d1, ref_twist, self._symplectic, mode)
+            code = B.advance_undriven_serial(self._arena, nsteps, self._dt, x, v, theta, ref_d1, ref_twist,
+                                             self._symplectic, mode)
             if code:
                 self._deferring_code(state, code, nsteps, t0, arrays is not None)
             if arrays is None:
@@ -413,8 +429,8 @@ class DERSimulator(Simulator):
         """The fill of the frames left unwritten by :meth:`advance` (``State.defer``)."""
         x, v, theta, ref_d1, ref_twist = (state.vertex_x, state.vertex_v, state.edge_theta, state.edge_ref_d1,
                                           state.joint_ref_twist)
-        B.advance_undriven_serial(self._buf_f, self._buf_i, self._buf_b, self._buf_layout, 0, self._dt, x, v, theta,
-                                  ref_d1, ref_twist, self._symplectic, B.FRAMES_FILL)
+        B.advance_undriven_serial(self._arena, 0, self._dt, x, v, theta, ref_d1, ref_twist, self._symplectic,
+                                  B.FRAMES_FILL)
         if self._frames_state is state:
             self._frames_state = None
 
