@@ -112,7 +112,9 @@ def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_d
     ``(iterations, final violation)``; ``edges`` holds the edges of the final ``x``, ``rhs`` its
     constraint values (0 on inactive edges), ``dlam`` the last multipliers. An open rod without
     sliders is projected by :func:`_fast_projection_open` (the same values, bitwise; ``a_diag``
-    and ``a_lower`` are then its scratch), any other by :func:`_fast_projection_general`.
+    and ``a_lower`` are then its scratch), any other by :func:`_fast_projection_general` (both
+    inlined: as calls, they put the general path's kernels one level deeper in every caller's
+    tree, +4-10 s of cold compile CPU for a der cantilever).
 
     Sliding clamps (``slide_*``, see :func:`rodlab.der.kernels.run_steps`): the clamped edge's two
     vertices share one unknown, the slide along ``slide_axis[k]`` with inverse mass
@@ -128,7 +130,7 @@ def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_d
                                     active, dlam, slide_v, slide_axis, slide_w, slide_edge, slide_side)
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def _fast_projection_general(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_diag, a_lower, rhs, active,
                              dlam, slide_v, slide_axis, slide_w, slide_edge, slide_side):
     """:func:`fast_projection`'s iterations for any rod (``active`` marked): the matrix
@@ -145,7 +147,7 @@ def _fast_projection_general(x, inv_mass, rest_lengths, closed, tol, max_iter, e
     return max_iter, viol
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def _fast_projection_open(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, cp, dp, rhs, active, dlam):
     """:func:`fast_projection` of an open rod without sliders (``closed`` false, ``active``
     marked) in two passes per iteration instead of five, bitwise :func:`_fast_projection_general`:
