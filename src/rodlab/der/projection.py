@@ -112,9 +112,9 @@ def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_d
     ``(iterations, final violation)``; ``edges`` holds the edges of the final ``x``, ``rhs`` its
     constraint values (0 on inactive edges), ``dlam`` the last multipliers. An open rod without
     sliders is projected by :func:`_fast_projection_open` (the same values, bitwise; ``a_diag``
-    and ``a_lower`` are then its scratch), any other by :func:`_fast_projection_general` (both
-    inlined: as calls, they put the general path's kernels one level deeper in every caller's
-    tree, +4-10 s of cold compile CPU for a der cantilever).
+    and ``a_lower`` are then its scratch), any other by :func:`_fast_projection_general`
+    (inlined: as a call it would put the general path's kernels one level deeper in every
+    caller's tree, +4-10 s of cold compile CPU for a der cantilever).
 
     Sliding clamps (``slide_*``, see :func:`rodlab.der.kernels.run_steps`): the clamped edge's two
     vertices share one unknown, the slide along ``slide_axis[k]`` with inverse mass
@@ -147,7 +147,7 @@ def _fast_projection_general(x, inv_mass, rest_lengths, closed, tol, max_iter, e
     return max_iter, viol
 
 
-@njit(inline="always", **JIT)
+@njit(**JIT)
 def _fast_projection_open(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, cp, dp, rhs, active, dlam):
     """:func:`fast_projection` of an open rod without sliders (``closed`` false, ``active``
     marked) in two passes per iteration instead of five, bitwise :func:`_fast_projection_general`:
