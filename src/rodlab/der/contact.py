@@ -416,7 +416,15 @@ def refresh_frames(rods, x_old, x, theta, ref_d1, ref_twist, rod_vertex_start, r
     ``scratch_kb`` (J, 3), ``scratch_omega`` (J, 4): :class:`rodlab.der.batch.BatchWork`'s
     ``serial_*``, laid out as the DER step lays them out), so that they end holding the geometry
     of the rod's new state (edges, lengths, tangents, second reference directors, curvature
-    binormals), which is what the next step's refresh would compute from it."""
+    binormals), which is what the next step's refresh would compute from it.
+
+    Nothing is allocated: the old tangents, the frames' working copies (written back to the state
+    at the end, so that an error leaves the state's frames as they were) and the two-pass
+    reference twist's scratch use the rows the step does not keep (``e3[2]``, ``e3[4]``,
+    ``s[1:3]``, ``s[5:7]``; ``e3[4]`` and ``s[1:3]`` only until the twist solve takes them).
+    The geometry is :func:`rodlab.der.kernels.refresh_geometry`'s with the frames transported,
+    computed as the DER step computes it (:func:`rodlab.der.kernels.transported_geometry`),
+    bitwise the same values."""
     for q in range(rods.shape[0]):
         r = rods[q]
         vs, ve = rod_vertex_start[r], rod_vertex_start[r + 1]
@@ -427,15 +435,21 @@ def refresh_frames(rods, x_old, x, theta, ref_d1, ref_twist, rod_vertex_start, r
         closed = rod_closed[r]
         e3 = scratch_e3[18 * es:18 * ee].reshape((6, ne, 3))
         s = scratch_s[7 * es:7 * ee].reshape((7, ne))
-        edges, tangents, ref_d2, m1, m2 = e3[0], e3[1], e3[3], e3[4], e3[5]
-        lengths, grad, h_diag, h_lower, step = s[0], s[1], s[2], s[3], s[4]
+        edges, tangents, d1, ref_d2, m1, m2 = e3[0], e3[1], e3[2], e3[3], e3[4], e3[5]
+        lengths, grad, h_diag, h_lower, step, th = s[0], s[1], s[2], s[3], s[4], s[5]
+        tw = s[6, :nj]
         kb, omega = scratch_kb[js:je], scratch_omega[js:je]
+        old = m1  # the old tangents, until the twist solve
         compute_edges(x_old[vs:ve], closed, edges)
-        compute_tangents(edges, lengths, tangents)
-        d1 = ref_d1[es:ee].copy()
-        tw = ref_twist[js:je].copy()
-        th = theta[es:ee].copy()
-        K.refresh_geometry(x[vs:ve], closed, d1, tw, True, edges, lengths, tangents, kb, ref_d2)
+        compute_tangents(edges, lengths, old)
+        for j in range(ne):
+            th[j] = theta[es + j]
+            for c in range(3):
+                d1[j, c] = ref_d1[es + j, c]
+        for j in range(nj):
+            tw[j] = ref_twist[js + j]
+        compute_edges(x[vs:ve], closed, edges)
+        K.transported_geometry(closed, d1, tw, edges, lengths, tangents, kb, ref_d2, old, grad, h_diag)
         if not rod_twist_free[r]:
             K.clamp_material_angles(d1, ref_d2, tangents, th, clamp_edge[cs:ce], clamp_m1[cs:ce])
             K.update_twist(kb, d1, ref_d2, tangents, th, tw, lengths, edge_rest_length[es:ee],

@@ -63,17 +63,30 @@ def refresh_geometry(x, closed, ref_d1, ref_twist, transport_frames, edges, leng
 
 
 @njit(**JIT)
-def _refresh_transported(x, closed, ref_d1, ref_twist, edges, lengths, tangents, kb, ref_d2, old, num, den):
+def _refresh_transported(x, closed, ref_d1, ref_twist, edges, lengths, tangents, kb, ref_d2, old, num, den,
+                         edges_current):
     """:func:`refresh_geometry` with ``transport_frames``, the old tangents kept in the caller's
     scratch ``old`` (ne, 3) instead of a fresh copy, the reference twist in two passes
     (:func:`rodlab.geometry.curves.reference_twist_two_pass`, scratch ``num``, ``den``): the same
-    operations in the same order on every value, bitwise.
+    operations in the same order on every value, bitwise. ``edges_current``: ``edges`` already
+    holds the edges of ``x`` (the projection's last constraint evaluation computed them with
+    ``compute_edges``), so they are not computed again.
     (Fusing the six passes into two was measured slower on a 275-vertex rod, 13.0-14.5 vs 12.4 us:
     the work is divisions, square roots and ``atan2``, not memory.)"""
     for j in range(tangents.shape[0]):
         for d in range(3):
             old[j, d] = tangents[j, d]
-    compute_edges(x, closed, edges)
+    if not edges_current:
+        compute_edges(x, closed, edges)
+    transported_geometry(closed, ref_d1, ref_twist, edges, lengths, tangents, kb, ref_d2, old, num, den)
+
+
+@njit(inline="always", **JIT)
+def transported_geometry(closed, ref_d1, ref_twist, edges, lengths, tangents, kb, ref_d2, old, num, den):
+    """The geometry of the edge vectors ``edges`` (lengths, tangents, curvature binormals) and the
+    reference frames carried in time to it from the tangents ``old`` (:func:`refresh_geometry`
+    with ``transport_frames`` after its ``compute_edges``, the reference twist in two passes,
+    scratch ``num``, ``den``; bitwise the same)."""
     compute_tangents(edges, lengths, tangents)
     time_parallel_update(old, tangents, ref_d1)
     complete_frames(tangents, ref_d1, ref_d2)
@@ -495,6 +508,9 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
     material frame: its twist vanishes identically) skips the frames inside the loop; the
     caller rebuilds frames and angles once after the call.
 
+    Work arrays: ``work_v3`` (2, nv, 3), ``work_e3`` (6, ne, 3), ``work_s`` (7, ne); rows 2, 4, 5
+    of ``work_e3`` and 1-6 of ``work_s`` are scratch, the others the geometry the steps leave.
+
     ``vertex_damp`` (optional, (nv,)): per-vertex velocity factors replacing ``1 / (1 + h damping)``
     (a sliding clamp takes its first vertex's), for damping that varies along the rod (wind drag
     on a rod of varying linear density, :mod:`rodlab.der.batch`).
@@ -524,12 +540,11 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
     rhs = work_s[5]
     dlam = work_s[6]
     active = np.empty(ne, dtype=np.bool_)
-    edges0 = np.empty((0, 3))
-    # the frame transport's previous tangents (no allocation where no step transports frames)
-    old_tangents = edges0 if twist_free else np.empty((ne, 3))
-    if symplectic is not None:  # None: RATTLE's code is not compiled (dead-branch pruning)
-        if symplectic:
-            edges0 = np.empty((ne, 3))
+    # ``work_e3[2]``, a row no step keeps, holds the frame transport's previous tangents (from the
+    # refresh's start to its transport) and RATTLE's start-of-step edges (inside the projection):
+    # their lifetimes within a step do not overlap
+    old_tangents = work_e3[2]
+    edges0 = work_e3[2]
     damp = 1.0 / (1.0 + h * damping)
     if vertex_damp is None:
         vdamp = np.full(nv, damp)
@@ -625,8 +640,9 @@ def run_steps(nsteps, h, closed, inextensible, uniform, twist_free, x, v, theta,
             done += 1
             diag[4] = done
             continue
+        # (the projection's scratch rows: free until its next step; its last evaluation left the edges of x)
         _refresh_transported(x, closed, ref_d1, ref_twist, edges, lengths, tangents, kb, ref_d2, old_tangents, rhs,
-                             dlam)  # (the projection's scratch rows: free until its next step)
+                             dlam, inextensible)
         clamp_material_angles(ref_d1, ref_d2, tangents, theta, clamp_edges, clamp_m1[min(s, clamp_m1.shape[0] - 1)])
         it, gn = update_twist(kb, ref_d1, ref_d2, tangents, theta, ref_twist, lengths, rest_lengths, lbar,
                               omega_bar, bend_k, twist_bar, twist_k, stretch_k, free_theta, closed, uniform,
