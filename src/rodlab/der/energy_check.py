@@ -15,14 +15,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..geometry._vec import JIT, JIT_FM, JIT_INNER
+from ..geometry._vec import JIT, JIT_FM_INNER, JIT_INNER
 from ..geometry.der_joint import edge_stretch_energy
 from ..numba_views import borrow_flat
 from . import kernels as K
-
-# the vectorised sums: JIT_FM (reassociation) without wrappers (called from compiled code only)
-JIT_FM_INNER = dict(JIT_FM, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-
 
 @njit(**JIT)
 def mechanical_energy(x, v, mass, gravity, force, elastic):

@@ -29,6 +29,7 @@ JIT_FMA = dict(JIT, fastmath={"contract"})
 # argument), and nothing in a compiled call tree uses them. A Python call of such a kernel crashes
 # the interpreter (numba 0.68): give it a private name, and Python callers :func:`python_entry`.
 JIT_INNER = dict(JIT, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+JIT_FM_INNER = dict(JIT_FM, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # reductions LLVM may vectorise
 
 
 def njit_as(name: str, fn, **options):
