@@ -58,6 +58,7 @@ from ..contact.narrowphase import MESH
 from ..geometry._vec import JIT
 from ..geometry.curves import compute_edges, compute_tangents
 from ..numba_views import borrow
+from .contact_projection import COUPLED_MAX_ITER, MAX_ROWS, project_keeping_contacts
 from . import kernels as K
 from .contact_newton import apply_impulse, contact_clusters, newton_cluster
 from .projection import _mark_active, fast_projection, shake_projection, velocity_projection
@@ -287,6 +288,50 @@ def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_
 
 
 @njit(**JIT)
+def _pressed_rows(rods, lam_n, va, vb, inv_mass, vertex_rod, n_rods_all, rod_slide_start):
+    """For a later round of :func:`resolve`: the rods to project (``rods`` and every rod with a free
+    vertex in a pressed row, ``lam_n > 0``) and the pressed rows, to be kept by
+    :func:`rodlab.der.contact_projection.project_keeping_contacts`; ``(rods, empty)`` (the plain
+    projection) when no row is pressed, more than its ``MAX_ROWS`` are, or a rod to project has
+    a sliding clamp."""
+    none = np.empty(0, dtype=np.int64)
+    K = 0
+    for k in range(lam_n.shape[0]):
+        if lam_n[k] > 0.0:
+            K += 1
+    if K == 0 or K > MAX_ROWS:
+        return rods, none
+    mark = np.zeros(n_rods_all, dtype=np.bool_)
+    for q in range(rods.shape[0]):
+        mark[rods[q]] = True
+    pressed = np.empty(K, dtype=np.int64)
+    K = 0
+    for k in range(lam_n.shape[0]):
+        if lam_n[k] <= 0.0:
+            continue
+        pressed[K] = k
+        K += 1
+        for i in range(2):
+            if inv_mass[va[k, i]] > 0.0:
+                mark[vertex_rod[va[k, i]]] = True
+            if vb[k, 0] >= 0 and inv_mass[vb[k, i]] > 0.0:
+                mark[vertex_rod[vb[k, i]]] = True
+    n = 0
+    for r in range(n_rods_all):
+        if mark[r]:
+            if rod_slide_start[r + 1] > rod_slide_start[r]:
+                return rods, none
+            n += 1
+    out = np.empty(n, dtype=np.int64)
+    n = 0
+    for r in range(n_rods_all):
+        if mark[r]:
+            out[n] = r
+            n += 1
+    return out, pressed
+
+
+@njit(**JIT)
 def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, warm, lam_n_first, lam_t_first, h, max_iter,
             tolerance, newton_after, newton_rows, newton_iter, counts, gap_tol,
             max_outer, inextensible, vertex_rod, touched, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
@@ -360,11 +405,26 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
                 if touched[r] and not settled[r]:
                     rods[n_rods] = r
                     n_rods += 1
-            rod_viol = np.empty(n_rods)
-            project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
-                         edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol,
-                         proj_max_iter, symplectic, x_ref, rod_viol)
-            for q in range(n_rods):
+            pressed = np.empty(0, dtype=np.int64)
+            if outer >= 1 and not symplectic:  # the alternation goes on: keep the pressed rows (module docstring)
+                rods, pressed = _pressed_rows(rods, lam_n, va, vb, inv_mass, vertex_rod, touched.shape[0], rod_slide_start)
+            rod_viol = np.empty(rods.shape[0])
+            if pressed.shape[0] > 0:
+                if project_keeping_contacts(rods, pressed, va, vb, wa, wb, normal, lam_n, x, v, h, inv_mass,
+                                            rod_vertex_start, rod_edge_start, rod_closed, edge_rest_length, proj_tol,
+                                            min(proj_max_iter, COUPLED_MAX_ITER), rod_viol) > proj_tol:
+                    # Newton stalls where the edges' gradients are degenerate (a taut rod between two pins
+                    # pushed sideways): the plain projection finishes those rods from where it stopped
+                    rods = rods[rod_viol > proj_tol]
+                    rod_viol = np.empty(rods.shape[0])
+                    project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start,
+                                 rod_closed, edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side,
+                                 proj_tol, proj_max_iter, symplectic, x_ref, rod_viol)
+            else:
+                project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
+                             edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol,
+                             proj_max_iter, symplectic, x_ref, rod_viol)
+            for q in range(rods.shape[0]):
                 settled[rods[q]] = rod_viol[q] <= proj_tol
         # first-order row violations after the projection
         vr = np.empty(3)
