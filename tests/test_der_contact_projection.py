@@ -131,3 +131,44 @@ def test_two_free_rings_pressed_together_keep_the_row_and_momentum():
     assert lam[0] > 1.0  # it pushed
     p = (v / inv_mass[:, None]).sum(axis=0)  # every constraint is internal: no momentum made
     assert np.abs(p).max() < 1e-12 * np.abs(v / inv_mass[:, None]).max()
+
+
+def test_one_step_is_the_dense_kkt_newton_step():
+    """One iteration equals the Newton step of the whole system solved densely:
+    (J M^-1 J^T) lam = [C; 0], x -= M^-1 J^T lam, J = [edge gradients; the row's gradient]."""
+    n = 8
+    phi = 2 * np.pi * np.arange(n) / n
+    a = np.stack([0.02 * np.cos(phi), np.zeros(n), 0.02 * np.sin(phi)], 1)
+    b = np.stack([0.024 + 0.02 * np.cos(phi), 0.02 * np.sin(phi), np.zeros(n)], 1)
+    rng = np.random.default_rng(5)
+    x = np.vstack([a, b]) + 2e-4 * rng.standard_normal((2 * n, 3))
+    inv_mass = rng.uniform(0.8, 1.2, 2 * n)
+    rest = np.concatenate([_edge_lengths(a, True), _edge_lengths(b, True)])
+    va, vb, wa, wb = np.array([0, 1]), np.array([n + 4, n + 5]), np.array([0.7, 0.3]), np.array([0.6, 0.4])
+    J = np.zeros((2 * n + 1, 6 * n))
+    C = np.zeros(2 * n + 1)
+    for r in range(2):
+        for j in range(n):
+            i0, i1 = r * n + j, r * n + (j + 1) % n
+            e = x[i1] - x[i0]
+            J[r * n + j, 3 * i1:3 * i1 + 3] += 2 * e
+            J[r * n + j, 3 * i0:3 * i0 + 3] -= 2 * e
+            C[r * n + j] = e @ e - rest[r * n + j] ** 2
+    pushed = None
+    for sign in (1.0, -1.0):
+        nrm = np.array([sign, 0.0, 0.0])
+        Jr = J.copy()
+        for i, w in zip(va, wa):
+            Jr[-1, 3 * i:3 * i + 3] += w * nrm
+        for i, w in zip(vb, wb):
+            Jr[-1, 3 * i:3 * i + 3] -= w * nrm
+        minv = np.repeat(inv_mass, 3)
+        lam = np.linalg.solve(Jr @ (minv[:, None] * Jr.T), C)
+        if lam[-1] > 0:
+            continue  # this side would pull: released (test above)
+        pushed = sign
+        want = x - (minv * (Jr.T @ lam)).reshape(-1, 3)
+        got, _, lam_n, _ = _run(x, inv_mass, [n, n], [True, True], rest, ([va], [vb], [wa], [wb], [nrm]), max_iter=1)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
+        assert lam_n[0] == pytest.approx(1.0 - lam[-1] / 1e-3, rel=1e-9)
+    assert pushed is not None
