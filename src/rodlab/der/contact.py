@@ -58,7 +58,7 @@ from ..contact.narrowphase import MESH
 from ..geometry._vec import JIT
 from ..geometry.curves import compute_edges, compute_tangents
 from ..numba_views import borrow
-from .contact_projection import COUPLED_MAX_ITER, MAX_ROWS, project_keeping_contacts
+from .contact_projection import COUPLED_FIRST_WORK, COUPLED_MAX_ITER, MAX_ROWS, project_keeping_contacts
 from . import kernels as K
 from .contact_newton import apply_impulse, contact_clusters, newton_cluster
 from .projection import _mark_active, fast_projection, shake_projection, velocity_projection
@@ -288,12 +288,14 @@ def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_
 
 
 @njit(**JIT)
-def _pressed_rows(rods, lam_n, va, vb, inv_mass, vertex_rod, n_rods_all, rod_slide_start):
-    """For a later round of :func:`resolve`: the rods to project (``rods`` and every rod with a free
+def _pressed_rows(rods, lam_n, va, vb, inv_mass, vertex_rod, n_rods_all, rod_slide_start, rod_edge_start, first):
+    """For an alternation of :func:`resolve`: the rods to project (``rods`` and every rod with a free
     vertex in a pressed row, ``lam_n > 0``) and the pressed rows, to be kept by
     :func:`rodlab.der.contact_projection.project_keeping_contacts`; ``(rods, empty)`` (the plain
-    projection) when no row is pressed, more than its ``MAX_ROWS`` are, or a rod to project has
-    a sliding clamp."""
+    projection) when no row is pressed, more than its ``MAX_ROWS`` are, a rod to project has a
+    sliding clamp, or, in the ``first`` alternation, the coupled solve would cost more than
+    ``COUPLED_FIRST_WORK`` (pressed rows times edges: one tridiagonal solve per row and rod; where
+    one alternation is enough, as in a wound plectoneme, the plain projection is the cheaper)."""
     none = np.empty(0, dtype=np.int64)
     K = 0
     for k in range(lam_n.shape[0]):
@@ -324,10 +326,14 @@ def _pressed_rows(rods, lam_n, va, vb, inv_mass, vertex_rod, n_rods_all, rod_sli
             n += 1
     out = np.empty(n, dtype=np.int64)
     n = 0
+    edges = 0
     for r in range(n_rods_all):
         if mark[r]:
             out[n] = r
             n += 1
+            edges += rod_edge_start[r + 1] - rod_edge_start[r]
+    if first and K * edges > COUPLED_FIRST_WORK:
+        return rods, none
     return out, pressed
 
 
@@ -406,8 +412,9 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
                     rods[n_rods] = r
                     n_rods += 1
             pressed = np.empty(0, dtype=np.int64)
-            if outer >= 1 and not symplectic:  # the alternation goes on: keep the pressed rows (module docstring)
-                rods, pressed = _pressed_rows(rods, lam_n, va, vb, inv_mass, vertex_rod, touched.shape[0], rod_slide_start)
+            if not symplectic:  # keep the pressed rows (docs/contact-der.md, step 3)
+                rods, pressed = _pressed_rows(rods, lam_n, va, vb, inv_mass, vertex_rod, touched.shape[0], rod_slide_start,
+                                              rod_edge_start, outer == 0)
             rod_viol = np.empty(rods.shape[0])
             if pressed.shape[0] > 0:
                 if project_keeping_contacts(rods, pressed, va, vb, wa, wb, normal, lam_n, x, v, h, inv_mass,

@@ -46,6 +46,7 @@ from .projection import _apply_multipliers, _constraint_matrix, _mark_active, _v
 
 MAX_ROWS = 96  # pressed rows per projection at most; more: the caller uses the plain projection
 PIVOT_DROP = 1e-10  # a Cholesky pivot below this fraction of its diagonal drops a redundant row
+COUPLED_FIRST_WORK = 2048  # pressed rows x edges at most for the coupled solve in a round's first alternation
 COUPLED_MAX_ITER = 12  # Newton steps at most (4-6 where it converges); then the plain projection finishes
 PHI_TOL = 1e-13  # [m] a released row pressed through by more than this is taken back
 
@@ -360,4 +361,4 @@ def project_keeping_contacts(rods, pressed, va, vb, wa, wb, normal, lam_n, x, v,
     return worst
 
 
-__all__ = ["COUPLED_MAX_ITER", "MAX_ROWS", "project_keeping_contacts"]
+__all__ = ["COUPLED_FIRST_WORK", "COUPLED_MAX_ITER", "MAX_ROWS", "project_keeping_contacts"]
