@@ -167,6 +167,9 @@ class DERSimulator(Simulator):
         if self.world.bodies:
             raise UnsupportedFeature("method der does not combine contact (obstacles, rod contact) with rigid bodies")
         self._contact = DERContact(self)
+        w = self.world
+        self._contact_start = (np.empty((w.n_vertices, 3)), np.empty((w.n_vertices, 3)), np.empty(w.n_edges),
+                               np.empty((w.n_edges, 3)), np.empty(w.n_joints))
 
     def _check_bodies(self) -> None:
         w = self.world
@@ -336,6 +339,10 @@ class DERSimulator(Simulator):
         self._symplectic = True if self.opts["projection"] == "symplectic" else None
         self._no_input = np.zeros((1, 0, 3))
         self._driven = bool(self._moving or self._timed)
+        # per rod with a moving clamp: its stepper, vertex slice and flat prescribed / clamp columns
+        self._moving_rods = [(self.steppers[r], w.rod_vertices(r), int(self.model.rod_presc_start[r]),
+                              int(self.model.rod_presc_start[r + 1]), int(self.model.rod_clamp_start[r]),
+                              int(self.model.rod_clamp_start[r + 1])) for r in self._moving]
         # advance's fast path: no per-call inputs, no bodies
         self._plain = not (self._driven or wind is not None or w.bodies)
         self._windy = wind is not None  # advance cuts calls at the wind's grid steps
@@ -444,7 +451,8 @@ class DERSimulator(Simulator):
     def _advance_general(self, state: State, nsteps: int, t0: float) -> StepReport:
         """:meth:`advance` of a world with wind, moving clamps, time-dependent forces or bodies."""
         if nsteps:
-            presc, m1, timed = self._call_loads(state, nsteps)
+            clock = self._clock(state)
+            presc, m1, timed = self._call_loads(state, nsteps, clock)
             p = self._packed
             if self.world.bodies:
                 q = self._body_packed
@@ -466,7 +474,7 @@ class DERSimulator(Simulator):
                                              timed, self._symplectic)
             if code:
                 self._check_code(state, code, nsteps, t0)
-            state.t += nsteps * self._dt
+            self._tick(state, clock, nsteps)
         return StepReport(nsteps, wall_s=time.perf_counter() - t0)
 
     def _advance_contact(self, state: State, nsteps: int, t0: float) -> StepReport:
@@ -479,28 +487,34 @@ class DERSimulator(Simulator):
         from ..der.contact_steps import advance_contact_steps
 
         c = self._contact
-        presc, m1, timed = self._call_loads(state, nsteps)
+        clock = self._clock(state)
+        presc, m1, timed = self._call_loads(state, nsteps, clock)
         p = self._packed
-        start = state.copy()
+        start = self._contact_start  # the call's start, restored if it fails (the only arrays the loop writes)
+        np.copyto(start[0], state.vertex_x)
+        np.copyto(start[1], state.vertex_v)
+        np.copyto(start[2], state.edge_theta)
+        np.copyto(start[3], state.edge_ref_d1)
+        np.copyto(start[4], state.joint_ref_twist)
         clear = state.solver.get("der_contact_clear")
         clear = np.array(clear, dtype=float) if clear is not None and np.shape(clear) == (2,) else np.zeros(2)
         warm = state.solver.get("der_contact_warm")  # copied: a state's copy may share the array
         ok = warm is not None and np.ndim(warm) == 2 and np.shape(warm)[0] > 0 and np.shape(warm)[1] == WARM_COLUMNS
         warm = np.array(warm, dtype=float) if ok else np.zeros((16, WARM_COLUMNS))
-        code, done, finite, t, n_sum, n_max, gap_min, warn, c.rows, warm, c.near = advance_contact_steps(
+        code, done, finite, _t, n_sum, n_max, gap_min, warn, c.rows, warm, c.near = advance_contact_steps(
             p.f, p.i, p.b, p.layout, nsteps, self._dt, float(state.t), state.vertex_x, state.vertex_v, state.edge_theta,
             state.edge_ref_d1, state.joint_ref_twist, presc, m1, timed, self._symplectic, bool(self._moving),
             bool(self._timed), c.geometry, c.rod_mu, c.obstacle_mu, c.cfg, c.icfg, c.vertex_rod, c.rod_closed,
             c.rod_uniform, c.rod_twist_free, clear, c.stats, c.rows, warm, c.near_x, c.near)
         if code & B.STATUS_FAILED:
-            state.assign(start)
+            self._restore_contact_start(state)
             self._check_code(state, code, 1, t0)
         if not finite:
-            state.assign(start)
+            self._restore_contact_start(state)
             report = StepReport(0, False, "contact response produced a non-finite state", wall_s=time.perf_counter() - t0)
             self._fail(state, None, report, f"der contact: the state became non-finite at step {done} of {nsteps} "
                                             "(try a smaller dt); the state is restored to the call's start")
-        state.t = t
+        self._tick(state, clock, nsteps)
         if warn & B.STATUS_PROJECTION_WARN:
             self._check_code(state, B.STATUS_PROJECTION_WARN, 1, t0)
         state.solver["der_contact_clear"] = clear
@@ -510,6 +524,12 @@ class DERSimulator(Simulator):
             _warn_penetration(gap_min, c.radius_min, nsteps, state.t)
         return StepReport(nsteps, wall_s=time.perf_counter() - t0, contact_min_gap=gap_min, contacts_sum=n_sum,
                           contacts_max=n_max)
+
+    def _restore_contact_start(self, state: State) -> None:
+        """Put back the state arrays a failed contact call started from (``_contact_start``)."""
+        for saved, name in zip(self._contact_start, ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1",
+                                                     "joint_ref_twist")):
+            np.copyto(getattr(state, name), saved)
 
     def _advance_windy(self, state: State, nsteps: int, t0: float) -> StepReport:
         """:meth:`advance` of a world with wind: the call cut at the wind's grid steps (module
@@ -547,35 +567,57 @@ class DERSimulator(Simulator):
         state.solver["der_wind_force"] = force.copy()
         state.solver["der_wind_step"] = np.array(grid_step, dtype=np.int64)
 
-    def _call_loads(self, state: State, nsteps: int):
+    def _clock(self, state: State) -> tuple[float, float]:
+        """The state's time as ``(origin, steps)``: ``state.t == origin + dt * steps`` (bitwise),
+        kept in ``state.solver["der_clock"]`` by the branches that step time-dependent inputs
+        (:meth:`_tick`); a state without it, or whose ``t`` was set since (another simulator, a
+        user), starts a new origin at its ``t``. Step ``k`` of the trajectory from the origin is
+        at ``origin + dt * k``, however the steps are cut into calls: a call of 2N steps and two
+        calls of N give bitwise the same inputs and state (docs/world.md, "Clamp motions")."""
+        kept = state.solver.get("der_clock")
+        if kept is not None and kept.shape == (2,):
+            origin, steps = kept.tolist()
+            if origin + self._dt * steps == state.t:
+                return origin, steps
+        return float(state.t), 0.0
+
+    def _tick(self, state: State, clock: tuple[float, float], nsteps: int) -> None:
+        """``state.t`` after ``nsteps`` steps from ``clock`` (:meth:`_clock`), and the clock kept."""
+        origin, steps = clock
+        steps += nsteps
+        state.t = origin + self._dt * steps
+        state.solver["der_clock"] = np.array([origin, steps])
+
+    def _call_loads(self, state: State, nsteps: int, clock: tuple[float, float] | None = None):
         """The per-step inputs of :meth:`_call_inputs`, or ``None`` for each in an undriven world
         (the serial driver then compiles without their code); the wind force in force is set by
         :meth:`_advance_windy`."""
         if self._driven:
-            return self._call_inputs(state, nsteps)
+            return self._call_inputs(state, nsteps, self._clock(state) if clock is None else clock)
         return None, None, None
 
-    def _call_inputs(self, state: State, nsteps: int):
-        """Prescribed positions and directors of moving clamps and time-dependent forces for
-        each step of the call, in the model's flat order."""
+    def _call_inputs(self, state: State, nsteps: int, clock: tuple[float, float]):
+        """Prescribed positions and directors of moving clamps at the end of each step of the
+        call, and time-dependent forces at its start, in the model's flat order; step ``k`` ends
+        at ``origin + dt * (steps + k)`` (``clock``: :meth:`_clock`). Each moving clamp is
+        sampled at every step at once (``motion.sample`` where it has one: rodlab.motions)."""
         m, h = self.model, self._dt
-        times = state.t + h * np.arange(1, nsteps + 1)
+        origin, steps = clock
         presc = self._no_input
         m1 = self._no_input
         if self._moving:
+            times = origin + h * (steps + np.arange(1, nsteps + 1))
             presc = np.zeros((nsteps, m.presc_vertex.size, 3))
             m1 = np.zeros((nsteps, m.clamp_edge.size, 3))
-            for r in self._moving:
-                st = self.steppers[r]
-                ps, pe = m.rod_presc_start[r], m.rod_presc_start[r + 1]
-                cs, ce = m.rod_clamp_start[r], m.rod_clamp_start[r + 1]
-                presc[:, ps:pe], m1[:, cs:ce] = st._clamp_inputs(self._rod_state(state, r), times)
+            x = state.vertex_x
+            for st, vertices, ps, pe, cs, ce in self._moving_rods:
+                st._clamp_inputs_into(x[vertices], times, presc[:, ps:pe], m1[:, cs:ce])
         timed = self._no_input
         if self._timed:
             timed = np.empty((nsteps, len(self._timed), 3))
             for k, (_, pf) in enumerate(self._timed):
                 for s in range(nsteps):
-                    timed[s, k] = pf.at(state.t + h * s)
+                    timed[s, k] = pf.at(origin + h * (steps + s))
         return presc, m1, timed
 
     def _check_code(self, state: State, code: int, nsteps: int, t0: float) -> None:
