@@ -58,6 +58,8 @@ FEATURES = frozenset({"closed rods", "prescribed clamp motion", "swivel clamps",
                       "wind", "rigid bodies", "obstacles", "rod contact", "friction"})
 
 PROJECTIONS = ("fast", "symplectic")
+# moving clamps are sampled for at least this many steps at once, kept for the next calls (_clamp_rows)
+CLAMP_BLOCK = 64
 # a call of at most this many vertex-steps runs on the calling thread (B.advance_rods_serial): waking
 # numba's thread pool costs more than it saves on so little work (~0.05-0.1 us per vertex-step)
 SERIAL_WORK = 500
@@ -343,6 +345,22 @@ class DERSimulator(Simulator):
         self._moving_rods = [(self.steppers[r], w.rod_vertices(r), int(self.model.rod_presc_start[r]),
                               int(self.model.rod_presc_start[r + 1]), int(self.model.rod_clamp_start[r]),
                               int(self.model.rod_clamp_start[r + 1])) for r in self._moving]
+        # their prescribed vertices that no moving clamp holds: (flat columns, world vertices), or ()
+        cols, verts = [], []
+        for st, vertices, ps, _pe, _cs, _ce in self._moving_rods:
+            nv = st.rod.n_vertices
+            held = {v for j, c in st.clamps.items() if c.motion is not None for v in (j, (j + 1) % nv)}
+            for q, v in enumerate(st.prescribed_vertices):
+                if int(v) not in held:
+                    cols.append(ps + q)
+                    verts.append(vertices.start + int(v))
+        self._static_presc = (np.array(cols, dtype=np.int64), np.array(verts, dtype=np.int64)) if cols else ()
+        self._clamp_block = None  # (origin, first step, end step, prescribed rows, clamp director rows)
+        # sampled ahead and kept only when every moving clamp has a sampler (a pure function of time,
+        # rodlab.motions); a plain callable is called for the call's own steps, every call
+        sampled = all(hasattr(c.motion, "sample") for st, *_ in self._moving_rods for c in st.clamps.values()
+                      if c.motion is not None)
+        self._clamp_lookahead = CLAMP_BLOCK if sampled else 0
         # advance's fast path: no per-call inputs, no bodies
         self._plain = not (self._driven or wind is not None or w.bodies)
         self._windy = wind is not None  # advance cuts calls at the wind's grid steps
@@ -601,17 +619,12 @@ class DERSimulator(Simulator):
         call, and time-dependent forces at its start, in the model's flat order; step ``k`` ends
         at ``origin + dt * (steps + k)`` (``clock``: :meth:`_clock`). Each moving clamp is
         sampled at every step at once (``motion.sample`` where it has one: rodlab.motions)."""
-        m, h = self.model, self._dt
+        h = self._dt
         origin, steps = clock
         presc = self._no_input
         m1 = self._no_input
         if self._moving:
-            times = origin + h * (steps + np.arange(1, nsteps + 1))
-            presc = np.zeros((nsteps, m.presc_vertex.size, 3))
-            m1 = np.zeros((nsteps, m.clamp_edge.size, 3))
-            x = state.vertex_x
-            for st, vertices, ps, pe, cs, ce in self._moving_rods:
-                st._clamp_inputs_into(x[vertices], times, presc[:, ps:pe], m1[:, cs:ce])
+            presc, m1 = self._clamp_rows(state.vertex_x, origin, steps, nsteps)
         timed = self._no_input
         if self._timed:
             timed = np.empty((nsteps, len(self._timed), 3))
@@ -619,6 +632,30 @@ class DERSimulator(Simulator):
                 for s in range(nsteps):
                     timed[s, k] = pf.at(origin + h * (steps + s))
         return presc, m1, timed
+
+    def _clamp_rows(self, x: np.ndarray, origin: float, steps: float, nsteps: int):
+        """Rows ``steps + 1 .. steps + nsteps`` (from clock ``origin``) of the moving rods'
+        prescribed positions and clamp directors, sampled at once
+        (:meth:`rodlab.der.stepper.DERStepper._clamp_inputs_into`); where every moving clamp has
+        a sampler, views of a kept block of at least CLAMP_BLOCK steps (a row depends only on its
+        time, so the rows are bitwise those of a call sampled on its own), with the moving rods'
+        other prescribed vertices (pinned, clamps without motion) written from ``x`` per call."""
+        block = self._clamp_block
+        if block is None or block[0] != origin or not block[1] <= steps <= block[2] - nsteps:
+            m, n = self.model, max(nsteps, self._clamp_lookahead)
+            times = origin + self._dt * (steps + np.arange(1, n + 1))
+            presc = np.zeros((n, m.presc_vertex.size, 3))
+            m1 = np.zeros((n, m.clamp_edge.size, 3))
+            for st, vertices, ps, pe, cs, ce in self._moving_rods:
+                st._clamp_inputs_into(x[vertices], times, presc[:, ps:pe], m1[:, cs:ce])
+            block = (origin, steps, steps + n, presc, m1)
+            if self._clamp_lookahead:
+                self._clamp_block = block
+        a = int(steps - block[1])
+        presc, m1 = block[3][a:a + nsteps], block[4][a:a + nsteps]
+        if self._static_presc:
+            presc[:, self._static_presc[0]] = x[self._static_presc[1]]
+        return presc, m1
 
     def _check_code(self, state: State, code: int, nsteps: int, t0: float) -> None:
         import logging
