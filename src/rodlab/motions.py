@@ -10,10 +10,12 @@ costs a few numpy calls per call instead of one Python call per step.
 The built-in motions are :class:`SampledMotion` subclasses (small frozen dataclasses: picklable,
 comparable by value): :class:`FixedPose`, :class:`AxisRotation`, :class:`Translation` and their
 composition :class:`Composed`, driven by scalar profiles of time (:class:`RampedRate`,
-:class:`SmoothMoves`). Their ``__call__`` evaluates ``sample`` on a one-element array, so a call
-at ``t`` and a sample containing ``t`` give bitwise the same numbers (numpy's SIMD loops for
-``sin`` and ``cos`` may differ in the last bit from scalar libm; an array of one element takes
-the same loop as a longer one).
+:class:`SmoothMoves`). A call at ``t`` and a sample containing ``t`` give bitwise the same numbers
+(tested): ``__call__`` evaluates ``sample`` on a one-element array, except
+:class:`AxisRotation` by a :class:`RampedRate` (``twist_about_axis``: galpha and der-implicit call
+it once per step), which repeats the sample's operations on Python floats; its sample takes
+``sin`` and ``cos`` from libm (``math``), as the scalar path does, since numpy's SIMD loops may
+differ from libm in the last bit.
 """
 from __future__ import annotations
 
@@ -74,6 +76,18 @@ class RampedRate:
             value = np.where(s < self.ramp, self.rate * s * s / (2.0 * self.ramp), value)
         if self.total is not None:
             value = np.minimum(value, self.total) if self.total >= 0 else np.maximum(value, self.total)
+        return value
+
+    def at(self, t: float) -> float:
+        """The value at one time ``t`` [s]: the same operations on Python floats (bitwise
+        ``self(np.array([t]))[0]``, tested)."""
+        s = max(t - self.start, 0.0)
+        if self.ramp > 0 and s < self.ramp:
+            value = self.rate * s * s / (2.0 * self.ramp)
+        else:
+            value = self.rate * (s - 0.5 * self.ramp)
+        if self.total is not None:
+            value = min(value, self.total) if self.total >= 0 else max(value, self.total)
         return value
 
 
@@ -157,14 +171,31 @@ class AxisRotation(SampledMotion):
         object.__setattr__(self, "axis", a)
         object.__setattr__(self, "_K", K)
         object.__setattr__(self, "_K2", K @ K)
+        object.__setattr__(self, "_K_rows", K.tolist())
+        object.__setattr__(self, "_K2_rows", (K @ K).tolist())
         require(callable(self.angle), f"angle must be a profile, a function of a times array (got {self.angle!r})")
 
     def sample(self, times):
         t = _times(times)
-        a = np.asarray(self.angle(t), dtype=float).reshape(t.shape)
-        R = np.sin(a)[:, None, None] * self._K + (1.0 - np.cos(a))[:, None, None] * self._K2
+        a = np.asarray(self.angle(t), dtype=float).reshape(t.shape).tolist()
+        # libm's sin and cos, as the one-time call uses them (numpy's SIMD loops may differ in the last bit)
+        sin = np.fromiter(map(math.sin, a), float, len(a))
+        cos = np.fromiter(map(math.cos, a), float, len(a))
+        R = sin[:, None, None] * self._K + (1.0 - cos)[:, None, None] * self._K2
         R += np.eye(3)
-        return R, np.zeros((t.shape[0], 3))
+        return R, np.zeros((len(a), 3))
+
+    def __call__(self, t: float):
+        """The pose at one time, with Python floats where the angle profile has a scalar ``at``
+        (:class:`RampedRate`): the sample's operations in the same order (bitwise equal, tested)."""
+        at = getattr(self.angle, "at", None)
+        if at is None:
+            return SampledMotion.__call__(self, t)
+        a = at(float(t))
+        s, c = math.sin(a), 1.0 - math.cos(a)
+        K, K2 = self._K_rows, self._K2_rows
+        R = np.array([[s * K[i][j] + c * K2[i][j] + (1.0 if i == j else 0.0) for j in range(3)] for i in range(3)])
+        return R, np.zeros(3)
 
 
 @dataclass(frozen=True, eq=False)

@@ -168,7 +168,13 @@ class DERSimulator(Simulator):
 
         if self.world.bodies:
             raise UnsupportedFeature("method der does not combine contact (obstacles, rod contact) with rigid bodies")
+        from ..der.contact_loop import WARM_COLUMNS
+        from ..der.contact_steps import advance_contact_steps
+
         self._contact = DERContact(self)
+        # the contact branch's compiled loop and warm-table width, imported once (a function-level
+        # import costs ~2 us per call)
+        self._contact_steps, self._warm_columns = advance_contact_steps, WARM_COLUMNS
         w = self.world
         self._contact_start = (np.empty((w.n_vertices, 3)), np.empty((w.n_vertices, 3)), np.empty(w.n_edges),
                                np.empty((w.n_edges, 3)), np.empty(w.n_joints))
@@ -501,10 +507,8 @@ class DERSimulator(Simulator):
         step of every rod, then the whole contact response). The clearance bound that lets
         contact-free steps skip detection lives in ``state.solver["der_contact_clear"]``, the last
         step's impulses that start the next one's in ``state.solver["der_contact_warm"]``."""
-        from ..der.contact_loop import WARM_COLUMNS
-        from ..der.contact_steps import advance_contact_steps
-
         c = self._contact
+        advance_contact_steps = self._contact_steps
         clock = self._clock(state)
         presc, m1, timed = self._call_loads(state, nsteps, clock)
         p = self._packed
@@ -517,8 +521,8 @@ class DERSimulator(Simulator):
         clear = state.solver.get("der_contact_clear")
         clear = np.array(clear, dtype=float) if clear is not None and np.shape(clear) == (2,) else np.zeros(2)
         warm = state.solver.get("der_contact_warm")  # copied: a state's copy may share the array
-        ok = warm is not None and np.ndim(warm) == 2 and np.shape(warm)[0] > 0 and np.shape(warm)[1] == WARM_COLUMNS
-        warm = np.array(warm, dtype=float) if ok else np.zeros((16, WARM_COLUMNS))
+        ok = warm is not None and np.ndim(warm) == 2 and np.shape(warm)[0] > 0 and np.shape(warm)[1] == self._warm_columns
+        warm = np.array(warm, dtype=float) if ok else np.zeros((16, self._warm_columns))
         code, done, finite, _t, n_sum, n_max, gap_min, warn, c.rows, warm, c.near = advance_contact_steps(
             p.f, p.i, p.b, p.layout, nsteps, self._dt, float(state.t), state.vertex_x, state.vertex_v, state.edge_theta,
             state.edge_ref_d1, state.joint_ref_twist, presc, m1, timed, self._symplectic, bool(self._moving),
