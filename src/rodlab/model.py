@@ -160,25 +160,12 @@ class Clamp:
 
 def twist_about_axis(axis, rate: float, ramp: float = 0.0, total: float | None = None) -> RigidMotion:
     """Prescribed rotation about unit ``axis`` at ``rate`` [rad/s], optionally ramped in over
-    ``ramp`` [s] (smooth start) and stopped at angle ``total`` [rad]."""
-    axis = np.asarray(axis, dtype=float)
-    axis = axis / np.linalg.norm(axis)
+    ``ramp`` [s] (smooth start) and stopped at angle ``total`` [rad]: a
+    :class:`rodlab.motions.AxisRotation` by a :class:`rodlab.motions.RampedRate` (callable as
+    ``motion(t)``, and sampled at many times at once by ``motion.sample(times)``)."""
+    from .motions import AxisRotation, RampedRate
 
-    def angle(t: float) -> float:
-        if ramp > 0 and t < ramp:
-            a = rate * t * t / (2 * ramp)
-        else:
-            a = rate * (t - ramp / 2)
-        if total is not None:
-            a = min(a, total) if total >= 0 else max(a, total)
-        return a
-
-    def motion(t: float):
-        from .geometry.rotations import exp_so3
-
-        return exp_so3(axis * angle(t)), np.zeros(3)
-
-    return motion
+    return AxisRotation(axis, RampedRate(rate, ramp, 0.0, total))
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from ..geometry.curves import (
 )
 from ..aot import kernel
 from ..model import Loads, ModelError, Rod, SimulationError, check_damping_scheme, check_steps, require
+from ..motions import sample_motion
 from ..state import RodState
 from . import kernels as K
 
@@ -154,6 +155,7 @@ class DERStepper:
         self._omega = np.zeros((nj, 4))
         self._ext_force = np.zeros((nv, 3))
         self._clamp_rest = {}
+        self._clamp_geom = {}  # clamp edge -> (its _clamp_rest entry, _clamp_geometry)
 
     def _build_sliders(self, rod: Rod, masses: np.ndarray) -> tuple:
         """``run_steps``' ``slide_*`` arrays for the clamps with a ``slide_axis``."""
@@ -307,31 +309,50 @@ class DERStepper:
     def _clamp_inputs(self, state: RodState, times: np.ndarray):
         """Prescribed positions (len(times), n_prescribed, 3) (clamped edges follow their motion,
         pinned vertices stay) and clamped material directors m1 (len(times), n_clamps, 3) at each
-        time: each moving clamp's motion is called once per time and its rigid maps are applied
-        to every time at once (stacked ``matmul``: the same numbers as one time at a time, tested;
-        ~10x less Python per step for a scene with moving clamps)."""
+        time (:meth:`_clamp_inputs_into`)."""
         nt = len(times)
         out = np.empty((nt, self.prescribed_vertices.size, 3))
-        out[:] = state.x[self.prescribed_vertices][None]
-        nv = self.rod.n_vertices
+        m1 = np.empty((nt, self.clamp_edges.size, 3))
+        self._clamp_inputs_into(state.x, np.asarray(times, dtype=float), out, m1)
+        return out, m1
+
+    def _clamp_inputs_into(self, x: np.ndarray, times: np.ndarray, out: np.ndarray, m1: np.ndarray) -> None:
+        """:meth:`_clamp_inputs` written into ``out`` (len(times), n_prescribed, 3) and ``m1``
+        (len(times), n_clamps, 3) (views of the DER simulator's flat per-call arrays), from the
+        rod's positions ``x``: each moving clamp's motion is sampled at every time at once
+        (:func:`rodlab.motions.sample_motion`: its ``sample`` where it has one, else one call per
+        time) and its rigid maps are applied to every time at once (stacked ``matmul``: the same
+        numbers as one time at a time, tested)."""
+        out[:] = x[self.prescribed_vertices][None]
         rotations = {}
         for j, clamp in self.clamps.items():
             if clamp.motion is None:
                 continue
-            maps = [clamp.motion(float(t)) for t in times]
-            R = np.array([np.asarray(r) for r, _ in maps], dtype=float).reshape(nt, 3, 3)
-            d = np.array([np.asarray(dd) for _, dd in maps], dtype=float).reshape(nt, 3)
+            R, d = sample_motion(clamp.motion, times)
             rotations[j] = R
-            rest_x, _ = self._clamp_rest[j]
-            centre = rest_x.mean(axis=0)
-            cols = [int(np.flatnonzero(self.prescribed_vertices == j)[0]), int(np.flatnonzero(self.prescribed_vertices == (j + 1) % nv)[0])]
-            out[:, cols] = np.matmul(rest_x - centre, R.transpose(0, 2, 1)) + centre + d[:, None, :]
-        m1 = np.empty((nt, self.clamp_edges.size, 3))
+            offsets, centre, cols = self._clamp_geometry(j)
+            out[:, cols] = np.matmul(offsets, R.transpose(0, 2, 1)) + centre + d[:, None, :]
         for q, j in enumerate(self.clamp_edges):
             m1_rest = self._clamp_rest[int(j)][1]
             R = rotations.get(int(j))
             m1[:, q] = m1_rest if R is None else np.matmul(R, m1_rest)
-        return out, m1
+
+    def _clamp_geometry(self, j: int):
+        """Clamp ``j``'s rest offsets from its rest midpoint (2, 3) [m], the midpoint (3,) [m] and
+        its two vertices' columns among the prescribed vertices; kept until :meth:`attach` (or a
+        caller) replaces the clamp's rest pose."""
+        rest = self._clamp_rest[j]
+        kept = self._clamp_geom.get(j)
+        if kept is not None and kept[0] is rest:
+            return kept[1]
+        rest_x = rest[0]
+        centre = rest_x.mean(axis=0)
+        nv = self.rod.n_vertices
+        cols = [int(np.flatnonzero(self.prescribed_vertices == j)[0]),
+                int(np.flatnonzero(self.prescribed_vertices == (j + 1) % nv)[0])]
+        geometry = (rest_x - centre, centre, cols)
+        self._clamp_geom[j] = (rest, geometry)
+        return geometry
 
     # ---- stepping ------------------------------------------------------------------------------
     def advance(self, state: RodState, nsteps: int = 1) -> StepInfo:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..experiment import record
 from ..model import require, twist_about_axis
+from ..motions import AxisRotation, Composed, RampedRate, SmoothMoves, Translation
 from ..solvers import make_simulator
 from ..world import WorldBuilder
 from .registry import Param, SceneResult, register
@@ -54,16 +55,12 @@ def chain_world(links: int, n: int, *, link_radius: float = 0.02, radius: float 
             np.stack([np.cos(phi), np.sin(phi), np.zeros(n)], axis=1)
         b.add_rod(c + link_radius * ring, E=E, G=E / 3.0, rho=rho, radius=radius, closed=True)
 
-    def pull(sign):
-        def motion(t):
-            s = max(0.0, t - t_hold) * pull_speed
-            return np.eye(3), np.array([sign * s, 0.0, 0.0])
-        return motion
-
+    # held until t_hold, then moved apart along x at pull_speed (sampled motions: rodlab.motions)
+    after_hold = RampedRate(pull_speed, start=t_hold)
     # the outermost edges: link 0 around phi = pi (vertex n/2), the last link around phi = 0
     half = n // 2
-    b.clamp(0, half - 1, motion=pull(-1.0))
-    b.clamp(links - 1, n - 1, motion=pull(1.0))
+    b.clamp(0, half - 1, motion=Translation((-1.0, 0.0, 0.0), after_hold))
+    b.clamp(links - 1, n - 1, motion=Translation((1.0, 0.0, 0.0), after_hold))
     b.set_contact(rods=True, friction=friction)
     return b.build()
 
@@ -228,7 +225,6 @@ def trefoil_world(n: int, sign: float, *, scale: float = 0.2, radius: float = 0.
     ``span``, over ``t_pull`` [s]); from ``t_pull + t_settle`` the clamp at +x turns about x,
     ``sign`` (+1 or -1) times :func:`trefoil_twist_turns` at ``rate`` [turns/s]. ``radius`` [m],
     ``E`` [Pa] (G = E / 3), ``rho`` [kg/m^3]."""
-    from ..geometry.rotations import exp_so3
     from .knot_scenes import open_trefoil_points
 
     require(sign in (1, -1, 1.0, -1.0), f"sign must be +1 or -1 (got {sign!r})")
@@ -245,16 +241,12 @@ def trefoil_world(n: int, sign: float, *, scale: float = 0.2, radius: float = 0.
     b.add_rod(pts, E=E, G=E / 3.0, rho=rho, radius=radius, rest_curvature=np.zeros((n - 2, 4)),
               rest_twist=np.zeros(n - 2))
 
-    def left(t):
-        return np.eye(3), np.array([-trefoil_clamp_offset(t, half0, span_pre, span, t_pull), 0.0, 0.0])
-
-    def right(t):
-        angle = 2.0 * math.pi * sign * trefoil_twist_turns(t, t0, rate)
-        shift = trefoil_clamp_offset(t, half0, span_pre, span, t_pull)
-        return exp_so3(np.array([angle, 0.0, 0.0])), np.array([shift, 0.0, 0.0])
-
-    b.clamp(0, "start", motion=left)
-    b.clamp(0, "end", motion=right)
+    # sampled motions (rodlab.motions): trefoil_clamp_offset's two smooth moves outward, and from t0 a
+    # turn about x at 2 pi sign rate [rad/s] ramped in over 1 s (trefoil_twist_turns)
+    offset = SmoothMoves(((0.5 * span_pre - half0, 0.0, 0.5 * t_pull), (0.5 * (span - span_pre), 0.5 * t_pull, 0.5 * t_pull)))
+    turn = AxisRotation((1.0, 0.0, 0.0), RampedRate(2.0 * math.pi * sign * rate, ramp=1.0, start=t0))
+    b.clamp(0, "start", motion=Translation((-1.0, 0.0, 0.0), offset))
+    b.clamp(0, "end", motion=Composed(turn, Translation((1.0, 0.0, 0.0), offset)))
     b.set_contact(rods=True, friction=friction)
     return b.build()
 

@@ -77,6 +77,7 @@ from ..compact.pcg import PRECONDITIONERS
 from ..compact.sqp import CompactModel
 from ..geometry.rotations import quat_matrices
 from ..model import DAMPING_SCHEMES, ModelError, require
+from ..motions import sample_motion
 from ..world import State
 from ..world.obstacles import Capsule, Cylinder, Plane, Sphere
 from .base import Simulator, StaticReport, StepReport, UnsupportedFeature, step_report
@@ -514,17 +515,14 @@ class CompactSimulator(Simulator):
         if D == 0:
             return self._no_drive
         K = max(nsteps, 1)
-        dR, dd = np.empty((K, D, 3, 3)), np.empty((K, D, 3))
+        times = np.empty(K)
         for k in range(K):
             if not static:
                 t += self._dt  # accumulated as state.t is, so the targets' times are the states' times
-            for d, (r, motion) in enumerate(self._drives):
-                R, shift = motion(t)
-                if np.shape(R) != (3, 3) or np.shape(shift) != (3,):
-                    raise ModelError(f"clamp motion of rod {r} must return a rotation (3, 3) and a translation (3,) "
-                                     f"(got shapes {np.shape(R)}, {np.shape(shift)} at t = {t:g} s)")
-                dR[k, d] = R
-                dd[k, d] = shift
+            times[k] = t
+        dR, dd = np.empty((K, D, 3, 3)), np.empty((K, D, 3))
+        for d, (r, motion) in enumerate(self._drives):  # every time at once (rodlab.motions)
+            dR[:, d], dd[:, d] = sample_motion(motion, times, f"clamp motion of rod {r}")
         require(bool(np.isfinite(dR).all() and np.isfinite(dd).all()),
                 "clamp motion must return a finite rotation and translation")
         return dR, dd

@@ -58,6 +58,8 @@ FEATURES = frozenset({"closed rods", "prescribed clamp motion", "swivel clamps",
                       "wind", "rigid bodies", "obstacles", "rod contact", "friction"})
 
 PROJECTIONS = ("fast", "symplectic")
+# moving clamps are sampled for at least this many steps at once, kept for the next calls (_clamp_rows)
+CLAMP_BLOCK = 64
 # a call of at most this many vertex-steps runs on the calling thread (B.advance_rods_serial): waking
 # numba's thread pool costs more than it saves on so little work (~0.05-0.1 us per vertex-step)
 SERIAL_WORK = 500
@@ -166,7 +168,16 @@ class DERSimulator(Simulator):
 
         if self.world.bodies:
             raise UnsupportedFeature("method der does not combine contact (obstacles, rod contact) with rigid bodies")
+        from ..der.contact_loop import WARM_COLUMNS
+        from ..der.contact_steps import advance_contact_steps
+
         self._contact = DERContact(self)
+        # the contact branch's compiled loop and warm-table width, imported once (a function-level
+        # import costs ~2 us per call)
+        self._contact_steps, self._warm_columns = advance_contact_steps, WARM_COLUMNS
+        w = self.world
+        self._contact_start = (np.empty((w.n_vertices, 3)), np.empty((w.n_vertices, 3)), np.empty(w.n_edges),
+                               np.empty((w.n_edges, 3)), np.empty(w.n_joints))
 
     def _check_bodies(self) -> None:
         w = self.world
@@ -336,6 +347,26 @@ class DERSimulator(Simulator):
         self._symplectic = True if self.opts["projection"] == "symplectic" else None
         self._no_input = np.zeros((1, 0, 3))
         self._driven = bool(self._moving or self._timed)
+        # per rod with a moving clamp: its stepper, vertex slice and flat prescribed / clamp columns
+        self._moving_rods = [(self.steppers[r], w.rod_vertices(r), int(self.model.rod_presc_start[r]),
+                              int(self.model.rod_presc_start[r + 1]), int(self.model.rod_clamp_start[r]),
+                              int(self.model.rod_clamp_start[r + 1])) for r in self._moving]
+        # their prescribed vertices that no moving clamp holds: (flat columns, world vertices), or ()
+        cols, verts = [], []
+        for st, vertices, ps, _pe, _cs, _ce in self._moving_rods:
+            nv = st.rod.n_vertices
+            held = {v for j, c in st.clamps.items() if c.motion is not None for v in (j, (j + 1) % nv)}
+            for q, v in enumerate(st.prescribed_vertices):
+                if int(v) not in held:
+                    cols.append(ps + q)
+                    verts.append(vertices.start + int(v))
+        self._static_presc = (np.array(cols, dtype=np.int64), np.array(verts, dtype=np.int64)) if cols else ()
+        self._clamp_block = None  # (origin, first step, end step, prescribed rows, clamp director rows)
+        # sampled ahead and kept only when every moving clamp has a sampler (a pure function of time,
+        # rodlab.motions); a plain callable is called for the call's own steps, every call
+        sampled = all(hasattr(c.motion, "sample") for st, *_ in self._moving_rods for c in st.clamps.values()
+                      if c.motion is not None)
+        self._clamp_lookahead = CLAMP_BLOCK if sampled else 0
         # advance's fast path: no per-call inputs, no bodies
         self._plain = not (self._driven or wind is not None or w.bodies)
         self._windy = wind is not None  # advance cuts calls at the wind's grid steps
@@ -444,7 +475,8 @@ class DERSimulator(Simulator):
     def _advance_general(self, state: State, nsteps: int, t0: float) -> StepReport:
         """:meth:`advance` of a world with wind, moving clamps, time-dependent forces or bodies."""
         if nsteps:
-            presc, m1, timed = self._call_loads(state, nsteps)
+            clock = self._clock(state)
+            presc, m1, timed = self._call_loads(state, nsteps, clock)
             p = self._packed
             if self.world.bodies:
                 q = self._body_packed
@@ -466,7 +498,7 @@ class DERSimulator(Simulator):
                                              timed, self._symplectic)
             if code:
                 self._check_code(state, code, nsteps, t0)
-            state.t += nsteps * self._dt
+            self._tick(state, clock, nsteps)
         return StepReport(nsteps, wall_s=time.perf_counter() - t0)
 
     def _advance_contact(self, state: State, nsteps: int, t0: float) -> StepReport:
@@ -475,32 +507,36 @@ class DERSimulator(Simulator):
         step of every rod, then the whole contact response). The clearance bound that lets
         contact-free steps skip detection lives in ``state.solver["der_contact_clear"]``, the last
         step's impulses that start the next one's in ``state.solver["der_contact_warm"]``."""
-        from ..der.contact_loop import WARM_COLUMNS
-        from ..der.contact_steps import advance_contact_steps
-
         c = self._contact
-        presc, m1, timed = self._call_loads(state, nsteps)
+        advance_contact_steps = self._contact_steps
+        clock = self._clock(state)
+        presc, m1, timed = self._call_loads(state, nsteps, clock)
         p = self._packed
-        start = state.copy()
+        start = self._contact_start  # the call's start, restored if it fails (the only arrays the loop writes)
+        np.copyto(start[0], state.vertex_x)
+        np.copyto(start[1], state.vertex_v)
+        np.copyto(start[2], state.edge_theta)
+        np.copyto(start[3], state.edge_ref_d1)
+        np.copyto(start[4], state.joint_ref_twist)
         clear = state.solver.get("der_contact_clear")
         clear = np.array(clear, dtype=float) if clear is not None and np.shape(clear) == (2,) else np.zeros(2)
         warm = state.solver.get("der_contact_warm")  # copied: a state's copy may share the array
-        ok = warm is not None and np.ndim(warm) == 2 and np.shape(warm)[0] > 0 and np.shape(warm)[1] == WARM_COLUMNS
-        warm = np.array(warm, dtype=float) if ok else np.zeros((16, WARM_COLUMNS))
-        code, done, finite, t, n_sum, n_max, gap_min, warn, c.rows, warm, c.near = advance_contact_steps(
+        ok = warm is not None and np.ndim(warm) == 2 and np.shape(warm)[0] > 0 and np.shape(warm)[1] == self._warm_columns
+        warm = np.array(warm, dtype=float) if ok else np.zeros((16, self._warm_columns))
+        code, done, finite, _t, n_sum, n_max, gap_min, warn, c.rows, warm, c.near = advance_contact_steps(
             p.f, p.i, p.b, p.layout, nsteps, self._dt, float(state.t), state.vertex_x, state.vertex_v, state.edge_theta,
             state.edge_ref_d1, state.joint_ref_twist, presc, m1, timed, self._symplectic, bool(self._moving),
             bool(self._timed), c.geometry, c.rod_mu, c.obstacle_mu, c.cfg, c.icfg, c.vertex_rod, c.rod_closed,
             c.rod_uniform, c.rod_twist_free, clear, c.stats, c.rows, warm, c.near_x, c.near)
         if code & B.STATUS_FAILED:
-            state.assign(start)
+            self._restore_contact_start(state)
             self._check_code(state, code, 1, t0)
         if not finite:
-            state.assign(start)
+            self._restore_contact_start(state)
             report = StepReport(0, False, "contact response produced a non-finite state", wall_s=time.perf_counter() - t0)
             self._fail(state, None, report, f"der contact: the state became non-finite at step {done} of {nsteps} "
                                             "(try a smaller dt); the state is restored to the call's start")
-        state.t = t
+        self._tick(state, clock, nsteps)
         if warn & B.STATUS_PROJECTION_WARN:
             self._check_code(state, B.STATUS_PROJECTION_WARN, 1, t0)
         state.solver["der_contact_clear"] = clear
@@ -510,6 +546,12 @@ class DERSimulator(Simulator):
             _warn_penetration(gap_min, c.radius_min, nsteps, state.t)
         return StepReport(nsteps, wall_s=time.perf_counter() - t0, contact_min_gap=gap_min, contacts_sum=n_sum,
                           contacts_max=n_max)
+
+    def _restore_contact_start(self, state: State) -> None:
+        """Put back the state arrays a failed contact call started from (``_contact_start``)."""
+        for saved, name in zip(self._contact_start, ("vertex_x", "vertex_v", "edge_theta", "edge_ref_d1",
+                                                     "joint_ref_twist")):
+            np.copyto(getattr(state, name), saved)
 
     def _advance_windy(self, state: State, nsteps: int, t0: float) -> StepReport:
         """:meth:`advance` of a world with wind: the call cut at the wind's grid steps (module
@@ -547,36 +589,77 @@ class DERSimulator(Simulator):
         state.solver["der_wind_force"] = force.copy()
         state.solver["der_wind_step"] = np.array(grid_step, dtype=np.int64)
 
-    def _call_loads(self, state: State, nsteps: int):
+    def _clock(self, state: State) -> tuple[float, float]:
+        """The state's time as ``(origin, steps)``: ``state.t == origin + dt * steps`` (bitwise),
+        kept in ``state.solver["der_clock"]`` by the branches that step time-dependent inputs
+        (:meth:`_tick`); a state without it, or whose ``t`` was set since (another simulator, a
+        user), starts a new origin at its ``t``. Step ``k`` of the trajectory from the origin is
+        at ``origin + dt * k``, however the steps are cut into calls: a call of 2N steps and two
+        calls of N give bitwise the same inputs and state (docs/world.md, "Clamp motions")."""
+        kept = state.solver.get("der_clock")
+        if kept is not None and kept.shape == (2,):
+            origin, steps = kept.tolist()
+            if origin + self._dt * steps == state.t:
+                return origin, steps
+        return float(state.t), 0.0
+
+    def _tick(self, state: State, clock: tuple[float, float], nsteps: int) -> None:
+        """``state.t`` after ``nsteps`` steps from ``clock`` (:meth:`_clock`), and the clock kept."""
+        origin, steps = clock
+        steps += nsteps
+        state.t = origin + self._dt * steps
+        state.solver["der_clock"] = np.array([origin, steps])
+
+    def _call_loads(self, state: State, nsteps: int, clock: tuple[float, float] | None = None):
         """The per-step inputs of :meth:`_call_inputs`, or ``None`` for each in an undriven world
         (the serial driver then compiles without their code); the wind force in force is set by
         :meth:`_advance_windy`."""
         if self._driven:
-            return self._call_inputs(state, nsteps)
+            return self._call_inputs(state, nsteps, self._clock(state) if clock is None else clock)
         return None, None, None
 
-    def _call_inputs(self, state: State, nsteps: int):
-        """Prescribed positions and directors of moving clamps and time-dependent forces for
-        each step of the call, in the model's flat order."""
-        m, h = self.model, self._dt
-        times = state.t + h * np.arange(1, nsteps + 1)
+    def _call_inputs(self, state: State, nsteps: int, clock: tuple[float, float]):
+        """Prescribed positions and directors of moving clamps at the end of each step of the
+        call, and time-dependent forces at its start, in the model's flat order; step ``k`` ends
+        at ``origin + dt * (steps + k)`` (``clock``: :meth:`_clock`). Each moving clamp is
+        sampled at every step at once (``motion.sample`` where it has one: rodlab.motions)."""
+        h = self._dt
+        origin, steps = clock
         presc = self._no_input
         m1 = self._no_input
         if self._moving:
-            presc = np.zeros((nsteps, m.presc_vertex.size, 3))
-            m1 = np.zeros((nsteps, m.clamp_edge.size, 3))
-            for r in self._moving:
-                st = self.steppers[r]
-                ps, pe = m.rod_presc_start[r], m.rod_presc_start[r + 1]
-                cs, ce = m.rod_clamp_start[r], m.rod_clamp_start[r + 1]
-                presc[:, ps:pe], m1[:, cs:ce] = st._clamp_inputs(self._rod_state(state, r), times)
+            presc, m1 = self._clamp_rows(state.vertex_x, origin, steps, nsteps)
         timed = self._no_input
         if self._timed:
             timed = np.empty((nsteps, len(self._timed), 3))
             for k, (_, pf) in enumerate(self._timed):
                 for s in range(nsteps):
-                    timed[s, k] = pf.at(state.t + h * s)
+                    timed[s, k] = pf.at(origin + h * (steps + s))
         return presc, m1, timed
+
+    def _clamp_rows(self, x: np.ndarray, origin: float, steps: float, nsteps: int):
+        """Rows ``steps + 1 .. steps + nsteps`` (from clock ``origin``) of the moving rods'
+        prescribed positions and clamp directors, sampled at once
+        (:meth:`rodlab.der.stepper.DERStepper._clamp_inputs_into`); where every moving clamp has
+        a sampler, views of a kept block of at least CLAMP_BLOCK steps (a row depends only on its
+        time, so the rows are bitwise those of a call sampled on its own), with the moving rods'
+        other prescribed vertices (pinned, clamps without motion) written from ``x`` per call."""
+        block = self._clamp_block
+        if block is None or block[0] != origin or not block[1] <= steps <= block[2] - nsteps:
+            m, n = self.model, max(nsteps, self._clamp_lookahead)
+            times = origin + self._dt * (steps + np.arange(1, n + 1))
+            presc = np.zeros((n, m.presc_vertex.size, 3))
+            m1 = np.zeros((n, m.clamp_edge.size, 3))
+            for st, vertices, ps, pe, cs, ce in self._moving_rods:
+                st._clamp_inputs_into(x[vertices], times, presc[:, ps:pe], m1[:, cs:ce])
+            block = (origin, steps, steps + n, presc, m1)
+            if self._clamp_lookahead:
+                self._clamp_block = block
+        a = int(steps - block[1])
+        presc, m1 = block[3][a:a + nsteps], block[4][a:a + nsteps]
+        if self._static_presc:
+            presc[:, self._static_presc[0]] = x[self._static_presc[1]]
+        return presc, m1
 
     def _check_code(self, state: State, code: int, nsteps: int, t0: float) -> None:
         import logging

@@ -151,19 +151,11 @@ def seat_clamps(world, x, *, rod: int = 0, t: float = 0.0) -> np.ndarray:
 def fixed_pose(rotation=None, displacement=(0.0, 0.0, 0.0)):
     """A clamp motion (:data:`rodlab.model.RigidMotion`) that holds one pose at every time:
     ``rotation`` (3, 3) (default identity) about the clamped edge's rest midpoint, then
-    ``displacement`` (3,) [m]. For static problems whose clamps sit away from the rest pose."""
-    R = np.eye(3) if rotation is None else np.array(rotation, dtype=float)
-    d = np.array(displacement, dtype=float).reshape(-1)
-    require(R.shape == (3, 3) and bool(np.allclose(R @ R.T, np.eye(3), atol=1e-12)) and np.linalg.det(R) > 0,
-            f"rotation must be a proper rotation matrix (3, 3) (got {rotation!r})")
-    require(d.shape == (3,) and bool(np.all(np.isfinite(d))), f"displacement must be a finite 3-vector m (got {displacement!r})")
-    R.setflags(write=False)
-    d.setflags(write=False)
+    ``displacement`` (3,) [m]. For static problems whose clamps sit away from the rest pose. A
+    :class:`rodlab.motions.FixedPose` (with a vectorised ``sample(times)``)."""
+    from ..motions import FixedPose
 
-    def motion(t: float):
-        return R, d
-
-    return motion
+    return FixedPose(rotation, displacement)
 
 
 # ---- twist re-equilibration ----------------------------------------------------------------------
