@@ -111,8 +111,9 @@ def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_d
     gradients taken at the current ``x``. Stops when ``max_j |C_j| / ebar_j^2 <= tol``. Returns
     ``(iterations, final violation)``; ``edges`` holds the edges of the final ``x``, ``rhs`` its
     constraint values (0 on inactive edges), ``dlam`` the last multipliers. An open rod without
-    sliders is projected by :func:`_fast_projection_open` (the same values, bitwise; ``a_diag``
-    and ``a_lower`` are then its scratch), any other by :func:`_fast_projection_general`
+    sliders is projected by :func:`_fast_projection_open`, a closed one (of 3 edges or more) by
+    :func:`_fast_projection_ring` (the same values, bitwise; ``a_diag`` and ``a_lower`` are then
+    their scratch), any other by :func:`_fast_projection_general`
     (inlined: as a call it would put the general path's kernels one level deeper in every
     caller's tree, +4-10 s of cold compile CPU for a der cantilever).
 
@@ -123,9 +124,13 @@ def fast_projection(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_d
     ``side = +1`` when the slider is that edge's first vertex and ``-1`` when it is its second.
     """
     _mark_active(inv_mass, x.shape[0], rest_lengths.shape[0], slide_edge, active)
-    if not closed and slide_edge.shape[0] == 0:
-        return _fast_projection_open(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_diag, a_lower, rhs,
-                                     active, dlam)
+    if slide_edge.shape[0] == 0:
+        if not closed:
+            return _fast_projection_open(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_diag, a_lower, rhs,
+                                         active, dlam)
+        if rest_lengths.shape[0] > 2:
+            return _fast_projection_ring(x, inv_mass, rest_lengths, tol, max_iter, edges, a_diag, a_lower, rhs, active,
+                                         dlam)
     return _fast_projection_general(x, inv_mass, rest_lengths, closed, tol, max_iter, edges, a_diag, a_lower, rhs,
                                     active, dlam, slide_v, slide_axis, slide_w, slide_edge, slide_side)
 
@@ -238,6 +243,207 @@ def _edge_violation(x, j, rest_lengths, active, edges, rhs, viol):
     share (:func:`_violation` for one edge, the same expressions)."""
     for c in range(3):
         edges[j, c] = x[j + 1, c] - x[j, c]
+    cj = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest_lengths[j] ** 2
+    rhs[j] = cj if active[j] else 0.0
+    return max(viol, abs(rhs[j]) / (rest_lengths[j] * rest_lengths[j]))
+
+
+# --------------------------------------------------------------------------------------------
+# closed rods: the cyclic system in three passes per iteration
+# --------------------------------------------------------------------------------------------
+@njit(**JIT)
+def _fast_projection_ring(x, inv_mass, rest_lengths, tol, max_iter, edges, s0, s1, rhs, active, dlam):
+    """:func:`fast_projection` of a closed rod of ``n > 2`` edges without sliders (``active``
+    marked), bitwise :func:`_fast_projection_general`, in three passes per iteration instead of
+    eight and without its solver's allocation:
+
+    - every edge active: the Sherman-Morrison solve of the cyclic system
+      (:func:`_ring_multipliers_sherman_morrison`), its forward sweep computing the matrix entries
+      where it needs them;
+    - some edge inactive (both its vertices clamped): the ring cut after the first inactive edge
+      ``p`` and solved as a chain from edge ``p + 1`` round to ``p`` (:func:`_ring_multipliers_cut`);
+    - then the move, the new edges, constraint values and violation in one pass
+      (:func:`_ring_move`).
+
+    ``s0``, ``s1`` (n): scratch. A zero pivot raises ``ValueError`` as the tridiagonal solver does."""
+    n = rest_lengths.shape[0]
+    cut = -1
+    for j in range(n):
+        if not active[j]:
+            cut = j
+            break
+    viol = _violation(x, True, rest_lengths, active, edges, rhs)
+    for it in range(max_iter + 1):
+        if viol <= tol or it == max_iter:
+            return it, viol
+        if cut < 0:
+            _ring_multipliers_sherman_morrison(inv_mass, edges, rhs, s0, s1, dlam)
+        else:
+            _ring_multipliers_cut(inv_mass, edges, rhs, active, cut, s0, s1, dlam)
+        viol = _ring_move(x, inv_mass, rest_lengths, active, edges, rhs, dlam)
+    return max_iter, viol
+
+
+@njit(inline="always", **JIT)
+def _ring_diag(inv_mass, edges, j, b):
+    """``(G M^-1 G^T)[j, j]`` of an active edge ``j`` whose second vertex is ``b``
+    (:func:`_constraint_matrix`'s expression)."""
+    return 4.0 * (edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2) * (inv_mass[j] + inv_mass[b])
+
+
+@njit(inline="always", **JIT)
+def _ring_coupling(inv_mass, edges, j, b):
+    """``(G M^-1 G^T)[j, b]`` of the active edges ``j`` and ``b`` sharing vertex ``b``
+    (:func:`_constraint_matrix`'s expression)."""
+    return -4.0 * inv_mass[b] * (edges[j, 0] * edges[b, 0] + edges[j, 1] * edges[b, 1] + edges[j, 2] * edges[b, 2])
+
+
+@njit(inline="always", **JIT)
+def _ring_multipliers_sherman_morrison(inv_mass, edges, rhs, cp, z, y):
+    """``y`` = the multipliers of a ring whose ``n > 2`` edges are all active: the operations of
+    :func:`rodlab.linalg.tridiagonal.solve_tridiagonal_masked`'s Sherman-Morrison solve on
+    :func:`_constraint_matrix`'s entries, each entry computed in the forward sweep's row that
+    first reads it (``A[0, 0]``, ``A[n-1, n-1]`` and the corner ``A[n-1, 0]`` before it: the
+    split needs them). ``cp``, ``z`` (n): scratch."""
+    n = edges.shape[0]
+    d0 = _ring_diag(inv_mass, edges, 0, 1)
+    corner = _ring_coupling(inv_mass, edges, n - 1, 0)
+    gamma = -d0 if d0 != 0.0 else -1.0
+    d_last = _ring_diag(inv_mass, edges, n - 1, 0) - corner * corner / gamma
+    b = d0 - gamma
+    if b == 0.0:
+        raise ValueError("singular tridiagonal matrix (zero pivot)")
+    a = _ring_coupling(inv_mass, edges, 0, 1)  # the coupling of the previous row and this one
+    c_prev = a / b
+    y_prev = rhs[0] / b
+    z_prev = gamma / b
+    cp[0] = c_prev
+    y[0] = y_prev
+    z[0] = z_prev
+    for r in range(1, n):
+        if r == n - 1:
+            b = d_last - a * c_prev
+            upper = 0.0
+        else:
+            b = _ring_diag(inv_mass, edges, r, r + 1) - a * c_prev
+            upper = _ring_coupling(inv_mass, edges, r, r + 1)
+        if b == 0.0:
+            raise ValueError("singular tridiagonal matrix (zero pivot)")
+        c_prev = upper / b if r + 1 < n else 0.0
+        ur = corner if r == n - 1 else 0.0
+        y_prev = (rhs[r] - a * y_prev) / b
+        z_prev = (ur - a * z_prev) / b
+        cp[r] = c_prev
+        y[r] = y_prev
+        z[r] = z_prev
+        a = upper
+    for r in range(n - 2, -1, -1):
+        y_prev = y[r] - cp[r] * y_prev
+        z_prev = z[r] - cp[r] * z_prev
+        y[r] = y_prev
+        z[r] = z_prev
+    fac = (y[0] + corner * y[n - 1] / gamma) / (1.0 + z[0] + corner * z[n - 1] / gamma)
+    for i in range(n):
+        y[i] = y[i] - fac * z[i]
+
+
+@njit(inline="always", **JIT)
+def _ring_multipliers_cut(inv_mass, edges, rhs, active, cut, cp, dp, dlam):
+    """``dlam`` = the multipliers of a ring with an inactive edge, ``cut`` the first: the
+    operations of :func:`rodlab.linalg.tridiagonal.solve_tridiagonal_masked`'s cut ring (the
+    rows taken from ``cut + 1`` round to ``cut``, Thomas on each run of active rows, inactive
+    rows 0) on :func:`_constraint_matrix`'s entries, computed in the forward sweep as
+    :func:`_fast_projection_open` does. ``cp``, ``dp`` (n): the sweep's ``c'``, ``d'``."""
+    n = edges.shape[0]
+    a = 0.0
+    c_prev = 0.0
+    d_prev = 0.0
+    r = cut
+    for i in range(n):
+        rp = r  # the previous row in the cut ring's order
+        r = r + 1 if r + 1 < n else 0
+        if not active[r]:
+            continue
+        rn = r + 1 if r + 1 < n else 0
+        diag = _ring_diag(inv_mass, edges, r, rn)
+        linked = i + 1 < n and active[rn]
+        upper = 0.0
+        if linked:
+            upper = _ring_coupling(inv_mass, edges, r, rn)
+        if i > 0 and active[rp]:
+            b = diag - a * c_prev
+            if b == 0.0:
+                raise ValueError("singular tridiagonal matrix (zero pivot)")
+            c_prev = upper / b if linked else 0.0
+            d_prev = (rhs[r] - a * d_prev) / b
+        else:
+            if diag == 0.0:
+                raise ValueError("singular tridiagonal matrix (zero pivot)")
+            c_prev = upper / diag if linked else 0.0
+            d_prev = rhs[r] / diag
+        cp[r] = c_prev
+        dp[r] = d_prev
+        a = upper
+    o = 0.0
+    r = cut
+    for i in range(n - 1, -1, -1):  # rows cut, cut - 1, .., cut + 1
+        if not active[r]:
+            o = 0.0
+        elif i + 1 < n and active[r + 1 if r + 1 < n else 0]:
+            o = dp[r] - cp[r] * o
+        else:
+            o = dp[r]
+        dlam[r] = o
+        r = r - 1 if r > 0 else n - 1
+
+
+@njit(inline="always", **JIT)
+def _ring_move(x, inv_mass, rest_lengths, active, edges, rhs, dlam):
+    """``x -= M^-1 G^T dlam`` on a closed rod (:func:`_apply_multipliers`' operations: vertex
+    ``j > 0`` gets edge ``j - 1``'s share, then edge ``j``'s; vertex 0 edge 0's, then edge
+    ``n - 1``'s), then each edge whose two vertices are final gets its new vector, constraint
+    value and share of the violation (:func:`_violation`'s expressions; the maximum ignores NaN
+    whatever the order, as ``max(viol, q)`` does in numba when only ``q`` can be NaN). Returns
+    the violation."""
+    n = edges.shape[0]
+    viol = 0.0
+    p0 = 0.0  # edge j - 1's 2 dlam e (the edge vectors of the iteration's start)
+    p1 = 0.0
+    p2 = 0.0
+    for j in range(n):
+        lam = 2.0 * dlam[j]
+        g0 = lam * edges[j, 0]
+        g1 = lam * edges[j, 1]
+        g2 = lam * edges[j, 2]
+        mj = inv_mass[j]
+        if j == 0:
+            x[0, 0] += mj * g0
+            x[0, 1] += mj * g1
+            x[0, 2] += mj * g2
+        else:
+            x[j, 0] -= mj * p0
+            x[j, 1] -= mj * p1
+            x[j, 2] -= mj * p2
+            x[j, 0] += mj * g0
+            x[j, 1] += mj * g1
+            x[j, 2] += mj * g2
+            if j > 1:
+                viol = _ring_edge_violation(x, j - 1, j, rest_lengths, active, edges, rhs, viol)
+        p0, p1, p2 = g0, g1, g2
+    m0 = inv_mass[0]
+    x[0, 0] -= m0 * p0
+    x[0, 1] -= m0 * p1
+    x[0, 2] -= m0 * p2
+    viol = _ring_edge_violation(x, 0, 1, rest_lengths, active, edges, rhs, viol)
+    return _ring_edge_violation(x, n - 1, 0, rest_lengths, active, edges, rhs, viol)
+
+
+@njit(inline="always", **JIT)
+def _ring_edge_violation(x, j, b, rest_lengths, active, edges, rhs, viol):
+    """Edge ``j`` (to vertex ``b``) of the ring ``x`` into ``edges``, ``rhs[j]``, and ``viol``
+    raised to its share (:func:`_violation` for one edge, the same expressions)."""
+    for c in range(3):
+        edges[j, c] = x[b, c] - x[j, c]
     cj = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest_lengths[j] ** 2
     rhs[j] = cj if active[j] else 0.0
     return max(viol, abs(rhs[j]) / (rest_lengths[j] * rest_lengths[j]))
