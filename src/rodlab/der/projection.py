@@ -249,21 +249,20 @@ def _edge_violation(x, j, rest_lengths, active, edges, rhs, viol):
 
 
 # --------------------------------------------------------------------------------------------
-# closed rods: the cyclic system in three passes per iteration
+# closed rods: the cyclic system without allocation, the matrix entries computed where read
 # --------------------------------------------------------------------------------------------
 @njit(**JIT)
 def _fast_projection_ring(x, inv_mass, rest_lengths, tol, max_iter, edges, s0, s1, rhs, active, dlam):
     """:func:`fast_projection` of a closed rod of ``n > 2`` edges without sliders (``active``
-    marked), bitwise :func:`_fast_projection_general`, in three passes per iteration instead of
+    marked), bitwise :func:`_fast_projection_general`, in four passes per iteration instead of
     eight and without its solver's allocation:
 
     - every edge active: the Sherman-Morrison solve of the cyclic system
       (:func:`_ring_multipliers_sherman_morrison`), its forward sweep computing the matrix entries
       where it needs them;
     - some edge inactive (both its vertices clamped): the ring cut after the first inactive edge
-      ``p`` and solved as a chain from edge ``p + 1`` round to ``p`` (:func:`_ring_multipliers_cut`);
-    - then the move, the new edges, constraint values and violation in one pass
-      (:func:`_ring_move`).
+      and solved as a chain from the edge after it round to it (:func:`_ring_multipliers_cut`);
+    - then the move (:func:`_ring_move`) and the next evaluation (:func:`_violation`).
 
     ``s0``, ``s1`` (n): scratch. A zero pivot raises ``ValueError`` as the tridiagonal solver does."""
     n = rest_lengths.shape[0]
@@ -280,22 +279,24 @@ def _fast_projection_ring(x, inv_mass, rest_lengths, tol, max_iter, edges, s0, s
             _ring_multipliers_sherman_morrison(inv_mass, edges, rhs, s0, s1, dlam)
         else:
             _ring_multipliers_cut(inv_mass, edges, rhs, active, cut, s0, s1, dlam)
-        viol = _ring_move(x, inv_mass, rest_lengths, active, edges, rhs, dlam)
+        _ring_move(x, inv_mass, edges, dlam)
+        viol = _violation(x, True, rest_lengths, active, edges, rhs)
     return max_iter, viol
 
 
-@njit(inline="always", **JIT)
-def _ring_diag(inv_mass, edges, j, b):
-    """``(G M^-1 G^T)[j, j]`` of an active edge ``j`` whose second vertex is ``b``
-    (:func:`_constraint_matrix`'s expression)."""
-    return 4.0 * (edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2) * (inv_mass[j] + inv_mass[b])
+@njit(**JIT)
+def _ring_diag(e0, e1, e2, ma, mb):
+    """``(G M^-1 G^T)[j, j]`` of an active edge ``e`` between vertices of inverse masses ``ma``,
+    ``mb`` (:func:`_constraint_matrix`'s expression; scalars: LLVM inlines it)."""
+    return 4.0 * (e0 ** 2 + e1 ** 2 + e2 ** 2) * (ma + mb)
 
 
-@njit(inline="always", **JIT)
-def _ring_coupling(inv_mass, edges, j, b):
-    """``(G M^-1 G^T)[j, b]`` of the active edges ``j`` and ``b`` sharing vertex ``b``
-    (:func:`_constraint_matrix`'s expression)."""
-    return -4.0 * inv_mass[b] * (edges[j, 0] * edges[b, 0] + edges[j, 1] * edges[b, 1] + edges[j, 2] * edges[b, 2])
+@njit(**JIT)
+def _ring_coupling(mb, a0, a1, a2, b0, b1, b2):
+    """``(G M^-1 G^T)[j, k]`` of the active edges ``a`` (``j``) and ``b`` (``k = j + 1``) sharing a
+    vertex of inverse mass ``mb`` (:func:`_constraint_matrix`'s expression; scalars: LLVM inlines it,
+    and numba compiles it in a fraction of the time an array version takes)."""
+    return -4.0 * mb * (a0 * b0 + a1 * b1 + a2 * b2)
 
 
 @njit(inline="always", **JIT)
@@ -303,34 +304,36 @@ def _ring_multipliers_sherman_morrison(inv_mass, edges, rhs, cp, z, y):
     """``y`` = the multipliers of a ring whose ``n > 2`` edges are all active: the operations of
     :func:`rodlab.linalg.tridiagonal.solve_tridiagonal_masked`'s Sherman-Morrison solve on
     :func:`_constraint_matrix`'s entries, each entry computed in the forward sweep's row that
-    first reads it (``A[0, 0]``, ``A[n-1, n-1]`` and the corner ``A[n-1, 0]`` before it: the
-    split needs them). ``cp``, ``z`` (n): scratch."""
+    reads it (``A[0, 0]``, ``A[n-1, n-1]`` and the corner ``A[n-1, 0]`` first: the split needs
+    them; row 0 in the loop, its ``a`` and carried values 0: ``x - 0 * 0`` is ``x``, bitwise).
+    ``cp``, ``z`` (n): scratch."""
     n = edges.shape[0]
-    d0 = _ring_diag(inv_mass, edges, 0, 1)
-    corner = _ring_coupling(inv_mass, edges, n - 1, 0)
+    d0 = _ring_diag(edges[0, 0], edges[0, 1], edges[0, 2], inv_mass[0], inv_mass[1])
+    corner = _ring_coupling(inv_mass[0], edges[n - 1, 0], edges[n - 1, 1], edges[n - 1, 2], edges[0, 0], edges[0, 1],
+                            edges[0, 2])
     gamma = -d0 if d0 != 0.0 else -1.0
-    d_last = _ring_diag(inv_mass, edges, n - 1, 0) - corner * corner / gamma
-    b = d0 - gamma
-    if b == 0.0:
-        raise ValueError("singular tridiagonal matrix (zero pivot)")
-    a = _ring_coupling(inv_mass, edges, 0, 1)  # the coupling of the previous row and this one
-    c_prev = a / b
-    y_prev = rhs[0] / b
-    z_prev = gamma / b
-    cp[0] = c_prev
-    y[0] = y_prev
-    z[0] = z_prev
-    for r in range(1, n):
-        if r == n - 1:
-            b = d_last - a * c_prev
-            upper = 0.0
+    d_last = _ring_diag(edges[n - 1, 0], edges[n - 1, 1], edges[n - 1, 2], inv_mass[n - 1], inv_mass[0]) \
+        - corner * corner / gamma
+    a = 0.0  # the coupling of the previous row and this one
+    c_prev = 0.0
+    y_prev = 0.0
+    z_prev = 0.0
+    for r in range(n):
+        upper = 0.0
+        if r == 0:
+            dr = d0 - gamma
+        elif r == n - 1:
+            dr = d_last
         else:
-            b = _ring_diag(inv_mass, edges, r, r + 1) - a * c_prev
-            upper = _ring_coupling(inv_mass, edges, r, r + 1)
+            dr = _ring_diag(edges[r, 0], edges[r, 1], edges[r, 2], inv_mass[r], inv_mass[r + 1])
+        if r + 1 < n:
+            upper = _ring_coupling(inv_mass[r + 1], edges[r, 0], edges[r, 1], edges[r, 2], edges[r + 1, 0],
+                                   edges[r + 1, 1], edges[r + 1, 2])
+        b = dr - a * c_prev
         if b == 0.0:
             raise ValueError("singular tridiagonal matrix (zero pivot)")
         c_prev = upper / b if r + 1 < n else 0.0
-        ur = corner if r == n - 1 else 0.0
+        ur = gamma if r == 0 else (corner if r == n - 1 else 0.0)
         y_prev = (rhs[r] - a * y_prev) / b
         z_prev = (ur - a * z_prev) / b
         cp[r] = c_prev
@@ -353,7 +356,8 @@ def _ring_multipliers_cut(inv_mass, edges, rhs, active, cut, cp, dp, dlam):
     operations of :func:`rodlab.linalg.tridiagonal.solve_tridiagonal_masked`'s cut ring (the
     rows taken from ``cut + 1`` round to ``cut``, Thomas on each run of active rows, inactive
     rows 0) on :func:`_constraint_matrix`'s entries, computed in the forward sweep as
-    :func:`_fast_projection_open` does. ``cp``, ``dp`` (n): the sweep's ``c'``, ``d'``."""
+    :func:`_fast_projection_open` does (a run's first row: ``a`` and the carried values 0, so
+    ``x - 0 * 0`` is ``x``, bitwise). ``cp``, ``dp`` (n): the sweep's ``c'``, ``d'``."""
     n = edges.shape[0]
     a = 0.0
     c_prev = 0.0
@@ -365,22 +369,20 @@ def _ring_multipliers_cut(inv_mass, edges, rhs, active, cut, cp, dp, dlam):
         if not active[r]:
             continue
         rn = r + 1 if r + 1 < n else 0
-        diag = _ring_diag(inv_mass, edges, r, rn)
         linked = i + 1 < n and active[rn]
         upper = 0.0
         if linked:
-            upper = _ring_coupling(inv_mass, edges, r, rn)
-        if i > 0 and active[rp]:
-            b = diag - a * c_prev
-            if b == 0.0:
-                raise ValueError("singular tridiagonal matrix (zero pivot)")
-            c_prev = upper / b if linked else 0.0
-            d_prev = (rhs[r] - a * d_prev) / b
-        else:
-            if diag == 0.0:
-                raise ValueError("singular tridiagonal matrix (zero pivot)")
-            c_prev = upper / diag if linked else 0.0
-            d_prev = rhs[r] / diag
+            upper = _ring_coupling(inv_mass[rn], edges[r, 0], edges[r, 1], edges[r, 2], edges[rn, 0], edges[rn, 1],
+                                   edges[rn, 2])
+        if not (i > 0 and active[rp]):  # a run starts
+            a = 0.0
+            c_prev = 0.0
+            d_prev = 0.0
+        b = _ring_diag(edges[r, 0], edges[r, 1], edges[r, 2], inv_mass[r], inv_mass[rn]) - a * c_prev
+        if b == 0.0:
+            raise ValueError("singular tridiagonal matrix (zero pivot)")
+        c_prev = upper / b if linked else 0.0
+        d_prev = (rhs[r] - a * d_prev) / b
         cp[r] = c_prev
         dp[r] = d_prev
         a = upper
@@ -398,16 +400,12 @@ def _ring_multipliers_cut(inv_mass, edges, rhs, active, cut, cp, dp, dlam):
 
 
 @njit(inline="always", **JIT)
-def _ring_move(x, inv_mass, rest_lengths, active, edges, rhs, dlam):
-    """``x -= M^-1 G^T dlam`` on a closed rod (:func:`_apply_multipliers`' operations: vertex
-    ``j > 0`` gets edge ``j - 1``'s share, then edge ``j``'s; vertex 0 edge 0's, then edge
-    ``n - 1``'s), then each edge whose two vertices are final gets its new vector, constraint
-    value and share of the violation (:func:`_violation`'s expressions; the maximum ignores NaN
-    whatever the order, as ``max(viol, q)`` does in numba when only ``q`` can be NaN). Returns
-    the violation."""
+def _ring_move(x, inv_mass, edges, dlam):
+    """``x -= M^-1 G^T dlam`` on a closed rod in one pass, :func:`_apply_multipliers`' operations
+    in its order per vertex: vertex ``j > 0`` gets edge ``j - 1``'s share, then edge ``j``'s;
+    vertex 0 edge 0's, then edge ``n - 1``'s."""
     n = edges.shape[0]
-    viol = 0.0
-    p0 = 0.0  # edge j - 1's 2 dlam e (the edge vectors of the iteration's start)
+    p0 = 0.0  # edge j - 1's 2 dlam e
     p1 = 0.0
     p2 = 0.0
     for j in range(n):
@@ -416,38 +414,18 @@ def _ring_move(x, inv_mass, rest_lengths, active, edges, rhs, dlam):
         g1 = lam * edges[j, 1]
         g2 = lam * edges[j, 2]
         mj = inv_mass[j]
-        if j == 0:
-            x[0, 0] += mj * g0
-            x[0, 1] += mj * g1
-            x[0, 2] += mj * g2
-        else:
+        if j > 0:
             x[j, 0] -= mj * p0
             x[j, 1] -= mj * p1
             x[j, 2] -= mj * p2
-            x[j, 0] += mj * g0
-            x[j, 1] += mj * g1
-            x[j, 2] += mj * g2
-            if j > 1:
-                viol = _ring_edge_violation(x, j - 1, j, rest_lengths, active, edges, rhs, viol)
+        x[j, 0] += mj * g0
+        x[j, 1] += mj * g1
+        x[j, 2] += mj * g2
         p0, p1, p2 = g0, g1, g2
     m0 = inv_mass[0]
     x[0, 0] -= m0 * p0
     x[0, 1] -= m0 * p1
     x[0, 2] -= m0 * p2
-    viol = _ring_edge_violation(x, 0, 1, rest_lengths, active, edges, rhs, viol)
-    return _ring_edge_violation(x, n - 1, 0, rest_lengths, active, edges, rhs, viol)
-
-
-@njit(inline="always", **JIT)
-def _ring_edge_violation(x, j, b, rest_lengths, active, edges, rhs, viol):
-    """Edge ``j`` (to vertex ``b``) of the ring ``x`` into ``edges``, ``rhs[j]``, and ``viol``
-    raised to its share (:func:`_violation` for one edge, the same expressions)."""
-    for c in range(3):
-        edges[j, c] = x[b, c] - x[j, c]
-    cj = edges[j, 0] ** 2 + edges[j, 1] ** 2 + edges[j, 2] ** 2 - rest_lengths[j] ** 2
-    rhs[j] = cj if active[j] else 0.0
-    return max(viol, abs(rhs[j]) / (rest_lengths[j] * rest_lengths[j]))
-
 
 @njit(**JIT)
 def shake_projection(x, x_old, inv_mass, rest_lengths, closed, tol, max_iter, edges, edges0, a_diag, a_lower, rhs,
