@@ -265,3 +265,24 @@ def test_pair_order_is_the_argsort_of_lower_and_higher_rank():
         want = np.argsort(np.minimum(ri, rj) * nb + np.maximum(ri, rj))
         got = _pair_order(out, out.shape[0], rank, nb)
         assert np.array_equal(got, want)
+
+
+def test_dormant_rows_and_the_bounded_recheck_leave_the_steps_bitwise_unchanged():
+    """Rows left out of the sweeps (``dormant_reach``) give the same steps as sweeping every row (the
+    redone solves of failed proofs: tests/test_der_contact_newton.py)."""
+    world = chain_world(3, 12, t_hold=1.0)
+    out = {}
+    for reach in (0.0, 8.0):
+        sim = _contact_sim(world, 5e-4)
+        sim._contact.cfg[7] = reach
+        st = sim.initial_state()
+        rep = sim.advance(st, 200)
+        out[reach] = (st, rep, sim._contact.stats.copy())
+    sa, ra, ca = out[0.0]
+    assert ca[7] == 0 and out[8.0][2][7] > 50
+    for reach in (8.0,):
+        sb, rb, cb = out[reach]
+        np.testing.assert_array_equal(ca[:7], cb[:7])
+        np.testing.assert_array_equal(sa.vertex_x, sb.vertex_x)
+        np.testing.assert_array_equal(sa.vertex_v, sb.vertex_v)
+        assert ra.contacts_sum == rb.contacts_sum and ra.contact_min_gap == rb.contact_min_gap

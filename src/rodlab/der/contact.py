@@ -106,12 +106,15 @@ def apply_impulses(va, vb, wa, wb, normal, inv_mass, v, lam_n, lam_t):
 
 @njit(**JIT)
 def gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff, order, max_iter, tolerance,
-                 change):
+                 change, travel):
     """Sweeps of projected Gauss-Seidel on the contact rows ``order`` (in that order; rows of
     :func:`solve_impulses`, ``weff`` (K,) their effective inverse masses) (module docstring, step
     2), in place on ``v`` (N, 3) [m/s] and the accumulated impulses ``lam_n``, ``lam_t``, until
     a sweep changes no velocity by more than ``tolerance`` [m/s] or ``max_iter`` sweeps.
-    ``change`` (K,) gets each swept row's largest velocity change [m/s] in the last sweep.
+    ``change`` (K,) gets each swept row's largest velocity change [m/s] in the last sweep;
+    ``travel`` (K,) accumulates the size of every impulse a row applies [N s] (the sum of its
+    components' magnitudes: a bound on how far the row has moved its vertices, used by
+    :func:`solve_impulses` to prove the rows it left out unaffected).
     Returns ``(sweeps, the last sweep's largest change [m/s])``."""
     vr = np.empty(3)
     j = np.empty(3)
@@ -138,6 +141,7 @@ def gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, 
                 apply_impulse(k, v, inv_mass, va, vb, wa, wb, j)
                 change[k] = abs(dl) * w
                 worst = max(worst, change[k])
+                travel[k] += abs(j[0]) + abs(j[1]) + abs(j[2])
             # friction: the bound mu lambda_n is 0 on a row without normal impulse, so there (and with no
             # tangential impulse to take back) the update is a no-op and is skipped
             if (mu[k] > 0.0 and lam_n[k] > 0.0) or lam_t[k, 0] != 0.0 or lam_t[k, 1] != 0.0 or lam_t[k, 2] != 0.0:
@@ -164,6 +168,7 @@ def gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, 
                     apply_impulse(k, v, inv_mass, va, vb, wa, wb, j)
                     change[k] = max(change[k], dmax * w)
                     worst = max(worst, change[k])
+                    travel[k] += abs(j[0]) + abs(j[1]) + abs(j[2])
         if worst <= tolerance:
             break
     return sweeps, worst
@@ -171,7 +176,7 @@ def gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, 
 
 @njit(**JIT)
 def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance, newton_after,
-                   newton_rows, newton_iter, counts):
+                   newton_rows, newton_iter, dormant_reach, counts):
     """The impulses of the contact rows (module docstring, step 2), in place on ``v`` (N, 3)
     [m/s]. Row ``k``: vertices ``va[k]`` (2,) with weights ``wa[k]``, ``vb[k]`` likewise
     (``vb[k, 0] = -1``: a fixed obstacle), unit ``normal[k]``, the least normal relative velocity
@@ -189,8 +194,24 @@ def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t
     ``tolerance / 10``), and Gauss-Seidel goes on from there on each unconverged cluster alone
     (clusters share no vertex: sweeping one does not change another) with the same stopping test:
     the same fixed point, reached in a few iterations where the sweeps crawl on redundant rows.
-    ``counts`` (2,) accumulates the Newton cluster solves and their iterations. Returns the sweeps
-    done (the first ones, then the most any cluster took)."""
+
+    *Dormant rows* (docs/contact-der-speed.md, "H-plect"). A row without impulse whose normal
+    relative velocity exceeds its target (slack ``s_k > 0``: a pair within the detection margin
+    that is not approaching fast enough to close its gap in the step) is left out of the sweeps
+    when its slack exceeds ``dormant_reach`` times the velocity change that the rows which must
+    act (violated, or holding an impulse) would give its vertices alone (a prediction; 0: no row
+    is left out):
+    a sweep's visit of it is an exact no-op (its new normal impulse ``max(0, (target - v_n) / W)``
+    is 0, its friction bound 0) for as long as ``v_n >= target``. Every impulse the solve applies
+    is summed per row (``travel``, its components' magnitudes), which bounds how far any vertex's
+    velocity has moved at any moment of the solve, ``|dv_i| <= M_i^-1 sum_k |w_ik| travel_k``,
+    hence a left-out row's ``v_n`` by ``B_k = sum_i |w_ik| |dv_i|``. When every left-out row has
+    ``s_k > B_k`` (with a margin for round-off) none of its skipped visits could have done
+    anything: the result is the one of the sweeps over every row, bit for bit. Otherwise the solve
+    is restarted from its start with the rows not so proven taken in (until all are proven, or
+    none is left out). ``counts`` (4,) accumulates the Newton cluster solves, their iterations,
+    the rows left out and the restarts. Returns the sweeps done (the first ones, then the most
+    any cluster took)."""
     K_ = va.shape[0]
     weff = np.zeros(K_)
     for k in range(K_):
@@ -198,52 +219,151 @@ def solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t
         if vb[k, 0] >= 0:
             w += wb[k, 0] ** 2 * inv_mass[vb[k, 0]] + wb[k, 1] ** 2 * inv_mass[vb[k, 1]]
         weff[k] = w
-    change = np.empty(K_)
-    every = np.arange(K_)
-    if newton_after < 0 or newton_after >= max_iter:
-        sweeps, _ = gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff, every, max_iter,
-                                 tolerance, change)
-        return sweeps
-    sweeps, worst = gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff, every,
-                                 newton_after, tolerance, change)
-    if worst <= tolerance:
-        return sweeps
-    if sweeps == 0:
-        for k in range(K_):
-            change[k] = np.inf
-    # Newton on the clusters of the live rows (a normal impulse, or still changing): rows resting at zero
-    # impulse within the margin are left out, so a long line of contact splits into its pressed parts
-    live_w = np.zeros(K_)
+    # the rows swept (in increasing order) and the dormant ones; a row without inverse mass is a no-op either way
+    slack = np.empty(K_)
+    scale = np.empty(K_)
+    reach = np.zeros(v.shape[0])
+    is_active = np.zeros(K_, dtype=np.bool_)
+    active = np.empty(K_, dtype=np.int64)
+    n_active = 0
+    n_dormant = 0
     for k in range(K_):
-        if lam_n[k] > 0.0 or change[k] > tolerance:
-            live_w[k] = weff[k]
+        if weff[k] <= 0.0:
+            continue
+        vn = 0.0
+        mag = abs(target[k])
+        for c in range(3):
+            vr = wa[k, 0] * v[va[k, 0], c] + wa[k, 1] * v[va[k, 1], c]
+            mag += abs(wa[k, 0] * v[va[k, 0], c]) + abs(wa[k, 1] * v[va[k, 1], c])
+            if vb[k, 0] >= 0:
+                vr -= wb[k, 0] * v[vb[k, 0], c] + wb[k, 1] * v[vb[k, 1], c]
+                mag += abs(wb[k, 0] * v[vb[k, 0], c]) + abs(wb[k, 1] * v[vb[k, 1], c])
+            vn += vr * normal[k, c]
+        slack[k] = vn - target[k]
+        scale[k] = mag
+        # a prediction of how far the rows that must act will move their vertices: dormant_reach times the
+        # velocity change that closes each violated row alone, or holds its impulse
+        push = max(-slack[k], 0.0) + (abs(lam_n[k]) + abs(lam_t[k, 0]) + abs(lam_t[k, 1]) + abs(lam_t[k, 2])) * weff[k]
+        if push > 0.0:
+            push *= dormant_reach / weff[k]
+            for i in range(2):
+                reach[va[k, i]] += inv_mass[va[k, i]] * abs(wa[k, i]) * push
+                if vb[k, 0] >= 0:
+                    reach[vb[k, i]] += inv_mass[vb[k, i]] * abs(wb[k, i]) * push
+    for k in range(K_):
+        if weff[k] <= 0.0:
+            continue
+        bound = abs(wa[k, 0]) * reach[va[k, 0]] + abs(wa[k, 1]) * reach[va[k, 1]]
+        if vb[k, 0] >= 0:
+            bound += abs(wb[k, 0]) * reach[vb[k, 0]] + abs(wb[k, 1]) * reach[vb[k, 1]]
+        if (newton_after != 0 and dormant_reach > 0.0 and lam_n[k] == 0.0 and lam_t[k, 0] == 0.0 and lam_t[k, 1] == 0.0
+                and lam_t[k, 2] == 0.0 and slack[k] > bound + 1e-12 * (scale[k] + bound)):
+            n_dormant += 1
+        else:
+            is_active[k] = True
+            active[n_active] = k
+            n_active += 1
+    change = np.zeros(K_)
+    travel = np.zeros(K_)
+    if n_dormant:  # the start, for a restart
+        v_start = v.copy()
+        lam_n_start = lam_n.copy()
+        lam_t_start = lam_t.copy()
+        counts_start = counts[:2].copy()
+    else:
+        v_start, lam_n_start, lam_t_start, counts_start = np.empty((0, 3)), np.empty(0), np.empty((0, 3)), np.empty(0)
     start = np.empty(K_ + 1, dtype=np.int64)
     members = np.empty(K_, dtype=np.int64)
-    nc = contact_clusters(va, vb, live_w, inv_mass, v.shape[0], start, members)
-    for c in range(nc):
-        rows = members[start[c]:start[c + 1]]
-        moving = 0.0
-        for q in range(rows.shape[0]):
-            moving = max(moving, change[rows[q]])
-        if moving > tolerance and 2 <= rows.shape[0] <= newton_rows:
-            counts[0] += 1
-            counts[1] += newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t,
-                                        newton_iter, 0.1 * tolerance)
-    # Gauss-Seidel finishes each cluster of all rows (it is independent of the others): a sweep to
-    # confirm Newton's roots, or the sweeps from where Newton stopped
-    nc = contact_clusters(va, vb, weff, inv_mass, v.shape[0], start, members)
-    more = 0
-    for c in range(nc):
-        rows = members[start[c]:start[c + 1]]
-        moving = 0.0
-        for q in range(rows.shape[0]):
-            moving = max(moving, change[rows[q]])
-        if moving <= tolerance:
-            continue
-        done, _ = gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff, rows,
-                               max_iter - sweeps, tolerance, change)
-        more = max(more, done)
-    return sweeps + more
+    swept = np.empty(K_, dtype=np.int64)
+    while True:
+        order = active[:n_active]
+        if newton_after < 0 or newton_after >= max_iter:
+            sweeps, _ = gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff, order,
+                                     max_iter, tolerance, change, travel)
+        else:
+            sweeps, worst = gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff, order,
+                                         newton_after, tolerance, change, travel)
+            if worst > tolerance:
+                if sweeps == 0:
+                    for k in range(K_):
+                        change[k] = np.inf
+                # Newton on the clusters of the live rows (a normal impulse, or still changing): rows resting at
+                # zero impulse within the margin are left out, so a long line of contact splits into its pressed parts
+                live_w = np.zeros(K_)
+                for k in range(K_):
+                    if lam_n[k] > 0.0 or change[k] > tolerance:
+                        live_w[k] = weff[k]
+                nc = contact_clusters(va, vb, live_w, inv_mass, v.shape[0], start, members)
+                for c in range(nc):
+                    rows = members[start[c]:start[c + 1]]
+                    moving = 0.0
+                    for q in range(rows.shape[0]):
+                        moving = max(moving, change[rows[q]])
+                    if moving > tolerance and 2 <= rows.shape[0] <= newton_rows:
+                        counts[0] += 1
+                        counts[1] += newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n,
+                                                    lam_t, newton_iter, 0.1 * tolerance, travel)
+                # Gauss-Seidel finishes each cluster of all rows (it is independent of the others): a sweep to
+                # confirm Newton's roots, or the sweeps from where Newton stopped; its dormant rows are not swept
+                nc = contact_clusters(va, vb, weff, inv_mass, v.shape[0], start, members)
+                more = 0
+                for c in range(nc):
+                    moving = 0.0
+                    n_swept = 0
+                    for q in range(start[c], start[c + 1]):
+                        k = members[q]
+                        moving = max(moving, change[k])
+                        if is_active[k]:
+                            swept[n_swept] = k
+                            n_swept += 1
+                    if moving <= tolerance:
+                        continue
+                    done, _ = gauss_seidel(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, weff,
+                                           swept[:n_swept], max_iter - sweeps, tolerance, change, travel)
+                    more = max(more, done)
+                sweeps += more
+        if n_dormant == 0:
+            return sweeps
+        # the proof that no dormant row's visit could have acted: its v_n moved by less than its slack
+        for i in range(reach.shape[0]):
+            reach[i] = 0.0
+        for q in range(n_active):
+            k = active[q]
+            if travel[k] == 0.0:
+                continue
+            for i in range(2):
+                reach[va[k, i]] += inv_mass[va[k, i]] * abs(wa[k, i]) * travel[k]
+                if vb[k, 0] >= 0:
+                    reach[vb[k, i]] += inv_mass[vb[k, i]] * abs(wb[k, i]) * travel[k]
+        unproven = 0
+        for k in range(K_):
+            if is_active[k] or weff[k] <= 0.0:
+                continue
+            bound = abs(wa[k, 0]) * reach[va[k, 0]] + abs(wa[k, 1]) * reach[va[k, 1]]
+            if vb[k, 0] >= 0:
+                bound += abs(wb[k, 0]) * reach[vb[k, 0]] + abs(wb[k, 1]) * reach[vb[k, 1]]
+            if not slack[k] > (1.0 + 1e-9) * bound + 1e-12 * (scale[k] + bound):
+                is_active[k] = True
+                unproven += 1
+        if unproven == 0:
+            counts[2] += n_dormant
+            return sweeps
+        # restart from the start with the unproven rows swept too
+        counts[3] += 1
+        n_dormant -= unproven
+        n_active = 0
+        for k in range(K_):
+            if is_active[k]:
+                active[n_active] = k
+                n_active += 1
+        copy_rows2(v, v_start, v.shape[0])
+        copy_rows(lam_n, lam_n_start, K_)
+        copy_rows2(lam_t, lam_t_start, K_)
+        counts[0] = counts_start[0]
+        counts[1] = counts_start[1]
+        for k in range(K_):
+            change[k] = 0.0
+            travel[k] = 0.0
 
 
 @njit(**JIT)
@@ -372,13 +492,13 @@ def _project_coupled(rods, pressed, va, vb, wa, wb, normal, lam_n, x, v, h, inv_
 
 @njit(**JIT)
 def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, warm, lam_n_first, lam_t_first, h, max_iter,
-            tolerance, newton_after, newton_rows, newton_iter, counts, gap_tol,
+            tolerance, newton_after, newton_rows, newton_iter, dormant_reach, counts, gap_tol,
             max_outer, inextensible, vertex_rod, touched, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
             edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol, proj_max_iter,
             symplectic):
     """Impulses and inextensibility together (module docstring, steps 2-3): the rows' impulses
     (:func:`solve_impulses` with ``max_iter``, ``tolerance``, ``newton_after``, ``newton_rows``,
-    ``newton_iter``, ``counts``; accumulated impulses kept), ``x += h dv``, projection of
+    ``newton_iter``, ``dormant_reach``, ``counts``; accumulated impulses kept), ``x += h dv``, projection of
     the rods whose vertices moved (``touched`` (R,) marks them; fast projection, or SHAKE along
     the gradients at the round's start with ``symplectic``: :func:`project_rods`; a rod already
     projected to its tolerance in this call and not moved since is skipped, which is what its
@@ -420,7 +540,7 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
         # cluster Newton in every alternation (in the first 4 only until 2026-12-07: the later ones' plain
         # sweeps ran to their limit where the alternation takes 6-10 rounds, e.g. hanging-chain near its break)
         sweeps += solve_impulses(va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance,
-                                 newton_after, newton_rows, newton_iter, counts)
+                                 newton_after, newton_rows, newton_iter, dormant_reach, counts)
         if outer == 0:
             copy_rows(lam_n_first, lam_n, lam_n.shape[0])
             copy_rows2(lam_t_first, lam_t, lam_t.shape[0])
@@ -603,10 +723,15 @@ class DERContact:
         (:func:`rodlab.der.contact_loop.listed_pairs`: the broadphase runs again only when a
         vertex has moved that far since the list was made); 0: the grid at every detection. The
         same pairs in the same order either way.
+    dormant_reach : float
+        Rows without impulse whose slack exceeds this many times the velocity change that the
+        acting rows would give their vertices are left out of the Gauss-Seidel sweeps, and proven
+        unaffected after the solve (:func:`solve_impulses`: bit for bit the same impulses; a
+        solve whose proof fails is redone with those rows in); 0: every row is swept.
     """
 
     def __init__(self, sim, *, margin_factor=0.5, tolerance=1e-10, max_iter=500, max_rounds=6, warm_start=False,
-                 recheck=True, newton_after=12, newton_rows=100, newton_iter=30, pair_skin=1.0):
+                 recheck=True, newton_after=12, newton_rows=100, newton_iter=30, pair_skin=1.0, dormant_reach=8.0):
         w = sim.world
         self.world = w
         c = w.contact
@@ -628,14 +753,17 @@ class DERContact:
         ccd_tol = 1e-6 * float(g.edge_radius.min(initial=0.0))
         if not (math.isfinite(pair_skin) and pair_skin >= 0):
             raise ValueError(f"pair_skin must be a finite number >= 0 (smallest contact radii; got {pair_skin!r})")
+        if not (math.isfinite(dormant_reach) and dormant_reach >= 0):
+            raise ValueError(f"dormant_reach must be a finite number >= 0 (got {dormant_reach!r})")
         self.cfg = np.array([self.margin, self.radius_min, self.penetration_tol, float(tolerance), ccd_tol,
-                             float(sim._dt), float(pair_skin) * self.radius_min])
+                             float(sim._dt), float(pair_skin) * self.radius_min, float(dormant_reach)])
         self.icfg = np.array([int(max_iter), int(max_rounds), 200, int(self.rods), int(self.has_mesh), int(warm_start),
                               int(recheck), int(newton_after), int(newton_rows), int(newton_iter)],
                              dtype=np.int64)
         # detections, impulse/projection alternations, rows, Gauss-Seidel sweeps, round-1 checks on round 0's pairs,
-        # Newton cluster solves, Newton iterations
-        self.stats = np.zeros(7)
+        # Newton cluster solves, Newton iterations, dormant rows left out of the sweeps, restarts of a solve
+        # (solve_impulses)
+        self.stats = np.zeros(9)
         m = sim.model
         self.vertex_rod = np.repeat(np.arange(w.n_rods, dtype=np.int64), np.diff(w.rod_vertex_start))
         self.rod_closed = np.asarray(m.rod_flag[:, 0] != 0)

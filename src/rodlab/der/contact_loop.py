@@ -446,27 +446,46 @@ def _key(x):
     return s
 
 
+@njit(inline="always", **JIT)
+def _row_gap(rows, k, x, g):
+    """Row ``k``'s gap [m] at ``x`` (a discrete row: ``SUB_MID``, ``SUB_END0``, ``SUB_END1``), by the
+    kernel and with the arguments that :func:`detect_rows` uses for it: the same pair gives the same
+    number bit for bit."""
+    a, b, sub = int(rows[k, C_A]), int(rows[k, C_B]), rows[k, C_SUB]
+    if rows[k, C_KIND] == 0.0:
+        _, _, d, _ = segment_segment(vrow(x, g.edge_v0[a]), vrow(x, g.edge_v1[a]), vrow(x, g.edge_v0[b]),
+                                     vrow(x, g.edge_v1[b]))
+        return d - g.edge_radius[a] - g.edge_radius[b]
+    if sub == SUB_MID:
+        _, d, _, _ = segment_obstacle(vrow(x, g.edge_v0[a]), vrow(x, g.edge_v1[a]), g.obstacle_kind[b],
+                                      g.obstacle_param[b])
+        return d - g.edge_radius[a]
+    p = vrow(x, g.edge_v0[a]) if sub == SUB_END0 else vrow(x, g.edge_v1[a])
+    d, _, _ = point_obstacle(p, g.obstacle_kind[b], g.obstacle_param[b])
+    return d - g.edge_radius[a]
+
+
 @njit(**JIT_INNER)
-def recheck_gap(rows, K, x, g):
-    """Smallest gap [m] at ``x`` of the pairs of rows ``0..K-1`` (discrete rows only: ``SUB_MID``,
-    ``SUB_END0``, ``SUB_END1``), each computed by the kernel and with the arguments that
-    :func:`detect_rows` uses for it, so the same pair gives the same number bit for bit."""
-    best = np.inf
+def recheck_gap(rows, K, x, g, reach):
+    """Smallest gap [m] at ``x`` of the pairs of rows ``0..K-1`` (discrete rows only), each computed
+    as :func:`detect_rows` computes it (:func:`_row_gap`), so the same pair gives the same number
+    bit for bit. ``reach`` [m]: a bound on how much any row's gap can have fallen since its
+    ``C_GAP`` was measured (twice the largest vertex displacement: a distance between two
+    points moves by at most the sum of their displacements, and each point is a convex
+    combination of its vertices; plus a margin for round-off). A row whose ``C_GAP - reach`` is
+    above the smallest gap found so far cannot be the smallest: it is not recomputed (the row of
+    the smallest ``C_GAP`` is computed first), the same minimum."""
+    if K == 0:
+        return np.inf
+    first = 0
+    for k in range(1, K):
+        if rows[k, C_GAP] < rows[first, C_GAP]:
+            first = k
+    best = _row_gap(rows, first, x, g)
     for k in range(K):
-        a, b, sub = int(rows[k, C_A]), int(rows[k, C_B]), rows[k, C_SUB]
-        if rows[k, C_KIND] == 0.0:
-            _, _, d, _ = segment_segment(vrow(x, g.edge_v0[a]), vrow(x, g.edge_v1[a]), vrow(x, g.edge_v0[b]),
-                                         vrow(x, g.edge_v1[b]))
-            gap = d - g.edge_radius[a] - g.edge_radius[b]
-        elif sub == SUB_MID:
-            _, d, _, _ = segment_obstacle(vrow(x, g.edge_v0[a]), vrow(x, g.edge_v1[a]), g.obstacle_kind[b],
-                                          g.obstacle_param[b])
-            gap = d - g.edge_radius[a]
-        else:
-            p = vrow(x, g.edge_v0[a]) if sub == SUB_END0 else vrow(x, g.edge_v1[a])
-            d, _, _ = point_obstacle(p, g.obstacle_kind[b], g.obstacle_param[b])
-            gap = d - g.edge_radius[a]
-        best = min(best, gap)
+        if k == first or rows[k, C_GAP] - reach > best:
+            continue
+        best = min(best, _row_gap(rows, k, x, g))
     return best
 
 
@@ -549,7 +568,8 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
     """The contact response after one DER step from ``x0`` to ``x_step`` (= ``x`` on entry)
     (docs/contact-der.md, steps 2-5), in place on the state arrays. ``cfg`` = (margin, smallest
     radius, penetration tolerance, impulse tolerance, CCD tolerance, h, skin of the candidate pair
-    list (0: none; :func:`listed_pairs`)), ``icfg`` = (Gauss-Seidel
+    list (0: none; :func:`listed_pairs`), the dormant rows' reach factor
+    (:func:`rodlab.der.contact.solve_impulses`; 0: none)), ``icfg`` = (Gauss-Seidel
     sweeps, rounds, impulse/projection alternations, rod contact on, has mesh, warm start on, round-1
     check on round 0's pairs on, Newton after that many sweeps (-1: never), rows of the largest
     Newton cluster, Newton iterations).
@@ -597,8 +617,9 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
         if rnd == 1 and discrete and not ccd and icfg[6] != 0:
             # the check of round 1 on round 0's pairs: any other pair was farther than the margin at
             # x_step and has come closer by at most twice the largest displacement since
-            gap = recheck_gap(rows, K, x, g)
-            if -pen_tol <= gap <= margin - 2.0 * _max_move(x, x_step) - 1e-6 * rmin:
+            moved = _max_move(x, x_step)
+            gap = recheck_gap(rows, K, x, g, 2.0 * moved + 1e-6 * rmin)
+            if -pen_tol <= gap <= margin - 2.0 * moved - 1e-6 * rmin:
                 end_gap = gap
                 stats[4] += 1
                 break
@@ -652,7 +673,7 @@ def respond(m, x0, x_step, x, v, theta, ref_d1, ref_twist, m1_step, g, rod_mu, o
         lam_t_first = np.empty((K, 3))
         outer, _, sweeps = resolve(va, vb, wa, wb, normal, target, mu, m.vertex_inv_mass, x, v, lam_n, lam_t, started > 0,
                                    lam_n_first, lam_t_first, h, max_iter, tolerance, icfg[7], icfg[8], icfg[9],
-                                   stats[5:7], pen_tol, max_outer, inextensible, vertex_rod, touched,
+                                   cfg[7], stats[5:9], pen_tol, max_outer, inextensible, vertex_rod, touched,
                                    m.rod_vertex_start, m.rod_edge_start, m.rod_slide_start, rod_closed,
                                    m.edge_rest_length, m.slide_vertex, m.slide_axis, m.slide_w, m.slide_edge,
                                    m.slide_side, m.option_float[0], m.option_int[0], symplectic)

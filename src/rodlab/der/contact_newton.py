@@ -362,7 +362,7 @@ def _cluster_coupling(rows, va, vb, wa, wb, inv_mass):
 
 
 @njit(**JIT)
-def newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance):
+def newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n, lam_t, max_iter, tolerance, travel):
     """Semismooth Newton (module docstring) on the rows ``rows`` (m,) of one cluster, from their
     accumulated impulses ``lam_n`` (K,), ``lam_t`` (K, 3) [N s]; the impulses' change is applied
     to ``v`` (N, 3) [m/s] through the lumped masses (as :func:`rodlab.der.contact.solve_impulses`
@@ -371,7 +371,9 @@ def newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n,
     every row's residual, as a velocity (``C_kk |F_k|``), is at most ``tolerance`` [m/s], after
     ``max_iter`` iterations, or when the damped step makes no progress (a singular Jacobian, or
     no decrease of ``|F|^2``): the iterate reached is kept (each accepted step decreases
-    ``|F|^2``). Returns the iterations."""
+    ``|F|^2``). ``travel`` (K,) accumulates the size of each row's applied impulse change (the sum
+    of its components' magnitudes [N s], as :func:`rodlab.der.contact.gauss_seidel` counts it).
+    Returns the iterations."""
     rows = _along_rods(rows, va, vb)
     m = rows.shape[0]
     off = np.empty(m + 1, dtype=np.int64)
@@ -478,6 +480,7 @@ def newton_cluster(rows, va, vb, wa, wb, normal, target, mu, inv_mass, v, lam_n,
             for c in range(3):
                 lam_t[k, c] = E[p, c, 1] * y[i + 1] + E[p, c, 2] * y[i + 2]
         apply_impulse(k, v, inv_mass, va, vb, wa, wb, j)
+        travel[k] += abs(j[0]) + abs(j[1]) + abs(j[2])
     return it
 
 

@@ -110,7 +110,7 @@ def advance_contact_steps(f, i, b, L, nsteps, h, t, X, V, TH, D1, TW, call_presc
     whether the first two, the third, hold one row per step (else one placeholder row, used as
     it is at every step); ``symplectic``: ``None`` (fast projection) or ``True`` (RATTLE).
     The contact arguments are those of :func:`rodlab.der.contact_loop.respond` (``g``: the
-    ``ContactGeometry``; ``stats`` (7,) accumulates detections, impulse/projection alternations,
+    ``ContactGeometry``; ``stats`` (9,) accumulates detections, impulse/projection alternations,
     rows, Gauss-Seidel sweeps, round-1 checks done on round 0's pairs, Newton cluster solves and
     Newton iterations; the tables and the pair list come back for the next call).
 
