@@ -58,7 +58,6 @@ from ..contact.narrowphase import MESH
 from ..geometry._vec import JIT
 from ..geometry.curves import compute_edges, compute_tangents
 from ..numba_views import borrow
-from .contact_projection import COUPLED_FIRST_WORK, COUPLED_MAX_ITER, MAX_ROWS, project_keeping_contacts
 from . import kernels as K
 from .contact_newton import apply_impulse, contact_clusters, newton_cluster
 from .projection import _mark_active, fast_projection, shake_projection, velocity_projection
@@ -408,89 +407,6 @@ def project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_
 
 
 @njit(**JIT)
-def _pressed_rows(rods, lam_n, va, vb, inv_mass, vertex_rod, n_rods_all, rod_slide_start, rod_edge_start, first):
-    """For an alternation of :func:`resolve`: the rods to project (``rods`` and every rod with a free
-    vertex in a pressed row, ``lam_n > 0``) and the pressed rows, to be kept by
-    :func:`rodlab.der.contact_projection.project_keeping_contacts`; ``(rods, empty)`` (the plain
-    projection) when no row is pressed, more than its ``MAX_ROWS`` are, a rod to project has a
-    sliding clamp, or, in the ``first`` alternation, the coupled solve would cost more than
-    ``COUPLED_FIRST_WORK`` (pressed rows times edges: one tridiagonal solve per row and rod; where
-    one alternation is enough, as in a wound plectoneme, the plain projection is the cheaper)."""
-    none = np.empty(0, dtype=np.int64)
-    K = 0
-    for k in range(lam_n.shape[0]):
-        if lam_n[k] > 0.0:
-            K += 1
-    if K == 0 or K > MAX_ROWS:
-        return rods, none
-    mark = np.zeros(n_rods_all, dtype=np.bool_)
-    for q in range(rods.shape[0]):
-        mark[rods[q]] = True
-    pressed = np.empty(K, dtype=np.int64)
-    K = 0
-    for k in range(lam_n.shape[0]):
-        if lam_n[k] <= 0.0:
-            continue
-        pressed[K] = k
-        K += 1
-        for i in range(2):
-            if inv_mass[va[k, i]] > 0.0:
-                mark[vertex_rod[va[k, i]]] = True
-            if vb[k, 0] >= 0 and inv_mass[vb[k, i]] > 0.0:
-                mark[vertex_rod[vb[k, i]]] = True
-    n = 0
-    for r in range(n_rods_all):
-        if mark[r]:
-            if rod_slide_start[r + 1] > rod_slide_start[r]:
-                return rods, none
-            n += 1
-    out = np.empty(n, dtype=np.int64)
-    n = 0
-    edges = 0
-    for r in range(n_rods_all):
-        if mark[r]:
-            out[n] = r
-            n += 1
-            edges += rod_edge_start[r + 1] - rod_edge_start[r]
-    if first and K * edges > COUPLED_FIRST_WORK:
-        return rods, none
-    return out, pressed
-
-
-@njit(**JIT)
-def _row_violation(va, vb, wa, wb, normal, target, v, h):
-    """The rows' largest first-order violation [m] at the velocities ``v``: ``h (target_k - n_k . v_rel)``."""
-    vr = np.empty(3)
-    worst = 0.0
-    for k in range(va.shape[0]):
-        _rel_velocity(k, v, va, vb, wa, wb, vr)
-        vn = vr[0] * normal[k, 0] + vr[1] * normal[k, 1] + vr[2] * normal[k, 2]
-        worst = max(worst, h * (target[k] - vn))
-    return worst
-
-
-@njit(**JIT)
-def _project_coupled(rods, pressed, va, vb, wa, wb, normal, lam_n, x, v, h, inv_mass, rod_vertex_start, rod_edge_start,
-                     rod_slide_start, rod_closed, edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge,
-                     slide_side, proj_tol, proj_max_iter, settled):
-    """The projection of ``rods`` keeping the ``pressed`` rows
-    (:func:`rodlab.der.contact_projection.project_keeping_contacts`); where its Newton stalls (the
-    edges' gradients degenerate: a taut rod between two pins pushed sideways) the plain projection
-    finishes those rods from where it stopped. Marks ``settled`` the rods left within ``proj_tol``."""
-    rod_viol = np.empty(rods.shape[0])
-    if project_keeping_contacts(rods, pressed, va, vb, wa, wb, normal, lam_n, x, v, h, inv_mass, rod_vertex_start,
-                                rod_edge_start, rod_closed, edge_rest_length, proj_tol,
-                                min(proj_max_iter, COUPLED_MAX_ITER), rod_viol) > proj_tol:
-        rods = rods[rod_viol > proj_tol]
-        rod_viol = np.empty(rods.shape[0])
-        project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
-                     edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol,
-                     proj_max_iter, False, np.empty((0, 3)), rod_viol)
-    for q in range(rods.shape[0]):
-        settled[rods[q]] = rod_viol[q] <= proj_tol
-
-
-@njit(**JIT)
 def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, warm, lam_n_first, lam_t_first, h, max_iter,
             tolerance, newton_after, newton_rows, newton_iter, dormant_reach, counts, gap_tol,
             max_outer, inextensible, vertex_rod, touched, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
@@ -525,7 +441,6 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
     nv = x.shape[0]
     v_prev = np.empty_like(v)
     x_ref = np.empty_like(x) if symplectic else np.empty((0, 3))
-    x_keep, v_keep = np.empty_like(x), np.empty_like(v)  # before a first projection that may be redone
     # rods projected to the tolerance in this call and not moved since: their projection would return
     # at once without moving a vertex, so it is skipped
     settled = np.zeros(touched.shape[0], dtype=np.bool_)
@@ -565,34 +480,19 @@ def resolve(va, vb, wa, wb, normal, target, mu, inv_mass, x, v, lam_n, lam_t, wa
                 if touched[r] and not settled[r]:
                     rods[n_rods] = r
                     n_rods += 1
-            crods, pressed = rods, np.empty(0, dtype=np.int64)
-            if not symplectic:  # the pressed rows, to be kept by the projection (docs/contact-der.md, step 3)
-                crods, pressed = _pressed_rows(rods, lam_n, va, vb, inv_mass, vertex_rod, touched.shape[0],
-                                               rod_slide_start, rod_edge_start, outer == 0)
-            if outer > 0 and pressed.shape[0] > 0:
-                _project_coupled(crods, pressed, va, vb, wa, wb, normal, lam_n, x, v, h, inv_mass, rod_vertex_start,
-                                 rod_edge_start, rod_slide_start, rod_closed, edge_rest_length, slide_vertex, slide_axis,
-                                 slide_w, slide_edge, slide_side, proj_tol, proj_max_iter, settled)
-            else:
-                # the first alternation: the plain projection, and the coupled one instead where the plain one
-                # breaks a pressed row (it then saves the next alternation's impulses)
-                if pressed.shape[0] > 0:
-                    copy_rows2(x_keep, x, nv)
-                    copy_rows2(v_keep, v, nv)
-                rod_viol = np.empty(rods.shape[0])
-                project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
-                             edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol,
-                             proj_max_iter, symplectic, x_ref, rod_viol)
-                for q in range(rods.shape[0]):
-                    settled[rods[q]] = rod_viol[q] <= proj_tol
-                if pressed.shape[0] > 0 and _row_violation(va, vb, wa, wb, normal, target, v, h) > gap_tol:
-                    copy_rows2(x, x_keep, nv)
-                    copy_rows2(v, v_keep, nv)
-                    _project_coupled(crods, pressed, va, vb, wa, wb, normal, lam_n, x, v, h, inv_mass,
-                                     rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed, edge_rest_length,
-                                     slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol, proj_max_iter,
-                                     settled)
-        worst = _row_violation(va, vb, wa, wb, normal, target, v, h)
+            rod_viol = np.empty(n_rods)
+            project_rods(rods, x, v, h, inv_mass, rod_vertex_start, rod_edge_start, rod_slide_start, rod_closed,
+                         edge_rest_length, slide_vertex, slide_axis, slide_w, slide_edge, slide_side, proj_tol,
+                         proj_max_iter, symplectic, x_ref, rod_viol)
+            for q in range(n_rods):
+                settled[rods[q]] = rod_viol[q] <= proj_tol
+        # first-order row violations after the projection
+        vr = np.empty(3)
+        worst = 0.0
+        for k in range(va.shape[0]):
+            _rel_velocity(k, v, va, vb, wa, wb, vr)
+            vn = vr[0] * normal[k, 0] + vr[1] * normal[k, 1] + vr[2] * normal[k, 2]
+            worst = max(worst, h * (target[k] - vn))
         if worst <= gap_tol or not inextensible:
             return outer + 1, worst, sweeps
     return max_outer, worst, sweeps
