@@ -19,6 +19,8 @@ differ from libm in the last bit.
 """
 from __future__ import annotations
 
+import abc
+
 import math
 from dataclasses import dataclass
 
@@ -115,12 +117,13 @@ class SmoothMoves:
 
 
 # ---- rigid motions -----------------------------------------------------------------------------
-class SampledMotion:
+class SampledMotion(abc.ABC):
     """A clamp motion with a vectorised sampler: subclasses define ``sample(times) -> (R (k, 3, 3),
     d (k, 3))``; ``motion(t)`` is the sample at ``[t]`` (bitwise the same numbers)."""
 
+    @abc.abstractmethod
     def sample(self, times) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
+        """Rotations (k, 3, 3) and displacements (k, 3) [m] at ``times`` (k,) [s]."""
 
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         R, d = self.sample(np.array([float(t)]))

@@ -18,7 +18,7 @@ from numba import njit
 
 from ..geometry._vec import JIT
 from ..geometry.curves import compute_edges
-from ..linalg.tridiagonal import solve_tridiagonal_masked
+from ..linalg.tridiagonal import sherman_morrison_finish, solve_tridiagonal_masked
 
 
 @njit(**JIT)
@@ -340,14 +340,7 @@ def _ring_multipliers_sherman_morrison(inv_mass, edges, rhs, cp, z, y):
         y[r] = y_prev
         z[r] = z_prev
         a = upper
-    for r in range(n - 2, -1, -1):
-        y_prev = y[r] - cp[r] * y_prev
-        z_prev = z[r] - cp[r] * z_prev
-        y[r] = y_prev
-        z[r] = z_prev
-    fac = (y[0] + corner * y[n - 1] / gamma) / (1.0 + z[0] + corner * z[n - 1] / gamma)
-    for i in range(n):
-        y[i] = y[i] - fac * z[i]
+    sherman_morrison_finish(n, cp, y, z, y_prev, z_prev, gamma, corner, y)
 
 
 @njit(inline="always", **JIT)

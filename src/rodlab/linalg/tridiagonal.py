@@ -140,6 +140,15 @@ def _sherman_morrison_ring(diag, lower, rhs, out):
         cp[r] = c_prev
         y[r] = y_prev
         z[r] = z_prev
+    sherman_morrison_finish(n, cp, y, z, y_prev, z_prev, gamma, corner, out)
+
+
+@njit(**JIT)
+def sherman_morrison_finish(n, cp, y, z, y_prev, z_prev, gamma, corner, out):
+    """The end of a Sherman-Morrison ring solve (:func:`_sherman_morrison_ring`): back substitution
+    of the two Thomas solves ``y``, ``z`` (forward sweeps done, ``cp`` their ``c'``, ``y_prev``,
+    ``z_prev`` the last row's values) and ``out = y - (v . y) / (1 + v . z) z`` over the first ``n``
+    entries; ``out`` may be ``y``."""
     for r in range(n - 2, -1, -1):
         y_prev = y[r] - cp[r] * y_prev
         z_prev = z[r] - cp[r] * z_prev
